@@ -1,0 +1,3 @@
+module github.com/writhq/writ
+
+go 1.26
