@@ -1,0 +1,55 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Driver runs tool invocations in one isolation tier.
+//
+// Implementations MUST be safe for concurrent use: an agent runs several
+// invocations at once on the same Driver.
+type Driver interface {
+	// Name is the tier's stable name ("wasm", "bwrap", "runc", "process").
+	Name() string
+
+	// Available reports whether this tier can run tools on this host. A nil
+	// error means yes; otherwise the error (wrapping ErrUnavailable) says why
+	// not, in words an operator can act on. It MAY be called often and
+	// SHOULD be cheap after the first call.
+	Available() error
+
+	// Run runs one invocation to completion and reports it.
+	//
+	// When the tool could not be started (tier unavailable, manifest for
+	// another tier, interpreter denied, option-like parameter, parameters
+	// that do not fit the template...) Run returns an Outcome with
+	// StatusRefused and a *RefusedError; it MUST NOT try another tier.
+	// Otherwise the error is nil and the Outcome says how the tool ended.
+	// Cancelling ctx stops the tool and everything it started; Run returns
+	// only once they are gone.
+	Run(ctx context.Context, inv Invocation) (Outcome, error)
+}
+
+// Invocation is one request to run a tool.
+type Invocation struct {
+	// Manifest describes the tool and its limits. It MUST have been
+	// validated (ParseManifest does it; Run validates again).
+	Manifest Manifest
+
+	// Params is the JSON object of parameters. It reaches the tool on stdin
+	// exactly as given, and fills the manifest's argv template. Empty means
+	// "{}".
+	Params json.RawMessage
+
+	// Workspace is an existing directory, absolute path, owned by the caller.
+	// It is the tool's working directory and the only place it may write;
+	// what the tool leaves there is kept, everything else is discarded by
+	// the tiers that isolate the filesystem.
+	Workspace string
+
+	// Env gives values for the names in the manifest's env allowlist. A name
+	// not in the allowlist is never passed, and nothing else is inherited
+	// from the agent's environment.
+	Env map[string]string
+}
