@@ -1,0 +1,113 @@
+package protocol
+
+import (
+	"bytes"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// span is a half-open byte range [start, end) within a canonical body.
+type span struct{ start, end int }
+
+// signedObject is the canonical form of a signed object without its "sig" member:
+// exactly the JCS text that follows the domain prefix in the signing input. The
+// spans locate the canonical "params" and "tool" values inside it, so that the
+// payload hash is computed from the same bytes that were signed.
+type signedObject struct {
+	body   []byte
+	params span
+	tool   span
+}
+
+const (
+	memberOther = iota
+	memberSig
+	memberParams
+	memberTool
+)
+
+var (
+	nameSig    = []byte(`"sig"`)
+	nameParams = []byte(`"params"`)
+	nameTool   = []byte(`"tool"`)
+)
+
+// canonicalSigned canonicalizes the JSON object raw and removes its top-level
+// "sig" member. raw must already have passed strict decoding.
+func canonicalSigned(raw []byte) (signedObject, error) {
+	c, err := Canonicalize(raw)
+	if err != nil {
+		return signedObject{}, err
+	}
+	return cutSig(c)
+}
+
+// cutSig removes the top-level "sig" member from the canonical object c, in place.
+func cutSig(c []byte) (signedObject, error) {
+	d := decoderPool.Get().(*jsontext.Decoder)
+	defer decoderPool.Put(d)
+	d.Reset(bytes.NewReader(c))
+	defer d.Reset(emptyReader)
+
+	var obj signedObject
+	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
+		return obj, malformed("not a JSON object")
+	}
+	sig := span{-1, -1}
+	prevEnd := 1 // just after '{'
+	for d.PeekKind() == '"' {
+		name, err := d.ReadValue()
+		if err != nil {
+			return obj, malformed("invalid JSON: %v", err)
+		}
+		// name is only valid until the next read: classify it first.
+		member := memberOther
+		switch {
+		case bytes.Equal(name, nameSig):
+			member = memberSig
+		case bytes.Equal(name, nameParams):
+			member = memberParams
+		case bytes.Equal(name, nameTool):
+			member = memberTool
+		}
+		valueStart := int(d.InputOffset()) + 1 // canonical: ':' then the value
+		memberStart := valueStart - 1 - len(name)
+		if _, err := d.ReadValue(); err != nil {
+			return obj, malformed("invalid JSON: %v", err)
+		}
+		end := int(d.InputOffset())
+		switch member {
+		case memberSig:
+			// Cut the member with the comma before it, or after it when first.
+			if prevEnd == 1 {
+				sig = span{memberStart, end}
+				if end < len(c)-1 {
+					sig.end++ // the comma that follows
+				}
+			} else {
+				sig = span{prevEnd, end}
+			}
+		case memberParams:
+			obj.params = span{valueStart, end}
+		case memberTool:
+			obj.tool = span{valueStart, end}
+		}
+		prevEnd = end
+	}
+	if sig.start < 0 {
+		obj.body = c
+		return obj, nil
+	}
+	n := sig.end - sig.start
+	obj.body = append(c[:sig.start], c[sig.end:]...)
+	for _, s := range []*span{&obj.params, &obj.tool} {
+		if s.start >= sig.end {
+			s.start -= n
+			s.end -= n
+		}
+	}
+	return obj, nil
+}
+
+func (o signedObject) paramsJSON() []byte { return o.body[o.params.start:o.params.end] }
+func (o signedObject) toolJSON() []byte   { return o.body[o.tool.start:o.tool.end] }
