@@ -1,0 +1,91 @@
+package ledger
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// headMagic starts the head file, which records the committed size of a disk
+// store. Files may be longer than the head says (an append that did not
+// finish) but never shorter.
+const headMagic = "writ-ledger-head v1"
+
+// writeFileAtomic replaces dir/name with data so that a crash leaves either the
+// old or the new contents: write a temporary file, sync it, rename it over the
+// old one, and sync the directory.
+func writeFileAtomic(dir, name string, data []byte, sync bool) error {
+	tmp, err := os.CreateTemp(dir, name+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if sync {
+		if err := tmp.Sync(); err != nil {
+			tmp.Close()
+			return err
+		}
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
+		return err
+	}
+	if !sync {
+		return nil
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func formatHead(size int64) []byte {
+	return []byte(fmt.Sprintf("%s\n%d\n", headMagic, size))
+}
+
+// parseHead reads the committed size from the head file's contents.
+func parseHead(data []byte) (int64, error) {
+	lines := strings.Split(string(data), "\n")
+	if len(lines) != 3 || lines[0] != headMagic || lines[2] != "" {
+		return 0, fmt.Errorf("%w: head file is not a %s file", ErrCorrupt, headMagic)
+	}
+	size, err := parseSize(lines[1])
+	if err != nil {
+		return 0, fmt.Errorf("%w: head file size %q: %v", ErrCorrupt, lines[1], err)
+	}
+	return size, nil
+}
+
+// checkLength compares a file's length with what the committed size needs:
+// shorter is a truncation; longer is the tail of an unfinished append, which
+// is cut back so the next append starts from a clean end.
+func (s *DiskStore) checkLength(f *os.File, want int64) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	name := filepath.Base(f.Name())
+	switch got := fi.Size(); {
+	case got < want:
+		return fmt.Errorf("%w: %s is %d bytes, but the store's committed size of %d leaves needs %d",
+			ErrTruncated, name, got, s.size.Load(), want)
+	case got > want:
+		s.cfg.logger().Warn("ledger: cutting back an unfinished append",
+			"file", name, "bytes", got, "committed", want)
+		return f.Truncate(want)
+	}
+	return nil
+}

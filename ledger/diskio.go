@@ -1,0 +1,162 @@
+package ledger
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// Size implements Store.
+func (s *DiskStore) Size() int64 { return s.size.Load() }
+
+// Append implements Store. It writes the leaf bytes, their index entries and
+// hashes past the committed end, syncs them, and only then moves the head, so a
+// crash at any point leaves the previous committed store intact.
+func (s *DiskStore) Append(leaves [][]byte, hashes []Hash) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	size := s.size.Load()
+	if err := checkAppend(size, leaves, hashes); err != nil {
+		return err
+	}
+	if len(leaves) == 0 {
+		return nil
+	}
+	var n int
+	for _, l := range leaves {
+		n += len(l)
+	}
+	data := make([]byte, 0, n)
+	index := make([]byte, 0, len(leaves)*indexEntrySize)
+	start := s.dataEnd.Load()
+	end := start
+	for _, l := range leaves {
+		data = append(data, l...)
+		end += int64(len(l))
+		index = binary.BigEndian.AppendUint64(index, uint64(end))
+	}
+	hbuf := make([]byte, 0, len(hashes)*HashSize)
+	for _, h := range hashes {
+		hbuf = append(hbuf, h[:]...)
+	}
+	writes := []struct {
+		f   *os.File
+		b   []byte
+		off int64
+	}{
+		{s.leaves, data, start},
+		{s.index, index, size * indexEntrySize},
+		{s.hashes, hbuf, tlog.StoredHashCount(size) * HashSize},
+	}
+	for _, w := range writes {
+		if _, err := w.f.WriteAt(w.b, w.off); err != nil {
+			return fmt.Errorf("ledger: append: %w", err)
+		}
+		if !s.cfg.NoSync {
+			if err := w.f.Sync(); err != nil {
+				return fmt.Errorf("ledger: append: %w", err)
+			}
+		}
+	}
+	newSize := size + int64(len(leaves))
+	if err := writeFileAtomic(s.cfg.Dir, headFile, formatHead(newSize), !s.cfg.NoSync); err != nil {
+		return fmt.Errorf("ledger: append: %w", err)
+	}
+	s.dataEnd.Store(end)
+	s.size.Store(newSize)
+	return nil
+}
+
+// ReadLeaves implements Store. It reads the index entries around the range and
+// the leaf bytes with one read each.
+func (s *DiskStore) ReadLeaves(start int64, n int) ([][]byte, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	size := s.size.Load()
+	dataEnd := s.dataEnd.Load() // loaded after size, so it covers every leaf below size
+	if start < 0 || n < 0 || start > size || int64(n) > size-start {
+		return nil, fmt.Errorf("%w: leaves [%d, %d) in a store of %d", ErrNotFound, start, start+int64(n), size)
+	}
+	if n == 0 {
+		return [][]byte{}, nil
+	}
+	first := start - 1 // the entry before start holds where start begins
+	if start == 0 {
+		first = 0
+	}
+	ib := make([]byte, (start+int64(n)-first)*indexEntrySize)
+	if _, err := s.index.ReadAt(ib, first*indexEntrySize); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, indexFile, err)
+	}
+	ends := make([]int64, 0, n+1)
+	if start == 0 {
+		ends = append(ends, 0)
+	}
+	for i := 0; i < len(ib); i += indexEntrySize {
+		ends = append(ends, int64(binary.BigEndian.Uint64(ib[i:])))
+	}
+	lo, hi := ends[0], ends[len(ends)-1]
+	for i := 1; i < len(ends); i++ {
+		if ends[i] < ends[i-1] || ends[i] > dataEnd {
+			return nil, fmt.Errorf("%w: %s: entry for leaf %d is out of order", ErrCorrupt, indexFile, start+int64(i-1))
+		}
+	}
+	data := make([]byte, hi-lo)
+	if _, err := s.leaves.ReadAt(data, lo); err != nil {
+		return nil, fmt.Errorf("%w: %s: reading [%d, %d): %v", ErrCorrupt, leavesFile, lo, hi, err)
+	}
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = data[ends[i]-lo : ends[i+1]-lo : ends[i+1]-lo]
+	}
+	return out, nil
+}
+
+// ReadHashes implements Store.
+func (s *DiskStore) ReadHashes(indexes []int64) ([]Hash, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	count := tlog.StoredHashCount(s.size.Load())
+	out := make([]Hash, len(indexes))
+	for i, x := range indexes {
+		if x < 0 || x >= count {
+			return nil, fmt.Errorf("%w: hash %d in a store of %d hashes", ErrNotFound, x, count)
+		}
+		if _, err := s.hashes.ReadAt(out[i][:], x*HashSize); err != nil {
+			return nil, fmt.Errorf("%w: %s: hash %d: %v", ErrCorrupt, hashesFile, x, err)
+		}
+	}
+	return out, nil
+}
+
+// SetCheckpoint implements Store.
+func (s *DiskStore) SetCheckpoint(signed []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return writeFileAtomic(s.cfg.Dir, checkpointFile, signed, !s.cfg.NoSync)
+}
+
+// Checkpoint implements Store.
+func (s *DiskStore) Checkpoint() ([]byte, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	b, err := os.ReadFile(filepath.Join(s.cfg.Dir, checkpointFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return b, err
+}
