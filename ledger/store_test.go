@@ -1,0 +1,22 @@
+package ledger_test
+
+import (
+	"testing"
+
+	"github.com/writhq/writ/ledger"
+	"github.com/writhq/writ/ledger/ledgertest"
+)
+
+func TestMemStoreConformance(t *testing.T) {
+	ledgertest.TestStore(t, func(t *testing.T, dir string) ledger.Store { return ledger.NewMemStore() })
+}
+
+func TestDiskStoreConformance(t *testing.T) {
+	ledgertest.TestDurableStore(t, func(t *testing.T, dir string) ledger.Store {
+		s, err := ledger.OpenDisk(ledger.DefaultDiskConfig(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
