@@ -16,12 +16,13 @@ import (
 // The encoder is jsontext's canonicalizer (the prototype of encoding/json/v2);
 // tests check it against github.com/gowebpki/jcs as an independent reference.
 func Canonicalize(raw []byte) ([]byte, error) {
-	if err := checkNumbers(raw); err != nil {
-		return nil, err
-	}
 	v := jsontext.Value(bytes.Clone(raw))
 	if err := v.Canonicalize(); err != nil {
 		return nil, malformed("not canonicalizable JSON: %v", err)
+	}
+	// raw is valid JSON now, which is what checkNumbers needs.
+	if err := checkNumbers(raw); err != nil {
+		return nil, err
 	}
 	return v, nil
 }
@@ -29,48 +30,39 @@ func Canonicalize(raw []byte) ([]byte, error) {
 // maxExactInt is the largest integer every IEEE 754 double holds exactly.
 const maxExactInt = 1<<53 - 1
 
-// checkNumbers walks raw and rejects every number JCS would change in value:
-// overflow to the largest double, or an integer beyond 2^53−1 rounded to another.
-// It also rejects syntax errors and duplicate names, so that it is safe to call
-// on untrusted input before anything else.
+// checkNumbers rejects every number in the valid JSON text raw that JCS would
+// change in value: overflow to the largest double, or an integer beyond 2^53−1
+// rounded to another. Only valid JSON may be given: the scan tracks strings by
+// their quotes and escapes, which is exact for valid JSON and nothing else.
 func checkNumbers(raw []byte) error {
-	d := decoderPool.Get().(*jsontext.Decoder)
-	defer decoderPool.Put(d)
-	d.Reset(bytes.NewReader(raw))
-	defer d.Reset(emptyReader)
-	for {
-		switch d.PeekKind() {
-		case '0':
-			v, err := d.ReadValue()
-			if err != nil {
-				return malformed("invalid JSON: %v", err)
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case c == '"':
+			for i++; i < len(raw) && raw[i] != '"'; i++ {
+				if raw[i] == '\\' {
+					i++ // the escaped byte; \uXXXX digits are never '"' or '\\'
+				}
 			}
-			if err := checkNumber(v); err != nil {
+		case c == '-' || (c >= '0' && c <= '9'):
+			j := i + 1
+			for j < len(raw) && isNumberByte(raw[j]) {
+				j++
+			}
+			if err := checkNumber(raw[i:j]); err != nil {
 				return err
 			}
-		case '"':
-			if _, err := d.ReadValue(); err != nil {
-				return malformed("invalid JSON: %v", err)
-			}
-		case 0:
-			// End of input or a syntax error: ReadToken tells which.
-			if _, err := d.ReadToken(); err != nil {
-				if err == errEOF {
-					return nil
-				}
-				return malformed("invalid JSON: %v", err)
-			}
-		default:
-			if _, err := d.ReadToken(); err != nil {
-				return malformed("invalid JSON: %v", err)
-			}
+			i = j - 1
 		}
 	}
+	return nil
+}
+
+func isNumberByte(c byte) bool {
+	return (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-'
 }
 
 func checkNumber(v []byte) error {
-	integer := bytes.IndexAny(v, ".eE") < 0
-	if integer {
+	if bytes.IndexAny(v, ".eE") < 0 {
 		digits := v
 		if digits[0] == '-' {
 			digits = digits[1:]

@@ -105,7 +105,7 @@ func (r *Receipt) Leaf() ([]byte, error) {
 // DecodeReceipt strictly decodes and structurally checks a receipt.
 func DecodeReceipt(data []byte, limit int) (*Receipt, error) {
 	r := new(Receipt)
-	if err := decodeStrict(data, limit, r); err != nil {
+	if _, _, err := decodeStrict(data, limit, r); err != nil {
 		return nil, err
 	}
 	if err := r.validate(); err != nil {

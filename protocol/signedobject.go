@@ -33,20 +33,41 @@ var (
 )
 
 // canonicalSigned canonicalizes the JSON object raw and removes its top-level
-// "sig" member. raw must already have passed strict decoding.
+// "sig" member.
 func canonicalSigned(raw []byte) (signedObject, error) {
-	c, err := Canonicalize(raw)
+	c, top, err := canonicalTop(raw, len(raw))
 	if err != nil {
 		return signedObject{}, err
 	}
-	return cutSig(c)
+	return withoutSig(c, top), nil
+}
+
+// withoutSig copies the canonical object c without the "sig" member top found,
+// and moves the spans to match.
+func withoutSig(c []byte, top topLevel) signedObject {
+	obj := signedObject{params: top.params, tool: top.tool}
+	if top.sig.start < 0 {
+		obj.body = c
+		return obj
+	}
+	n := top.sig.end - top.sig.start
+	obj.body = make([]byte, 0, len(c)-n)
+	obj.body = append(append(obj.body, c[:top.sig.start]...), c[top.sig.end:]...)
+	for _, s := range [...]*span{&obj.params, &obj.tool} {
+		if s.start >= top.sig.end {
+			s.start -= n
+			s.end -= n
+		}
+	}
+	return obj
 }
 
 // cutSig removes the top-level "sig" member from the canonical object c, in place.
 func cutSig(c []byte) (signedObject, error) {
 	d := decoderPool.Get().(*jsontext.Decoder)
 	defer decoderPool.Put(d)
-	d.Reset(bytes.NewReader(c))
+	// c is canonical: its names are unique and its UTF-8 valid.
+	d.Reset(bytes.NewReader(c), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	defer d.Reset(emptyReader)
 
 	var obj signedObject
