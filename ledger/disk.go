@@ -40,6 +40,7 @@ type DiskStore struct {
 	size    atomic.Int64 // committed leaves; published after their data
 	dataEnd atomic.Int64 // end of the committed leaf bytes; stored before size
 	closed  atomic.Bool
+	excess  bool // files hold data past the committed end; guarded by mu
 }
 
 var _ Store = (*DiskStore)(nil)

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // headMagic starts the head file, which records the committed size of a disk
@@ -69,9 +71,11 @@ func parseHead(data []byte) (int64, error) {
 	return size, nil
 }
 
-// checkLength compares a file's length with what the committed size needs:
-// shorter is a truncation; longer is the tail of an unfinished append, which
-// is cut back so the next append starts from a clean end.
+// checkLength compares a file's length with what the committed size needs.
+// Shorter is a truncation. Longer is the tail of an append that did not finish
+// (or a head that was rolled back): it is left in place, so that nothing is
+// destroyed before the Log has compared the store with its checkpoint, and cut
+// back by the next Append.
 func (s *DiskStore) checkLength(f *os.File, want int64) error {
 	fi, err := f.Stat()
 	if err != nil {
@@ -83,9 +87,25 @@ func (s *DiskStore) checkLength(f *os.File, want int64) error {
 		return fmt.Errorf("%w: %s is %d bytes, but the store's committed size of %d leaves needs %d",
 			ErrTruncated, name, got, s.size.Load(), want)
 	case got > want:
-		s.cfg.logger().Warn("ledger: cutting back an unfinished append",
+		s.cfg.logger().Warn("ledger: ignoring data past the committed end (an unfinished append)",
 			"file", name, "bytes", got, "committed", want)
-		return f.Truncate(want)
+		s.excess = true
 	}
+	return nil
+}
+
+// cutExcess truncates every file to its committed length. Called with mu held
+// before the first append after an open that found excess data.
+func (s *DiskStore) cutExcess() error {
+	size := s.size.Load()
+	for _, c := range []struct {
+		f   *os.File
+		end int64
+	}{{s.leaves, s.dataEnd.Load()}, {s.index, size * indexEntrySize}, {s.hashes, tlog.StoredHashCount(size) * HashSize}} {
+		if err := c.f.Truncate(c.end); err != nil {
+			return err
+		}
+	}
+	s.excess = false
 	return nil
 }

@@ -30,6 +30,11 @@ func (s *DiskStore) Append(leaves [][]byte, hashes []Hash) error {
 	if len(leaves) == 0 {
 		return nil
 	}
+	if s.excess {
+		if err := s.cutExcess(); err != nil {
+			return fmt.Errorf("ledger: append: %w", err)
+		}
+	}
 	var n int
 	for _, l := range leaves {
 		n += len(l)
