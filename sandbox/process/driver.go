@@ -1,0 +1,134 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/writhq/writ/sandbox"
+	"github.com/writhq/writ/sandbox/internal/cgroup"
+	"github.com/writhq/writ/sandbox/internal/command"
+	"github.com/writhq/writ/sandbox/internal/interp"
+	"github.com/writhq/writ/sandbox/internal/proc"
+)
+
+// Driver runs tools as contained host processes.
+type Driver struct {
+	cfg    Config
+	detect *interp.Detector
+	cg     *cgroup.Manager // nil when cgroups are off or missing
+
+	probeOnce sync.Once
+	probeErr  error
+}
+
+var _ sandbox.Driver = (*Driver)(nil)
+
+// New returns a process-tier Driver. It prepares the cgroup parent and
+// removes groups left by a crashed agent.
+func New(cfg Config) (*Driver, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	d := &Driver{cfg: cfg, detect: interp.NewDetector(cfg.InterpreterDirs)}
+	if cfg.CgroupParent != "" {
+		m, err := cgroup.Detect(cfg.CgroupParent)
+		if err != nil && cfg.RequireCgroup {
+			d.probeErr = fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+		}
+		if m != nil {
+			m.CleanStale()
+			d.cg = m
+		}
+	}
+	return d, nil
+}
+
+// Name returns "process".
+func (d *Driver) Name() string { return sandbox.TierProcess }
+
+// Available runs /bin/true once the way tools are run and reports what
+// failed, if anything.
+func (d *Driver) Available() error {
+	d.probeOnce.Do(func() {
+		if d.probeErr != nil {
+			return
+		}
+		spec := proc.Spec{Tier: sandbox.TierProcess, Path: "/bin/true", Args: []string{"true"}, Dir: "/",
+			Limits: sandbox.DefaultLimits(), Rlimits: true, UnshareNet: d.cfg.UnshareNetwork,
+			AddressSpace: sandbox.DefaultLimits().MemoryBytes + d.cfg.AddressSpaceSlack}
+		out, err := proc.Run(context.Background(), spec)
+		if err == nil && out.Status != sandbox.StatusOK {
+			err = fmt.Errorf("probe ended %s (%s)", out.Status, out.Reason)
+		}
+		if err != nil {
+			d.probeErr = fmt.Errorf("%w: process tier cannot start a contained process: %v", sandbox.ErrUnavailable, err)
+		}
+	})
+	return d.probeErr
+}
+
+// CgroupVersion is 1 or 2 when invocations get their own cgroup, 0 when not.
+func (d *Driver) CgroupVersion() int {
+	if d.cg == nil {
+		return 0
+	}
+	return d.cg.Version()
+}
+
+// Run implements sandbox.Driver.
+func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outcome, error) {
+	tier := d.Name()
+	m := inv.Manifest.WithDefaults()
+	if err := m.Validate(); err != nil {
+		return sandbox.Refuse(tier, err)
+	}
+	if m.Tier != tier {
+		return sandbox.Refuse(tier, fmt.Errorf("%w: manifest is for the %s tier", sandbox.ErrInvalidManifest, m.Tier))
+	}
+	if err := d.Available(); err != nil {
+		return sandbox.Refuse(tier, err)
+	}
+	if len(m.Network) > 0 {
+		return sandbox.Refuse(tier, errors.New("network allowlists need the egress proxy, which is not available"))
+	}
+	if err := workspace(inv.Workspace); err != nil {
+		return sandbox.Refuse(tier, err)
+	}
+	cmd, err := command.Prepare(m, inv.Params, d.detect)
+	if err != nil {
+		return sandbox.Refuse(tier, err)
+	}
+	defer cmd.Exe.Close()
+
+	spec := proc.Spec{Tier: tier, Exe: cmd.Exe, Args: cmd.Argv, Env: command.Environ(m, inv.Env),
+		Dir: inv.Workspace, Stdin: cmd.Stdin, Limits: m.Limits, Rlimits: true, UnshareNet: d.cfg.UnshareNetwork,
+		AddressSpace: m.Limits.MemoryBytes + d.cfg.AddressSpaceSlack}
+	if d.cg != nil {
+		g, err := d.cg.New(cgroup.Name(), cgroup.Limits{Pids: m.Limits.Pids, MemoryBytes: m.Limits.MemoryBytes})
+		if err != nil {
+			return sandbox.Refuse(tier, err)
+		}
+		defer g.Close()
+		spec.Cgroup = g
+	}
+	out, err := proc.Run(ctx, spec)
+	if err != nil {
+		return out, fmt.Errorf("process: %w", err)
+	}
+	return out, nil
+}
+
+func workspace(dir string) error {
+	if !filepath.IsAbs(dir) {
+		return fmt.Errorf("workspace %q is not an absolute path", dir)
+	}
+	st, err := os.Stat(dir)
+	if err != nil || !st.IsDir() {
+		return fmt.Errorf("workspace %q is not a directory", dir)
+	}
+	return nil
+}

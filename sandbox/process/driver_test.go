@@ -1,0 +1,33 @@
+package process_test
+
+import (
+	"testing"
+
+	"github.com/writhq/writ/sandbox"
+	"github.com/writhq/writ/sandbox/process"
+	"github.com/writhq/writ/sandbox/sandboxtest"
+)
+
+func newDriver(t testing.TB) *process.Driver {
+	d, err := process.New(process.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sandboxtest.RequireAvailable(t, "process", d.Available())
+	return d
+}
+
+func TestConformance(t *testing.T) {
+	d := newDriver(t)
+	tool := sandboxtest.HostTool(t)
+	sandboxtest.Run(t, sandboxtest.Harness{
+		Driver: d,
+		Manifest: func(args ...string) sandbox.Manifest {
+			return sandbox.Manifest{Name: "testtool", Tier: sandbox.TierProcess,
+				Command: &sandbox.Command{Path: tool, Args: args}}
+		},
+		Argv:      true,
+		Processes: true,
+		CPULimit:  true,
+	})
+}

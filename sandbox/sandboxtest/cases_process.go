@@ -1,0 +1,102 @@
+package sandboxtest
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/writhq/writ/sandbox"
+)
+
+func testArgvTemplate(t *testing.T, h Harness) {
+	m := h.Manifest("{{x}}", "lit", "--n={{n}}")
+	o := run(t, h, m, `{"op":"argv","x":"a b; $(id) | cat","n":7}`, "")
+	want(t, o, sandbox.StatusOK)
+	if got, want := string(o.Output), `["a b; $(id) | cat","lit","--n=7"]`; got != want {
+		t.Errorf("argv: got %s, want %s", got, want)
+	}
+	o, err := h.Driver.Run(context.Background(), sandbox.Invocation{Manifest: m,
+		Params: json.RawMessage(`{"op":"argv","x":"--help","n":1}`), Workspace: workspace(t)})
+	isRefused(t, o, err, sandbox.ErrDashArg)
+	m.AllowDashArgs = true
+	o = run(t, h, m, `{"op":"argv","x":"--help","n":1}`, "")
+	want(t, o, sandbox.StatusOK)
+}
+
+func testInterpreters(t *testing.T, h Harness) {
+	dir := t.TempDir()
+	sh, err := filepath.EvalSymlinks("/bin/sh")
+	if err != nil {
+		t.Skip("no /bin/sh on this host")
+	}
+	link := filepath.Join(dir, "innocent")
+	if err := os.Symlink(sh, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/bin/sh", link, "/usr/bin/env"} {
+		m := h.Manifest("-c", "id")
+		m.Command.Path = path
+		o, err := h.Driver.Run(context.Background(), sandbox.Invocation{Manifest: m,
+			Params: json.RawMessage(`{}`), Workspace: workspace(t)})
+		isRefused(t, o, err, sandbox.ErrInterpreter)
+	}
+}
+
+func testDescriptors(t *testing.T, h Harness) {
+	// A descriptor the agent holds without close-on-exec must not reach the tool.
+	fd, err := syscall.Open("/dev/null", syscall.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	o := run(t, h, h.Manifest(), `{"op":"fds"}`, "")
+	want(t, o, sandbox.StatusOK)
+	if string(o.Output) != "0 1 2" {
+		t.Errorf("descriptors open in the tool: got %q, want \"0 1 2\"", o.Output)
+	}
+}
+
+func testGrandchild(t *testing.T, h Harness) {
+	ws := workspace(t)
+	o := run(t, h, h.Manifest(), `{"op":"spawn","ms":700,"path":"alive"}`, ws)
+	want(t, o, sandbox.StatusOK)
+	time.Sleep(1500 * time.Millisecond)
+	if _, err := os.Stat(filepath.Join(ws, "alive")); err == nil {
+		t.Errorf("a grandchild in its own session outlived the tool and wrote to the workspace")
+	}
+}
+
+func testWriteOutside(t *testing.T, h Harness) {
+	outside := filepath.Join(t.TempDir(), "escaped")
+	for _, p := range []string{outside, "../escaped", "/etc/writ-escaped"} {
+		o := run(t, h, h.Manifest(), `{"op":"write","path":"`+p+`","data":"x"}`, "")
+		if o.Status == sandbox.StatusOK {
+			if _, err := os.Stat(outside); err == nil {
+				t.Errorf("write to %s reached the host", p)
+			}
+		}
+	}
+	if _, err := os.Stat("/etc/writ-escaped"); err == nil {
+		os.Remove("/etc/writ-escaped")
+		t.Errorf("write to /etc reached the host")
+	}
+	o := run(t, h, h.Manifest(), `{"op":"read","path":"/etc/shadow"}`, "")
+	if o.Status == sandbox.StatusOK && len(o.Output) > 0 {
+		t.Errorf("read /etc/shadow: got %d bytes", len(o.Output))
+	}
+}
+
+func testCPULimit(t *testing.T, h Harness) {
+	m := withLimits(h.Manifest(), func(l *sandbox.Limits) { l.CPUSeconds = 1; l.TimeoutMS = 20_000 })
+	start := time.Now()
+	o := run(t, h, m, `{"op":"spin"}`, "")
+	want(t, o, sandbox.StatusTimeout)
+	if o.Reason != "cpu" {
+		t.Errorf("reason: got %q, want cpu", o.Reason)
+	}
+	elapsed(t, start, 10*time.Second)
+}

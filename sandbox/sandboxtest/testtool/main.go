@@ -1,0 +1,114 @@
+// Command testtool is the tool the sandboxtest conformance suite runs in
+// every tier, built for the host and for wasip1. Its parameters, JSON on
+// stdin, say what to do: {"op":"echo"}, {"op":"exit","code":3}, ...
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+)
+
+type params struct {
+	Op    string `json:"op"`
+	Code  int    `json:"code"`
+	Bytes int64  `json:"bytes"`
+	MS    int    `json:"ms"`
+	Path  string `json:"path"`
+	Data  string `json:"data"`
+	Msg   string `json:"msg"`
+}
+
+func main() {
+	in, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		fail("read stdin: %v", err)
+	}
+	var p params
+	if err := json.Unmarshal(in, &p); err != nil {
+		fail("params: %v", err)
+	}
+	switch p.Op {
+	case "echo":
+		os.Stdout.Write(in)
+	case "exit":
+		fmt.Fprint(os.Stderr, p.Msg)
+		os.Exit(p.Code)
+	case "argv":
+		b, _ := json.Marshal(os.Args[1:])
+		os.Stdout.Write(b)
+	case "flood":
+		flood(p.Bytes)
+	case "sleep":
+		time.Sleep(time.Duration(p.MS) * time.Millisecond)
+	case "spin":
+		for i := 0; ; i++ {
+			if i < 0 {
+				fmt.Print(i)
+			}
+		}
+	case "env":
+		env := os.Environ()
+		sort.Strings(env)
+		fmt.Print(strings.Join(env, "\n"))
+	case "cwd":
+		wd, err := os.Getwd()
+		if err != nil {
+			fail("getwd: %v", err)
+		}
+		fmt.Print(wd)
+	case "write":
+		if err := os.WriteFile(p.Path, []byte(p.Data), 0o644); err != nil {
+			fail("write: %v", err)
+		}
+	case "read":
+		b, err := os.ReadFile(p.Path)
+		if err != nil {
+			fail("read: %v", err)
+		}
+		os.Stdout.Write(b)
+	case "alloc":
+		buf := make([]byte, p.Bytes)
+		for i := range buf {
+			buf[i] = byte(i)
+		}
+		fmt.Print(len(buf))
+	default:
+		if !platformOp(p) {
+			fail("unknown op %q", p.Op)
+		}
+	}
+}
+
+// flood writes n bytes of 'x' in one write when it can, forever if n < 0.
+func flood(n int64) {
+	chunk := make([]byte, 1<<16)
+	for i := range chunk {
+		chunk[i] = 'x'
+	}
+	if n >= 0 && n <= int64(len(chunk)) {
+		os.Stdout.Write(chunk[:n])
+		return
+	}
+	for n < 0 || n > 0 {
+		c := chunk
+		if n > 0 && n < int64(len(c)) {
+			c = c[:n]
+		}
+		if _, err := os.Stdout.Write(c); err != nil {
+			os.Exit(9)
+		}
+		if n > 0 {
+			n -= int64(len(c))
+		}
+	}
+}
+
+func fail(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, format, a...)
+	os.Exit(1)
+}
