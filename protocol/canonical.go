@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bytes"
+	"math"
 	"strconv"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -10,7 +11,7 @@ import (
 // Canonicalize returns the RFC 8785 (JCS) form of one JSON value as a new slice.
 // It rejects what JCS cannot represent faithfully: invalid JSON, invalid UTF-8 or
 // lone surrogates, duplicate member names, and numbers that are not I-JSON
-// (RFC 7493: finite as an IEEE 754 double, integers exact within ±(2^53−1)),
+// (RFC 7493: finite as an IEEE 754 double, integers that a double holds as written),
 // so that no two different inputs are silently given one canonical form.
 //
 // The encoder is jsontext's canonicalizer (the prototype of encoding/json/v2);
@@ -27,12 +28,9 @@ func Canonicalize(raw []byte) ([]byte, error) {
 	return v, nil
 }
 
-// maxExactInt is the largest integer every IEEE 754 double holds exactly.
-const maxExactInt = 1<<53 - 1
-
 // checkNumbers rejects every number in the valid JSON text raw that JCS would
-// change in value: overflow to the largest double, or an integer beyond 2^53−1
-// rounded to another. Only valid JSON may be given: the scan tracks strings by
+// change in value: overflow to the largest double, or an integer rounded to
+// another. Only valid JSON may be given: the scan tracks strings by
 // their quotes and escapes, which is exact for valid JSON and nothing else.
 func checkNumbers(raw []byte) error {
 	for i := 0; i < len(raw); i++ {
@@ -62,22 +60,41 @@ func isNumberByte(c byte) bool {
 }
 
 func checkNumber(v []byte) error {
-	if bytes.IndexAny(v, ".eE") < 0 {
-		digits := v
-		if digits[0] == '-' {
-			digits = digits[1:]
-		}
-		if len(digits) > 16 {
-			return malformed("integer %s is not exact in IEEE 754 (|n| must be at most 2^53-1)", v)
-		}
-		n, err := strconv.ParseUint(string(digits), 10, 64)
-		if err != nil || n > maxExactInt {
-			return malformed("integer %s is not exact in IEEE 754 (|n| must be at most 2^53-1)", v)
-		}
-		return nil
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err != nil {
+		return malformed("number %.40s is out of IEEE 754 double range", v)
 	}
-	if _, err := strconv.ParseFloat(string(v), 64); err != nil {
-		return malformed("number %s is out of IEEE 754 double range", v)
+	if bytes.IndexAny(v, ".eE") < 0 && !exactInteger(v, f) {
+		return malformed("integer %.40s cannot be held exactly by an IEEE 754 double", v)
 	}
 	return nil
+}
+
+// exactInteger reports whether the integer literal v means the same number as
+// the shortest decimal form of f, the double nearest to it: true for every
+// integer up to 2^53 and for larger ones that a double holds as written (such as
+// 100000000000000000000, or JCS's own 123456789012345680000), false when
+// precision would be lost (such as 9007199254740993).
+func exactInteger(v []byte, f float64) bool {
+	if v[0] == '-' {
+		v = v[1:]
+	}
+	if len(v) <= 15 {
+		return true // every integer below 10^15 is exact
+	}
+	var buf [32]byte
+	e := strconv.AppendFloat(buf[:0], math.Abs(f), 'e', -1, 64) // d.ddddde+XX
+	mant, exp, _ := bytes.Cut(e, []byte("e"))
+	digits := bytes.TrimRight(v, "0")
+	// The mantissa's digits without the point must equal v's significant digits,
+	// and the exponent must equal v's number of digits after the first.
+	if len(mant) > 1 {
+		if len(digits) != len(mant)-1 || digits[0] != mant[0] || !bytes.Equal(digits[1:], mant[2:]) {
+			return false
+		}
+	} else if len(digits) != 1 || digits[0] != mant[0] {
+		return false
+	}
+	n, err := strconv.Atoi(string(exp))
+	return err == nil && n == len(v)-1
 }

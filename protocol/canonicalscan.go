@@ -64,9 +64,6 @@ func scanCanonical(b []byte) (topLevel, bool) {
 	for i := 0; i < len(b); i++ {
 		switch c := b[i]; c {
 		case '{', '[':
-			if len(stack) == 1 && member == memberParams && top.params.start < 0 {
-				top.params.start = i
-			}
 			if len(stack) == len(stackBuf) {
 				return top, false // deep nesting: let the library decide
 			}
@@ -108,7 +105,7 @@ func scanCanonical(b []byte) (topLevel, bool) {
 						member = memberSig
 					case "params":
 						member = memberParams
-						top.params.start = -1
+						top.params.start = end + 1
 					case "tool":
 						member = memberTool
 						top.tool.start = end + 1
@@ -141,9 +138,6 @@ func scanCanonical(b []byte) (topLevel, bool) {
 			i = j - 1
 			endValue(j)
 		}
-	}
-	if top.params.start < 0 {
-		top.params = span{-1, -1} // params absent, or not an object or array
 	}
 	return top, true
 }
