@@ -99,3 +99,5 @@ func mustHex(t testing.TB, s string) []byte {
 	}
 	return b
 }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
