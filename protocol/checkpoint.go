@@ -65,7 +65,7 @@ func ParseCheckpoint(text []byte) (Checkpoint, error) {
 		return c, malformed("checkpoint size %.40q is not a decimal number", lines[1])
 	}
 	c.Size = n
-	root, err := base64.StdEncoding.DecodeString(lines[2])
+	root, err := strictBase64.DecodeString(lines[2])
 	if err != nil || len(root) != sha256.Size {
 		return c, malformed("checkpoint root is not the base64 of 32 bytes")
 	}

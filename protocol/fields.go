@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"encoding/base64"
 	"time"
 	"unicode/utf8"
 )
@@ -74,7 +73,7 @@ func checkNonce(s string) error {
 	if len(s) > maxNonceLen {
 		return malformed("nonce is longer than %d characters", maxNonceLen)
 	}
-	n, err := base64.StdEncoding.DecodeString(s)
+	n, err := strictBase64.DecodeString(s)
 	if err != nil || len(n) < MinNonceBytes {
 		return malformed("nonce must be standard base64 of at least %d random bytes", MinNonceBytes)
 	}

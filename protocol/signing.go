@@ -62,15 +62,19 @@ func hmacVerify(secret []byte, prefix string, body []byte, sig string) bool {
 	n := 0
 	if len(sig) == base64.StdEncoding.EncodedLen(sha256.Size) {
 		var err error
-		if n, err = base64.StdEncoding.Decode(want[:], []byte(sig)); err != nil {
+		if n, err = strictBase64.Decode(want[:], []byte(sig)); err != nil {
 			n = 0
 		}
 	}
 	return hmac.Equal(got[:], want[:sha256.Size]) && n == sha256.Size
 }
 
-// base64Len32 is room for decoding the base64 text of 32 bytes (44 characters).
-const base64Len32 = 33
+// Room for decoding base64 text of the length that encodes 32 or 64 bytes: the
+// decoder may write up to DecodedLen bytes whatever the padding.
+const (
+	base64Len32 = 33 // base64.StdEncoding.DecodedLen(44)
+	base64Len64 = 66 // base64.StdEncoding.DecodedLen(88)
+)
 
 // Ed25519Sign returns the base64 Ed25519 signature of the signing input.
 func Ed25519Sign(priv ed25519.PrivateKey, signingInput []byte) string {
@@ -82,11 +86,17 @@ func ed25519Verify(pub ed25519.PublicKey, prefix string, body []byte, sig string
 	if len(pub) != ed25519.PublicKeySize || len(sig) != base64.StdEncoding.EncodedLen(ed25519.SignatureSize) {
 		return false
 	}
-	var s [ed25519.SignatureSize]byte
-	if n, err := base64.StdEncoding.Decode(s[:], []byte(sig)); err != nil || n != len(s) {
+	// Room for what 88 base64 characters can decode to, not just 64 bytes:
+	// unpadded text of the right length decodes to 66.
+	var s [base64Len64]byte
+	if n, err := strictBase64.Decode(s[:], []byte(sig)); err != nil || n != ed25519.SignatureSize {
 		return false
 	}
 	msg := make([]byte, 0, len(prefix)+len(body))
 	msg = append(append(msg, prefix...), body...)
-	return ed25519.Verify(pub, msg, s[:])
+	return ed25519.Verify(pub, msg, s[:ed25519.SignatureSize])
 }
+
+// strictBase64 is standard padded base64 that refuses non-zero trailing bits,
+// so that one value has exactly one text.
+var strictBase64 = base64.StdEncoding.Strict()
