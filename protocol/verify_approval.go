@@ -26,7 +26,7 @@ func (v *Verifier) VerifyApproval(data []byte, intent *Intent, keys ApproverKeys
 		return nil, fail(CodeApprovalInvalid, "signature does not verify with a registered approver key")
 	}
 	if key.Approver != "" && key.Approver != a.Approver {
-		return nil, fail(CodeApprovalInvalid, "key %q does not belong to approver %q", a.KeyID, a.Approver)
+		return nil, fail(CodeApprovalInvalid, "key %q belongs to approver %q, not %q", a.KeyID, key.Approver, a.Approver)
 	}
 	switch {
 	case a.IntentID != intent.ID:
