@@ -13,21 +13,21 @@ func TestScanCanonical(t *testing.T) {
 		want bool
 	}{
 		{`{"a":1,"b":[true,false,null],"c":"x"}`, true},
-		{`{"b":1,"a":2}`, false},                 // order
-		{`{"a":1,"a":2}`, false},                 // duplicate
-		{`{"a": 1}`, false},                      // whitespace
-		{`{"a":1.50}`, false},                    // number form
-		{`{"a":-0}`, false},                      // negative zero
-		{`{"a":1e21}`, false},                    // exponent form
-		{`{"a":1e+21}`, true},                    // JCS exponent form
-		{`{"a":"\/"}`, false},                    // needless escape
-		{`{"a":"\u0041"}`, false},                // needless escape
-		{`{"a":"\u000a"}`, false},                // has a short form
-		{`{"a":"\u001f\n\u0000"}`, true},         // JCS escapes
-		{`{"a":"\u001F"}`, false},                // uppercase hex
-		{`{"\u00e9":1}`, false},                  // escaped name: left to the library
-		{"{\"\u00e9\":1}", false},                // non-ASCII name: left to the library
-		{`{"a":9007199254740993}`, false},        // not I-JSON: rounds to 2^53
+		{`{"b":1,"a":2}`, false},          // order
+		{`{"a":1,"a":2}`, false},          // duplicate
+		{`{"a": 1}`, false},               // whitespace
+		{`{"a":1.50}`, false},             // number form
+		{`{"a":-0}`, false},               // negative zero
+		{`{"a":1e21}`, false},             // exponent form
+		{`{"a":1e+21}`, true},             // JCS exponent form
+		{`{"a":"\/"}`, false},             // needless escape
+		{`{"a":"\u0041"}`, false},         // needless escape
+		{`{"a":"\u000a"}`, false},         // has a short form
+		{`{"a":"\u001f\n\u0000"}`, true},  // JCS escapes
+		{`{"a":"\u001F"}`, false},         // uppercase hex
+		{`{"\u00e9":1}`, false},           // escaped name: left to the library
+		{"{\"\u00e9\":1}", false},         // non-ASCII name: left to the library
+		{`{"a":9007199254740993}`, false}, // not I-JSON: rounds to 2^53
 		{`{"p":{"z":1},"sig":"s","tool":"t"}`, true},
 	} {
 		_, got := scanCanonical([]byte(c.in))

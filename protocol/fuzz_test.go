@@ -177,4 +177,3 @@ func FuzzParseCheckpoint(f *testing.F) {
 		}
 	})
 }
-

@@ -20,12 +20,14 @@ func platformOp(p params) bool {
 		if err != nil {
 			fail("fds: %v", err)
 		}
-		// Skip the descriptor ReadDir used for the directory itself and the
-		// Go runtime's own poller (epoll and eventfd), opened by ReadDir.
+		// Skip the descriptor ReadDir used for the directory itself, the Go
+		// runtime's own poller (epoll and eventfd) and the cgroup files the
+		// runtime keeps open to follow its CPU quota.
 		var fds []string
 		for _, e := range entries {
 			target, _ := os.Readlink("/proc/self/fd/" + e.Name())
-			if strings.Contains(target, "/fd") || target == "" || strings.HasPrefix(target, "anon_inode:[event") {
+			if strings.Contains(target, "/fd") || target == "" || strings.HasPrefix(target, "anon_inode:[event") ||
+				strings.HasPrefix(target, "/sys/fs/cgroup/") {
 				continue
 			}
 			fds = append(fds, e.Name())

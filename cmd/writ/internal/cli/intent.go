@@ -88,7 +88,10 @@ func (f *intentSignFlags) build(e *env) (*protocol.Intent, []byte, error) {
 			return nil, nil, fmt.Errorf("%s: %v", f.file, err)
 		}
 	}
-	for _, s := range []struct{ dst *string; v string }{
+	for _, s := range []struct {
+		dst *string
+		v   string
+	}{
 		{&in.ID, f.in.ID}, {&in.Tenant, f.in.Tenant}, {&in.Principal, f.in.Principal},
 		{&in.RunID, f.in.RunID}, {&in.Tool, f.in.Tool}, {&in.IdempotencyKey, f.in.IdempotencyKey},
 	} {
@@ -221,4 +224,3 @@ func verifierFor(e *env, cfg protocol.Config, clock clockFlag) (*protocol.Verifi
 	cfg.Now = func() time.Time { return now }
 	return protocol.NewVerifier(cfg)
 }
-
