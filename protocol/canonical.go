@@ -64,7 +64,7 @@ func checkNumber(v []byte) error {
 	if err != nil {
 		return malformed("number %.40s is out of IEEE 754 double range", v)
 	}
-	if bytes.IndexAny(v, ".eE") < 0 && !exactInteger(v, f) {
+	if !bytes.ContainsAny(v, ".eE") && !exactInteger(v, f) {
 		return malformed("integer %.40s cannot be held exactly by an IEEE 754 double", v)
 	}
 	return nil

@@ -2,14 +2,12 @@ package protocol
 
 import (
 	"bytes"
-	"io"
 	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
 
 var (
-	errEOF      = io.EOF
 	emptyReader = bytes.NewReader(nil)
 	// decoderPool keeps token decoders between calls: a decoder owns buffers that
 	// would otherwise be allocated again for every verification.

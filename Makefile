@@ -1,0 +1,82 @@
+# Writ's one entry point for building, running and testing. `make` lists targets.
+# Recipes use the shell because make does; the product itself never runs one.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+export PATH := /usr/local/go/bin:$(PATH)
+
+GO        ?= go
+BIN       := $(CURDIR)/bin
+TOOLS     := $(BIN)/tools
+FUZZTIME  ?= 1m
+SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)
+
+# Debian packages the tests run for real: the bwrap, runc and process sandbox
+# tiers, and the busybox-static test rootfs.
+APT_PACKAGES := bubblewrap runc busybox-static libseccomp-dev
+
+.PHONY: help deps build dev test check fuzz bench clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-7s %s\n", $$1, $$2}'
+
+deps: ## install what the tests need, when missing: Debian packages and Go tools
+	@missing=""; for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "deps: installing$$missing"; \
+	  $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+	@test -x $(STATICCHECK) || { mkdir -p $(TOOLS) && GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) && mv $(TOOLS)/staticcheck $(STATICCHECK); }
+
+build: ## build bin/writ and the WASM tools of writ dev
+	$(GO) build -o $(BIN)/writ ./cmd/writ
+
+# Until `writ dev` (the control-plane issue) exists, dev walks through what the
+# binary does today: keys, a signed intent, its verification, an approval.
+dev: build ## start a local Writ and print how to submit an intent
+	@mkdir -p .dev && cd .dev && set -e; \
+	W=$(BIN)/writ; \
+	echo "== writ dev: the control plane is not built yet; this walks through signing and verifying."; \
+	$$W keygen hmac --id orch-1 --force -o text; \
+	$$W keygen ed25519 --id alice --force -o text; \
+	$$W intent sign --key orch-1=orch-1.key --tenant dev --principal support-bot --run run-1 \
+	  --tool echo --params '{"msg":"hello world"}' -o text > intent.json; \
+	echo "== a signed intent (.dev/intent.json):"; cat intent.json; \
+	echo "== verify it:  bin/writ intent verify --key orch-1=.dev/orch-1.key < .dev/intent.json"; \
+	$$W intent verify --key orch-1=orch-1.key < intent.json; \
+	$$W approval sign --intent intent.json --key alice=alice.key --approver alice > approval.json; \
+	echo "== approve it: bin/writ approval verify --intent .dev/intent.json --approver-key alice=$$(cat alice.pub):alice < .dev/approval.json"; \
+	$$W approval verify --intent intent.json --approver-key alice=$$(cat alice.pub):alice < approval.json
+
+test: deps ## run every test, then each fuzz target for 10 s (CI=true: missing dependencies fail)
+	$(GO) test -count=1 ./...
+	$(MAKE) --no-print-directory fuzz FUZZTIME=10s
+
+check: deps ## vet, staticcheck, gofmt, dependency boundaries, darwin and linux/arm64 builds
+	$(GO) vet ./...
+	$(STATICCHECK) ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
+	$(GO) test -count=1 -run 'TestDependency' ./cmd/writ/
+	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./cmd/writ
+	GOOS=darwin GOARCH=amd64 $(GO) build -o /dev/null ./cmd/writ
+	GOOS=linux GOARCH=arm64 $(GO) build -o /dev/null ./cmd/writ
+
+fuzz: ## run every fuzz target for FUZZTIME each (default 1m)
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "fuzz: $$pkg $$f for $(FUZZTIME)"; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg | grep -v '^fuzz: elapsed'; \
+	  done; \
+	done
+
+bench: ## run the benchmarks, each reported beside its baseline from the same run
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+clean: ## remove what the build and dev wrote
+	rm -rf $(BIN) .dev

@@ -1,0 +1,89 @@
+package main_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/writhq/writ"
+
+// deps lists the packages the packages matching pattern import, transitively,
+// outside the standard library.
+func deps(t *testing.T, pattern string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", pattern).Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", pattern, err)
+	}
+	return strings.Fields(string(out))
+}
+
+// TestDependencyBoundaries enforces the component boundaries of DESIGN.md: the
+// node agent never links the control plane (nor Raft or Cedar), the control
+// plane never links the agent, the protocol stays pure, and the sandbox stands
+// alone.
+func TestDependencyBoundaries(t *testing.T) {
+	for _, r := range []struct {
+		pattern   string
+		forbidden []string // import path prefixes
+		allowed   []string // if set, every non-standard dependency must match one
+	}{
+		{pattern: module + "/nodeagent/...", forbidden: []string{
+			module + "/controlplane", module + "/web", "github.com/hashicorp/raft", "github.com/cedar-policy/",
+		}},
+		{pattern: module + "/controlplane/...", forbidden: []string{module + "/nodeagent", module + "/sandbox"}},
+		{pattern: module + "/ledger/...", forbidden: []string{module + "/controlplane", module + "/nodeagent", module + "/sandbox", module + "/web"}},
+		{pattern: module + "/client/...", forbidden: []string{module + "/controlplane", module + "/nodeagent", module + "/sandbox", module + "/web", module + "/ledger"}},
+		{pattern: module + "/protocol", allowed: []string{
+			module + "/protocol", "github.com/go-json-experiment/json", "golang.org/x/crypto",
+		}},
+		{pattern: module + "/sandbox/...", allowed: []string{
+			module + "/sandbox", "github.com/tetratelabs/wazero", "github.com/opencontainers/runtime-spec",
+			"golang.org/x/sys", "github.com/gowebpki/jcs", "github.com/go-json-experiment/json",
+			"github.com/seccomp/", "github.com/opencontainers/",
+		}},
+	} {
+		t.Run(r.pattern, func(t *testing.T) {
+			for _, d := range deps(t, r.pattern) {
+				for _, f := range r.forbidden {
+					if strings.HasPrefix(d, f) {
+						t.Errorf("%s depends on %s, which it must never import", r.pattern, d)
+					}
+				}
+				if r.allowed != nil && !hasPrefix(d, r.allowed) {
+					t.Errorf("%s depends on %s, outside its allowed set %v", r.pattern, d, r.allowed)
+				}
+			}
+		})
+	}
+}
+
+// TestDependencyListSeesEdges keeps the boundary test honest: the listing it
+// relies on must show edges that do exist.
+func TestDependencyListSeesEdges(t *testing.T) {
+	got := deps(t, module+"/cmd/writ")
+	for _, want := range []string{module + "/protocol", module + "/cmd/writ/internal/cli", "github.com/spf13/cobra"} {
+		if !contains(got, want) {
+			t.Errorf("go list -deps of cmd/writ does not show %s: %v", want, got)
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func hasPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
