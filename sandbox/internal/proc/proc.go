@@ -124,7 +124,9 @@ func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 	runtime.UnlockOSThread()
 	outW.Close()
 	errW.Close()
-	if err != nil {
+	// A stop that fails because the deadline or the caller already killed
+	// the child is not an error of ours: the outcome says timeout/canceled.
+	if err != nil && (cmd.Process == nil || runCtx.Err() == nil) {
 		if cmd.Process != nil {
 			kill(cmd.Process.Pid)
 			_ = cmd.Wait()
@@ -205,6 +207,9 @@ func fill(out *sandbox.Outcome, ps *os.ProcessState, werr error) {
 }
 
 func cpuExceeded(ps *os.ProcessState, l sandbox.Limits) bool {
+	if ps == nil {
+		return false
+	}
 	ws, ok := ps.Sys().(syscall.WaitStatus)
 	if !ok || !ws.Signaled() {
 		return false
