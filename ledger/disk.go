@@ -35,6 +35,7 @@ type DiskStore struct {
 	leaves *os.File
 	index  *os.File
 	hashes *os.File
+	head   *os.File
 
 	mu      sync.Mutex   // serializes Append, SetCheckpoint and Close
 	size    atomic.Int64 // committed leaves; published after their data
@@ -95,7 +96,13 @@ func (s *DiskStore) open() error {
 		}
 	}
 	if fresh {
-		return s.startFresh()
+		if err := s.startFresh(); err != nil {
+			return err
+		}
+		head = formatHead(0)
+	}
+	if s.head, err = os.OpenFile(path(headFile), os.O_RDWR, 0); err != nil {
+		return err
 	}
 	size, err := parseHead(head)
 	if err != nil {
@@ -144,7 +151,7 @@ func (s *DiskStore) Close() error {
 
 func (s *DiskStore) closeFiles() error {
 	var errs []error
-	for _, f := range []*os.File{s.leaves, s.index, s.hashes, s.lock} {
+	for _, f := range []*os.File{s.leaves, s.index, s.hashes, s.head, s.lock} {
 		if f != nil {
 			errs = append(errs, f.Close())
 		}

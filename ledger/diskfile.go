@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/mod/sumdb/tlog"
@@ -11,8 +12,13 @@ import (
 
 // headMagic starts the head file, which records the committed size of a disk
 // store. Files may be longer than the head says (an append that did not
-// finish) but never shorter.
-const headMagic = "writ-ledger-head v1"
+// finish) but never shorter. The size has a fixed width so that the head is
+// rewritten in place, in one write well inside one disk sector, on every
+// append.
+const (
+	headMagic     = "writ-ledger-head v1"
+	headSizeWidth = 19 // digits of the largest int64
+)
 
 // writeFileAtomic replaces dir/name with data so that a crash leaves either the
 // old or the new contents: write a temporary file, sync it, rename it over the
@@ -55,7 +61,7 @@ func syncDir(dir string) error {
 }
 
 func formatHead(size int64) []byte {
-	return []byte(fmt.Sprintf("%s\n%d\n", headMagic, size))
+	return []byte(fmt.Sprintf("%s\n%0*d\n", headMagic, headSizeWidth, size))
 }
 
 // parseHead reads the committed size from the head file's contents.
@@ -64,9 +70,10 @@ func parseHead(data []byte) (int64, error) {
 	if len(lines) != 3 || lines[0] != headMagic || lines[2] != "" {
 		return 0, fmt.Errorf("%w: head file is not a %s file", ErrCorrupt, headMagic)
 	}
-	size, err := parseSize(lines[1])
-	if err != nil {
-		return 0, fmt.Errorf("%w: head file size %q: %v", ErrCorrupt, lines[1], err)
+	digits := lines[1]
+	size, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || len(digits) != headSizeWidth || strings.TrimLeft(digits, "0123456789") != "" {
+		return 0, fmt.Errorf("%w: head file size %q is not %d decimal digits", ErrCorrupt, digits, headSizeWidth)
 	}
 	return size, nil
 }

@@ -11,6 +11,37 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 )
 
+// Sync makes everything appended so far durable. A store opened with NoSync
+// is durable only after Sync returns (for example when a Raft snapshot is
+// taken); until then a crash may leave it failing to open with ErrTruncated.
+func (s *DiskStore) Sync() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if err := syncAll(s.leaves, s.index, s.hashes); err != nil {
+		return err
+	}
+	return s.head.Sync()
+}
+
+// syncAll fsyncs the files concurrently, so that the file system can commit
+// them in one journal transaction where it is able to.
+func syncAll(files ...*os.File) error {
+	errs := make(chan error, len(files))
+	for _, f := range files {
+		go func() { errs <- f.Sync() }()
+	}
+	var first error
+	for range files {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 // Size implements Store.
 func (s *DiskStore) Size() int64 { return s.size.Load() }
 
@@ -65,15 +96,21 @@ func (s *DiskStore) Append(leaves [][]byte, hashes []Hash) error {
 		if _, err := w.f.WriteAt(w.b, w.off); err != nil {
 			return fmt.Errorf("ledger: append: %w", err)
 		}
-		if !s.cfg.NoSync {
-			if err := w.f.Sync(); err != nil {
-				return fmt.Errorf("ledger: append: %w", err)
-			}
+	}
+	if !s.cfg.NoSync {
+		if err := syncAll(s.leaves, s.index, s.hashes); err != nil {
+			return fmt.Errorf("ledger: append: %w", err)
 		}
 	}
+	// Only now that the data is durable may the head say it is there.
 	newSize := size + int64(len(leaves))
-	if err := writeFileAtomic(s.cfg.Dir, headFile, formatHead(newSize), !s.cfg.NoSync); err != nil {
+	if _, err := s.head.WriteAt(formatHead(newSize), 0); err != nil {
 		return fmt.Errorf("ledger: append: %w", err)
+	}
+	if !s.cfg.NoSync {
+		if err := s.head.Sync(); err != nil {
+			return fmt.Errorf("ledger: append: %w", err)
+		}
 	}
 	s.dataEnd.Store(end)
 	s.size.Store(newSize)

@@ -124,7 +124,7 @@ func TestTamperDetectedOnOpen(t *testing.T) {
 		{"flipped root-path hash", func(t *testing.T, dir string) { flip(t, dir, "hashes.dat", tlog.StoredHashIndex(6, 0)*ledger.HashSize) }, ledger.ErrCheckpointMismatch, "stored tree of size 100 has root"},
 		{"tampered checkpoint", func(t *testing.T, dir string) { flip(t, dir, "checkpoint", 22) }, ledger.ErrBadSignature, "bad checkpoint signature"},
 		{"head rolled back", func(t *testing.T, dir string) {
-			os.WriteFile(filepath.Join(dir, "head"), []byte("writ-ledger-head v1\n60\n"), 0o600)
+			os.WriteFile(filepath.Join(dir, "head"), []byte("writ-ledger-head v1\n0000000000000000060\n"), 0o600)
 		}, ledger.ErrCheckpointMismatch, "checkpoint commits to 100 leaves but the store holds 60"},
 		{"garbled head", func(t *testing.T, dir string) { os.WriteFile(filepath.Join(dir, "head"), []byte("60\n"), 0o600) }, ledger.ErrCorrupt, "head file"},
 	}
