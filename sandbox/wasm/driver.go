@@ -1,0 +1,191 @@
+package wasm
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/writhq/writ/sandbox"
+	"github.com/writhq/writ/sandbox/internal/capture"
+)
+
+// Driver runs WASI modules with wazero.
+type Driver struct {
+	cfg   Config
+	cache wazero.CompilationCache
+	err   error // why the tier is unavailable
+
+	mu      sync.Mutex
+	engines map[uint32]*engine
+	sums    sync.Map // fileID → [32]byte
+}
+
+var _ sandbox.Driver = (*Driver)(nil)
+
+// New returns a wasm-tier Driver using the on-disk compilation cache of cfg.
+// A cache directory that cannot be created makes the tier unavailable
+// rather than failing New, so that the agent can report why.
+func New(cfg Config) (*Driver, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	d := &Driver{cfg: cfg, engines: map[uint32]*engine{}}
+	if err := os.MkdirAll(cfg.CacheDir, 0o700); err != nil {
+		d.err = fmt.Errorf("%w: wasm cache directory: %v", sandbox.ErrUnavailable, err)
+		return d, nil
+	}
+	cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
+	if err != nil {
+		d.err = fmt.Errorf("%w: wasm compilation cache: %v", sandbox.ErrUnavailable, err)
+		return d, nil
+	}
+	d.cache = cache
+	return d, nil
+}
+
+// Name returns "wasm".
+func (d *Driver) Name() string { return sandbox.TierWasm }
+
+// Available reports whether the compilation cache could be opened.
+func (d *Driver) Available() error { return d.err }
+
+// Close releases the runtimes and compiled modules.
+func (d *Driver) Close(ctx context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var err error
+	for k, e := range d.engines {
+		err = errors.Join(err, e.rt.Close(ctx))
+		delete(d.engines, k)
+	}
+	if d.cache != nil {
+		err = errors.Join(err, d.cache.Close(ctx))
+	}
+	return err
+}
+
+// Run implements sandbox.Driver. limits.cpu_seconds becomes a second
+// deadline (a module runs on one thread, so CPU time never exceeds wall
+// time); pids and open_files do not apply.
+func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outcome, error) {
+	tier := d.Name()
+	m := inv.Manifest.WithDefaults()
+	if err := m.Validate(); err != nil {
+		return sandbox.Refuse(tier, err)
+	}
+	if m.Tier != tier {
+		return sandbox.Refuse(tier, fmt.Errorf("%w: manifest is for the %s tier", sandbox.ErrInvalidManifest, m.Tier))
+	}
+	if d.err != nil {
+		return sandbox.Refuse(tier, d.err)
+	}
+	if len(m.Network) > 0 {
+		return sandbox.Refuse(tier, errors.New("the wasm tier has no network; network allowlists need another tier"))
+	}
+	if len(m.ReadOnly) > 0 {
+		return sandbox.Refuse(tier, errors.New("the wasm tier grants only the workspace; read_only paths need another tier"))
+	}
+	if st, err := os.Stat(inv.Workspace); err != nil || !st.IsDir() || !filepath.IsAbs(inv.Workspace) {
+		return sandbox.Refuse(tier, fmt.Errorf("workspace %q is not an absolute directory", inv.Workspace))
+	}
+	params, err := sandbox.ParseParams(inv.Params)
+	if err != nil {
+		return sandbox.Refuse(tier, err)
+	}
+	_ = params
+	stdin := inv.Params
+	if len(stdin) == 0 {
+		stdin = []byte("{}")
+	}
+
+	pages := uint32(min(m.Limits.MemoryBytes/65536, 65536))
+	eng, err := d.engineFor(ctx, pages)
+	if err != nil {
+		return sandbox.Refuse(tier, err)
+	}
+	compiled, err := d.module(ctx, eng, m.Module)
+	if err != nil {
+		return sandbox.Refuse(tier, fmt.Errorf("module %s: %w", m.Module, err))
+	}
+	return d.instantiate(ctx, eng, compiled, m, inv, stdin), nil
+}
+
+func (d *Driver) instantiate(ctx context.Context, eng *engine, compiled wazero.CompiledModule,
+	m sandbox.Manifest, inv sandbox.Invocation, stdin []byte) sandbox.Outcome {
+	out := sandbox.Outcome{Tier: d.Name(), ExitCode: -1}
+	wall := m.Limits.Timeout()
+	cpu := time.Duration(m.Limits.CPUSeconds) * time.Second
+	limit := min(wall, cpu)
+	runCtx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+
+	var limitHit bool
+	onLimit := func() { limitHit = true; cancel() }
+	stdout := capture.New(m.Limits.OutputBytes, onLimit)
+	stderr := capture.New(m.Limits.OutputBytes, onLimit)
+
+	mc := wazero.NewModuleConfig().
+		WithName(""). // anonymous: many instances at once
+		WithArgs(m.Name).
+		WithStdin(bytesReader(stdin)).
+		WithStdout(stdout).
+		WithStderr(stderr).
+		WithFSConfig(wazero.NewFSConfig().WithDirMount(inv.Workspace, "/")).
+		WithSysWalltime().WithSysNanotime().
+		// A sleeping guest is in a host call, where closing on context done
+		// cannot reach it: wake it at the deadline so that it is closed.
+		WithNanosleep(func(ns int64) { sleep(runCtx, time.Duration(ns)) }).
+		WithRandSource(rand.Reader)
+	for _, kv := range envPairs(m, inv.Env) {
+		mc = mc.WithEnv(kv[0], kv[1])
+	}
+
+	start := time.Now()
+	mod, err := eng.rt.InstantiateModule(runCtx, compiled, mc)
+	out.Usage.Wall = time.Since(start)
+	if mod != nil {
+		if mem := mod.Memory(); mem != nil {
+			out.Usage.MemoryBytes = int64(mem.Size())
+		}
+		mod.Close(ctx)
+	}
+
+	var exit *sys.ExitError
+	switch {
+	case err == nil:
+		out.ExitCode = 0
+	case errors.As(err, &exit) && exit.ExitCode() != sys.ExitCodeDeadlineExceeded &&
+		exit.ExitCode() != sys.ExitCodeContextCanceled:
+		out.ExitCode = int(exit.ExitCode())
+	default:
+		out.Reason = err.Error()
+	}
+	so, se := stdout.Result(), stderr.Result()
+	out.Output, out.OutputHash, out.OutputBytes, out.Truncated = so.Kept, so.Hash, so.Total, so.Truncated || se.Truncated
+	out.Stderr, out.StderrBytes = se.Kept, se.Total
+
+	switch {
+	case limitHit:
+		out.Status, out.Reason = sandbox.StatusOutputLimit, fmt.Sprintf("output above %d bytes", m.Limits.OutputBytes)
+	case ctx.Err() != nil:
+		out.Status, out.Reason = sandbox.StatusError, "canceled"
+	case runCtx.Err() != nil && out.ExitCode < 0:
+		out.Status, out.Reason = sandbox.StatusTimeout, "wall"
+		if cpu < wall {
+			out.Reason = "cpu"
+		}
+	case out.ExitCode == 0:
+		out.Status = sandbox.StatusOK
+	default:
+		out.Status = sandbox.StatusError
+	}
+	return out
+}

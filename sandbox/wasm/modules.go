@@ -1,0 +1,103 @@
+package wasm
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+)
+
+// engine is one wazero runtime (they differ only by memory limit) and the
+// modules compiled for it.
+type engine struct {
+	rt       wazero.Runtime
+	mu       sync.Mutex
+	compiled map[[32]byte]wazero.CompiledModule
+}
+
+// fileID identifies one version of a module file so that it is read and
+// hashed once until it changes.
+type fileID struct {
+	dev, ino, size   uint64
+	mtimeNS, ctimeNS int64
+}
+
+// engineFor returns the runtime for a memory limit, creating it once.
+func (d *Driver) engineFor(ctx context.Context, pages uint32) (*engine, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e, ok := d.engines[pages]; ok {
+		return e, nil
+	}
+	cfg := wazero.NewRuntimeConfig()
+	if d.cfg.Interpreter {
+		cfg = wazero.NewRuntimeConfigInterpreter()
+	}
+	// Always: without it a guest that spins ignores its deadline and holds
+	// up the host's garbage collector.
+	cfg = cfg.WithCloseOnContextDone(true).WithMemoryLimitPages(pages).WithCompilationCache(d.cache)
+	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		rt.Close(ctx)
+		return nil, fmt.Errorf("wasm: wasi: %w", err)
+	}
+	e := &engine{rt: rt, compiled: map[[32]byte]wazero.CompiledModule{}}
+	d.engines[pages] = e
+	return e, nil
+}
+
+// module returns the compiled module at path, reading the file only when
+// it changed and compiling only new content.
+func (d *Driver) module(ctx context.Context, e *engine, path string) (wazero.CompiledModule, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return nil, err
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	id := fileID{uint64(st.Dev), st.Ino, uint64(st.Size), st.Mtim.Nano(), st.Ctim.Nano()}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if sum, ok := d.sums.Load(id); ok {
+		if m, ok := e.compiled[sum.([32]byte)]; ok {
+			return m, nil
+		}
+	}
+	const maxModule = 256 << 20
+	if st.Size > maxModule {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxModule)
+	}
+	bin := make([]byte, st.Size)
+	if _, err := f.ReadAt(bin, 0); err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(bin)
+	d.sums.Store(id, sum)
+	if m, ok := e.compiled[sum]; ok {
+		return m, nil
+	}
+	m, err := e.rt.CompileModule(ctx, bin)
+	if err != nil {
+		return nil, err
+	}
+	if len(e.compiled) >= d.cfg.MaxModules {
+		for k, old := range e.compiled { // evict one; the disk cache keeps it
+			old.Close(ctx)
+			delete(e.compiled, k)
+			break
+		}
+	}
+	e.compiled[sum] = m
+	return m, nil
+}
