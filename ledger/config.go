@@ -15,7 +15,7 @@ type Config struct {
 	VerifierKey string
 
 	// TailCheck is how many of the newest leaves Open rehashes and compares
-	// with their stored hashes. It bounds start-up work: the rest of the tree
+	// with their stored hashes (0: none). It bounds start-up work: the rest of the tree
 	// is checked along the root path against the stored checkpoint, and
 	// completely only by Scrub or FullCheck.
 	TailCheck int

@@ -60,11 +60,11 @@ func (l *Log) checkLeaves(ctx context.Context, from, to int64) error {
 				if Hash(h) == stored[at+int64(j)] {
 					continue
 				}
-				what := "its stored leaf hash"
+				what := "leaf bytes do not match the stored leaf hash"
 				if j > 0 {
-					what = fmt.Sprintf("stored node hash %d of the %d it completes", j, len(want)-1)
+					what = fmt.Sprintf("the stored hash of the subtree of %d leaves ending here does not match its children", 1<<j)
 				}
-				return l.fail(&LeafError{Index: n, Err: fmt.Errorf("%w: leaf bytes do not match %s", ErrCorrupt, what)})
+				return l.fail(&LeafError{Index: n, Err: fmt.Errorf("%w: %s", ErrCorrupt, what)})
 			}
 		}
 	}

@@ -30,6 +30,7 @@ func main() {
 	n := flag.Int64("n", 1_000_000, "receipts the store should hold")
 	leafSize := flag.Int("leaf", 1024, "bytes per receipt")
 	proofs := flag.Int("proofs", 10_000, "receipts to prove after reopening")
+	scrub := flag.Bool("scrub", false, "also time a full Scrub after reopening")
 	child := flag.Bool("reopen", false, "internal: measure a reopen in this process")
 	flag.Parse()
 	if *dir == "" {
@@ -40,7 +41,7 @@ func main() {
 		log.Fatal(err)
 	}
 	if *child {
-		if err := reopen(*dir, vkey, *proofs); err != nil {
+		if err := reopen(*dir, vkey, *proofs, *scrub); err != nil {
 			log.Fatal(err)
 		}
 		return
@@ -48,7 +49,7 @@ func main() {
 	if err := build(*dir, *n, *leafSize, signer, vkey); err != nil {
 		log.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-reopen", "-dir", *dir, "-proofs", fmt.Sprint(*proofs))
+	cmd := exec.Command(os.Args[0], "-reopen", "-dir", *dir, "-proofs", fmt.Sprint(*proofs), fmt.Sprintf("-scrub=%t", *scrub))
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
 		log.Fatal(err)
@@ -99,7 +100,7 @@ func build(dir string, n int64, leafSize int, signer note.Signer, vkey string) e
 }
 
 // reopen measures opening the store as a server does, then proving receipts.
-func reopen(dir, vkey string, proofs int) error {
+func reopen(dir, vkey string, proofs int, scrub bool) error {
 	start := time.Now()
 	store, err := ledger.OpenDisk(ledger.DefaultDiskConfig(dir))
 	if err != nil {
@@ -132,6 +133,13 @@ func reopen(dir, vkey string, proofs int) error {
 		fmt.Printf("receipt+proof (%d random): p50 %v, p99 %v\n", proofs, lat[proofs/2], lat[proofs*99/100])
 	}
 	fmt.Printf("memory: %s, %s, Go heap in use %.1f MiB\n", procStatus("VmRSS"), procStatus("VmHWM"), float64(ms.HeapInuse)/(1<<20))
+	if scrub {
+		start := time.Now()
+		if err := l.Scrub(context.Background()); err != nil {
+			return err
+		}
+		fmt.Printf("scrub: %v for %d receipts; memory after: %s\n", time.Since(start).Round(time.Millisecond), l.Size(), procStatus("VmHWM"))
+	}
 	return nil
 }
 
