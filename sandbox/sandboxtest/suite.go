@@ -31,6 +31,9 @@ type Harness struct {
 	Processes          bool // tools are OS processes: descriptors, grandchildren, interpreters
 	IsolatesFilesystem bool // the tool cannot write outside its workspace
 	CPULimit           bool // limits.cpu_seconds is enforced as CPU time
+	// ExtraEnv names variables the tier itself sets in every tool's
+	// environment (bwrap sets PWD). Nothing else may appear.
+	ExtraEnv []string
 }
 
 // Run runs the conformance suite against h.

@@ -29,9 +29,10 @@ type Limits struct {
 // Manager creates groups under one parent, e.g. /sys/fs/cgroup/pids/writ on
 // v1 or /sys/fs/cgroup/writ on v2.
 type Manager struct {
-	v2     bool
-	pids   string // parent directory in the pids (or unified) hierarchy
-	memory string // parent directory in the v1 memory hierarchy, "" if none
+	v2      bool
+	pids    string // parent directory in the pids (or unified) hierarchy
+	memory  string // parent directory in the v1 memory hierarchy, "" if none
+	cpuacct string // parent directory in the v1 cpuacct hierarchy, "" if none
 }
 
 // Detect finds a writable pids controller and prepares parent under it.
@@ -65,6 +66,10 @@ func Detect(parent string) (*Manager, error) {
 	if err := os.MkdirAll(mem, 0o755); err == nil {
 		m.memory = mem
 	}
+	acct := filepath.Join(Root, "cpuacct", parent)
+	if err := os.MkdirAll(acct, 0o755); err == nil {
+		m.cpuacct = acct
+	}
 	return m, nil
 }
 
@@ -78,8 +83,10 @@ func (m *Manager) Version() int {
 
 // Group is one invocation's control group, in each hierarchy used.
 type Group struct {
-	dirs []string // first is the pids (or unified) one
-	v2   bool
+	dirs    []string // first is the pids (or unified) one
+	v2      bool
+	memory  string // v1 memory directory, "" if none
+	cpuacct string // v1 cpuacct directory, "" if none
 }
 
 // New creates the group name with limits.
@@ -112,8 +119,15 @@ func (m *Manager) New(name string, l Limits) (*Group, error) {
 		case m.memory != "":
 			dir := filepath.Join(m.memory, name)
 			if mk(dir) == nil {
+				g.memory = dir
 				err = errors.Join(err, set(dir, "memory.limit_in_bytes", l.MemoryBytes))
 			}
+		}
+	}
+	if m.cpuacct != "" {
+		dir := filepath.Join(m.cpuacct, name)
+		if mk(dir) == nil {
+			g.cpuacct = dir
 		}
 	}
 	if err != nil {

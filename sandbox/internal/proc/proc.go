@@ -43,7 +43,10 @@ type Spec struct {
 	AddressSpace int64
 	Cgroup       *cgroup.Group // may be nil
 	UnshareNet   bool          // start in a new, empty network namespace
-	Grace        time.Duration // how long to wait for output after the end
+	// SignalExit says that an exit code above 128 means the tool died of
+	// signal code-128 (bwrap reports its child's death that way).
+	SignalExit bool
+	Grace      time.Duration // how long to wait for output after the end
 }
 
 // ErrLeakedFD means the new program would have started with a descriptor
@@ -140,6 +143,15 @@ func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 	kill(cmd.Process.Pid) // grandchildren die with the tool, whatever their session
 	waitReaders(readers, outR, errR, spec.Grace)
 	fill(&out, cmd.ProcessState, werr)
+	if spec.Cgroup != nil {
+		// The group saw every process, not only the one we waited for.
+		if cpu, ok := spec.Cgroup.CPU(); ok && cpu > out.Usage.UserCPU+out.Usage.SystemCPU {
+			out.Usage.UserCPU, out.Usage.SystemCPU = cpu, 0
+		}
+		if peak, ok := spec.Cgroup.PeakMemory(); ok && peak > out.Usage.MaxRSS {
+			out.Usage.MaxRSS = peak
+		}
+	}
 
 	so, se := stdout.Result(), stderr.Result()
 	out.Output, out.OutputHash, out.OutputBytes, out.Truncated = so.Kept, so.Hash, so.Total, so.Truncated
@@ -153,7 +165,7 @@ func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 		out.Status, out.Reason = sandbox.StatusError, "canceled"
 	case runCtx.Err() != nil:
 		out.Status, out.Reason = sandbox.StatusTimeout, "wall"
-	case cpuExceeded(cmd.ProcessState, spec.Limits):
+	case cpuExceeded(cmd.ProcessState, out, spec):
 		out.Status, out.Reason = sandbox.StatusTimeout, "cpu"
 	case out.ExitCode == 0:
 		out.Status = sandbox.StatusOK
@@ -206,17 +218,21 @@ func fill(out *sandbox.Outcome, ps *os.ProcessState, werr error) {
 	}
 }
 
-func cpuExceeded(ps *os.ProcessState, l sandbox.Limits) bool {
-	if ps == nil {
+// cpuExceeded tells a CPU-limit kill (SIGXCPU at the soft limit, SIGKILL at
+// the hard one) from other deaths, by the CPU time the tool used.
+func cpuExceeded(ps *os.ProcessState, out sandbox.Outcome, spec Spec) bool {
+	if ps == nil || spec.Limits.CPUSeconds <= 0 {
 		return false
 	}
-	ws, ok := ps.Sys().(syscall.WaitStatus)
-	if !ok || !ws.Signaled() {
-		return false
+	var sig syscall.Signal
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		sig = ws.Signal()
+	} else if spec.SignalExit && out.ExitCode > 128 {
+		sig = syscall.Signal(out.ExitCode - 128)
 	}
-	if ws.Signal() == syscall.SIGXCPU {
+	if sig == syscall.SIGXCPU {
 		return true
 	}
-	return ws.Signal() == syscall.SIGKILL && l.CPUSeconds > 0 &&
-		ps.UserTime()+ps.SystemTime() >= time.Duration(l.CPUSeconds)*time.Second
+	used := out.Usage.UserCPU + out.Usage.SystemCPU
+	return sig == syscall.SIGKILL && used >= time.Duration(spec.Limits.CPUSeconds)*time.Second
 }

@@ -1,0 +1,79 @@
+package bwrap
+
+import (
+	"path/filepath"
+	"strconv"
+
+	"github.com/writhq/writ/sandbox"
+)
+
+// exeFD is the descriptor number the inspected executable has in bwrap
+// (the first of exec.Cmd.ExtraFiles). bwrap closes it after binding it.
+const exeFD = 3
+
+// Namespaces are the bwrap options that isolate a tool, shared with the
+// raw baseline of the benchmark so that both pay for the same namespaces.
+func Namespaces(uid, gid int) []string {
+	return []string{
+		"--unshare-all", "--unshare-user", "--unshare-pid",
+		"--uid", strconv.Itoa(uid), "--gid", strconv.Itoa(gid),
+		"--new-session", "--die-with-parent", "--cap-drop", "ALL",
+		"--hostname", "writ",
+	}
+}
+
+// args builds the whole bwrap command line. Every value is its own argv
+// element: nothing is parsed by a shell.
+func (d *Driver) args(m sandbox.Manifest, argv, env []string, workspace string) []string {
+	a := append([]string{d.bin}, Namespaces(d.cfg.UID, d.cfg.GID)...)
+	a = append(a, "--clearenv")
+	for _, kv := range env {
+		k, v, _ := cut(kv)
+		a = append(a, "--setenv", k, v)
+	}
+	// Mounts in order: the fresh ones first, so that the binds below may
+	// sit inside them (a tool under /tmp on the host stays visible).
+	a = append(a,
+		"--proc", "/proc",
+		"--dev", "/dev",
+		"--size", strconv.FormatInt(tmpSize(m.Limits), 10), "--tmpfs", "/tmp",
+	)
+	for _, p := range m.ReadOnly {
+		a = append(a, "--ro-bind", p, p)
+	}
+	a = append(a,
+		"--ro-bind-fd", strconv.Itoa(exeFD), m.Command.Path,
+		"--bind", workspace, d.cfg.WorkspaceDir,
+		"--chdir", d.cfg.WorkspaceDir,
+		// Everything else in the root is bwrap's own empty tmpfs: make it
+		// read-only so that nothing is written outside /tmp and the workspace.
+		"--remount-ro", "/",
+		"--",
+	)
+	return append(a, argv...)
+}
+
+// tmpSize bounds /tmp, whose pages count as the tool's memory anyway.
+func tmpSize(l sandbox.Limits) int64 {
+	return min(l.MemoryBytes, 64<<20)
+}
+
+func cut(kv string) (string, string, bool) {
+	for i := 0; i < len(kv); i++ {
+		if kv[i] == '=' {
+			return kv[:i], kv[i+1:], true
+		}
+	}
+	return kv, "", false
+}
+
+// overlaps reports whether p is the workspace mount point, below it, or an
+// ancestor of it: a bind there would hide it or be hidden by it.
+func overlaps(p, ws string) bool {
+	rel, err := filepath.Rel(ws, p)
+	if err == nil && (rel == "." || !filepath.IsAbs(rel) && len(rel) >= 2 && rel[:2] != "..") {
+		return true
+	}
+	rel, err = filepath.Rel(p, ws)
+	return err == nil && (rel == "." || len(rel) >= 2 && rel[:2] != "..")
+}

@@ -1,0 +1,131 @@
+package bwrap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/writhq/writ/sandbox"
+	"github.com/writhq/writ/sandbox/internal/cgroup"
+	"github.com/writhq/writ/sandbox/internal/command"
+	"github.com/writhq/writ/sandbox/internal/interp"
+	"github.com/writhq/writ/sandbox/internal/proc"
+)
+
+// Driver runs tools under bubblewrap.
+type Driver struct {
+	cfg    Config
+	bin    string // resolved bwrap path, "" when missing
+	detect *interp.Detector
+	cg     *cgroup.Manager
+
+	probeOnce sync.Once
+	probeErr  error
+	version   string
+}
+
+var _ sandbox.Driver = (*Driver)(nil)
+
+// New returns a bwrap-tier Driver. A missing bwrap binary does not fail New:
+// Available reports it and Run refuses.
+func New(cfg Config) (*Driver, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	d := &Driver{cfg: cfg, detect: interp.NewDetector(cfg.InterpreterDirs)}
+	if p, err := exec.LookPath(cfg.Binary); err == nil {
+		d.bin, _ = filepath.Abs(p)
+	}
+	if cfg.CgroupParent != "" {
+		if m, err := cgroup.Detect(cfg.CgroupParent); err == nil {
+			m.CleanStale()
+			d.cg = m
+		}
+	}
+	return d, nil
+}
+
+// Name returns "bwrap".
+func (d *Driver) Name() string { return sandbox.TierBwrap }
+
+// Version is what "bwrap --version" printed, once Available succeeded.
+func (d *Driver) Version() string { _ = d.Available(); return d.version }
+
+// Available checks that bwrap exists and can create the namespaces tools
+// get, by running /bin/true with them once.
+func (d *Driver) Available() error {
+	d.probeOnce.Do(func() {
+		if d.bin == "" {
+			d.probeErr = fmt.Errorf("%w: bwrap binary %q not found (Debian: apt-get install bubblewrap)",
+				sandbox.ErrUnavailable, d.cfg.Binary)
+			return
+		}
+		out, err := exec.Command(d.bin, "--version").Output()
+		if err != nil {
+			d.probeErr = fmt.Errorf("%w: %s --version: %v", sandbox.ErrUnavailable, d.bin, err)
+			return
+		}
+		d.version = strings.TrimSpace(string(out))
+		args := append(Namespaces(d.cfg.UID, d.cfg.GID), "--ro-bind", "/", "/", "/bin/true")
+		if b, err := exec.Command(d.bin, args...).CombinedOutput(); err != nil {
+			d.probeErr = fmt.Errorf("%w: bwrap cannot create the sandbox namespaces: %v: %s",
+				sandbox.ErrUnavailable, err, strings.TrimSpace(string(b)))
+		}
+	})
+	return d.probeErr
+}
+
+// Run implements sandbox.Driver.
+func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outcome, error) {
+	tier := d.Name()
+	m := inv.Manifest.WithDefaults()
+	if err := m.Validate(); err != nil {
+		return sandbox.Refuse(tier, err)
+	}
+	if m.Tier != tier {
+		return sandbox.Refuse(tier, fmt.Errorf("%w: manifest is for the %s tier", sandbox.ErrInvalidManifest, m.Tier))
+	}
+	if err := d.Available(); err != nil {
+		return sandbox.Refuse(tier, err)
+	}
+	if len(m.Network) > 0 {
+		return sandbox.Refuse(tier, errors.New("network allowlists need the egress proxy, which is not available"))
+	}
+	if st, err := os.Stat(inv.Workspace); err != nil || !st.IsDir() || !filepath.IsAbs(inv.Workspace) {
+		return sandbox.Refuse(tier, fmt.Errorf("workspace %q is not an absolute directory", inv.Workspace))
+	}
+	for _, p := range append(slices.Clone(m.ReadOnly), m.Command.Path) {
+		if p == "/" || overlaps(p, d.cfg.WorkspaceDir) || overlaps(p, "/proc") || overlaps(p, "/dev") {
+			return sandbox.Refuse(tier, fmt.Errorf("path %q overlaps a sandbox mount", p))
+		}
+	}
+	cmd, err := command.Prepare(m, inv.Params, d.detect)
+	if err != nil {
+		return sandbox.Refuse(tier, err)
+	}
+	defer cmd.Exe.Close()
+
+	args := d.args(m, cmd.Argv, command.Environ(m, inv.Env), inv.Workspace)
+	spec := proc.Spec{Tier: tier, Path: d.bin, Args: args, Env: []string{}, Dir: "/",
+		Stdin: cmd.Stdin, ExtraFiles: []*os.File{cmd.Exe}, Limits: m.Limits, Rlimits: true, SignalExit: true,
+		AddressSpace: m.Limits.MemoryBytes + d.cfg.AddressSpaceSlack}
+	if d.cg != nil {
+		g, err := d.cg.New(cgroup.Name(), cgroup.Limits{Pids: m.Limits.Pids, MemoryBytes: m.Limits.MemoryBytes})
+		if err != nil {
+			return sandbox.Refuse(tier, err)
+		}
+		defer g.Close()
+		spec.Cgroup = g
+	}
+	out, err := proc.Run(ctx, spec)
+	if err != nil {
+		return out, fmt.Errorf("bwrap: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,43 @@
+package bwrap_test
+
+import (
+	"testing"
+
+	"github.com/writhq/writ/sandbox"
+	"github.com/writhq/writ/sandbox/bwrap"
+	"github.com/writhq/writ/sandbox/sandboxtest"
+)
+
+func newDriver(t testing.TB) *bwrap.Driver {
+	d, err := bwrap.New(bwrap.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sandboxtest.RequireAvailable(t, "bwrap", d.Available())
+	return d
+}
+
+func TestConformance(t *testing.T) {
+	d := newDriver(t)
+	t.Logf("bwrap version: %s", d.Version())
+	tool := sandboxtest.HostTool(t)
+	missing := bwrap.DefaultConfig()
+	missing.Binary = "/nonexistent/bwrap"
+	unavailable, err := bwrap.New(missing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sandboxtest.Run(t, sandboxtest.Harness{
+		Driver: d,
+		Manifest: func(args ...string) sandbox.Manifest {
+			return sandbox.Manifest{Name: "testtool", Tier: sandbox.TierBwrap,
+				Command: &sandbox.Command{Path: tool, Args: args}}
+		},
+		Unavailable:        unavailable,
+		Argv:               true,
+		Processes:          true,
+		IsolatesFilesystem: true,
+		CPULimit:           true,
+		ExtraEnv:           []string{"PWD"},
+	})
+}
