@@ -21,6 +21,12 @@ type fixture struct {
 
 func newFixture(t testing.TB, origin string, n int) *fixture {
 	t.Helper()
+	return newFixtureOn(t, origin, n, ledger.NewMemStore())
+}
+
+// newFixtureOn is newFixture over a given store.
+func newFixtureOn(t testing.TB, origin string, n int, store ledger.Store) *fixture {
+	t.Helper()
 	seed := make([]byte, 32)
 	copy(seed, origin)
 	signer, vkey, err := ledger.NewSigner(origin, seed)
@@ -31,7 +37,7 @@ func newFixture(t testing.TB, origin string, n int) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := ledger.Open(context.Background(), ledger.NewMemStore(), ledger.Config{VerifierKey: vkey})
+	l, err := ledger.Open(context.Background(), store, ledger.Config{VerifierKey: vkey})
 	if err != nil {
 		t.Fatal(err)
 	}
