@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/mod/sumdb/tlog"
+
 	"github.com/writhq/writ/ledger"
 )
 
@@ -133,5 +135,26 @@ func copyFile(t *testing.T, from, to string) {
 	}
 	if err := os.WriteFile(to, b, 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A flipped interior hash off the root path and outside the tail is not seen
+// on open, but the log refuses to serve the proof it would spoil.
+func TestTamperInteriorHashNotServed(t *testing.T) {
+	dir := buildStore(t, 100)
+	flip(t, dir, "hashes.dat", tlog.StoredHashIndex(1, 5)*ledger.HashSize) // node over leaves 10 and 11
+	l, err := reopen(t, dir, 16, false)
+	if err != nil {
+		t.Fatalf("open with a tail check of 16 leaves: %v (the flipped hash is older)", err)
+	}
+	if _, err := l.ProveReceipt(50); err != nil {
+		t.Fatalf("ProveReceipt(50), whose proof does not use the flipped hash: %v", err)
+	}
+	_, err = l.ProveReceipt(8) // its proof includes the node over 10 and 11
+	if !errors.Is(err, ledger.ErrCheckpointMismatch) {
+		t.Errorf("ProveReceipt(8): got %v, want ErrCheckpointMismatch", err)
+	}
+	if err := l.Scrub(context.Background()); !errors.Is(err, ledger.ErrCorrupt) {
+		t.Errorf("Scrub: got %v, want ErrCorrupt", err)
 	}
 }
