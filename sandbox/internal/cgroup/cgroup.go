@@ -147,9 +147,10 @@ func (g *Group) Add(pid int) error {
 	return nil
 }
 
-// Kill kills every process in the group, including those that left the
-// tool's session or process group, and returns when the group is empty or
-// after a bound.
+// Kill sends SIGKILL to every process in the group, including those that
+// left the tool's session or process group. On v2 the kernel does it
+// atomically (cgroup.kill); on v1 the members are listed and killed, a few
+// rounds, so that a process forking meanwhile is caught too.
 func (g *Group) Kill() {
 	if len(g.dirs) == 0 {
 		return
@@ -157,34 +158,62 @@ func (g *Group) Kill() {
 	if g.v2 {
 		_ = os.WriteFile(filepath.Join(g.dirs[0], "cgroup.kill"), []byte("1"), 0)
 	}
-	for i := 0; i < 200; i++ {
-		b, err := os.ReadFile(filepath.Join(g.dirs[0], "cgroup.procs"))
-		if err != nil || len(strings.TrimSpace(string(b))) == 0 {
+	for round := 0; round < 3; round++ {
+		if g.killListed() == 0 {
 			return
 		}
-		for _, f := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
-// Close kills what is left and removes the group.
-func (g *Group) Close() error {
-	g.Kill()
-	var err error
-	for i := len(g.dirs) - 1; i >= 0; i-- {
-		for try := 0; ; try++ {
-			e := os.Remove(g.dirs[i])
-			if e == nil || os.IsNotExist(e) || try == 100 {
-				err = errors.Join(err, e)
-				break
-			}
-			time.Sleep(time.Millisecond)
+// killListed kills the listed members and returns how many there were.
+func (g *Group) killListed() int {
+	b, err := os.ReadFile(filepath.Join(g.dirs[0], "cgroup.procs"))
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			n++
 		}
 	}
+	return n
+}
+
+// Close kills what is left and removes the group. Killed processes can take
+// a moment to leave (a pid namespace is torn down asynchronously): when the
+// group is not empty yet, removal goes on in the background, killing again
+// on each try, for up to ten seconds, and Close does not wait for it.
+func (g *Group) Close() error {
+	g.Kill()
+	if g.remove() {
+		return nil
+	}
+	dirs, v2 := g.dirs, g.v2
 	g.dirs = nil
-	return err
+	go func() {
+		bg := &Group{dirs: dirs, v2: v2}
+		for try := 0; try < 1000; try++ {
+			time.Sleep(10 * time.Millisecond)
+			bg.Kill()
+			if bg.remove() {
+				return
+			}
+		}
+	}()
+	return nil
+}
+
+// remove removes the group's directories, innermost hierarchy last, and
+// reports whether all are gone.
+func (g *Group) remove() bool {
+	for len(g.dirs) > 0 {
+		last := g.dirs[len(g.dirs)-1]
+		if err := syscall.Rmdir(last); err != nil && err != syscall.ENOENT {
+			return false
+		}
+		g.dirs = g.dirs[:len(g.dirs)-1]
+	}
+	return true
 }
