@@ -1,0 +1,115 @@
+package wasm_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/writhq/writ/sandbox"
+	"github.com/writhq/writ/sandbox/internal/benchstat"
+	"github.com/writhq/writ/sandbox/sandboxtest"
+)
+
+// tinyModule is a hand-assembled WASI module whose _start writes "ok" to
+// stdout with one fd_write: the smallest useful tool, so that the benchmark
+// measures the tier and not a guest runtime's start-up.
+func tinyModule() []byte {
+	var b bytes.Buffer
+	section := func(id byte, content ...byte) {
+		b.WriteByte(id)
+		b.WriteByte(byte(len(content)))
+		b.Write(content)
+	}
+	name := func(s string) []byte { return append([]byte{byte(len(s))}, s...) }
+	b.Write([]byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00})
+	// types: 0 = (i32 i32 i32 i32) -> i32, 1 = () -> ()
+	section(1, 0x02, 0x60, 0x04, 0x7f, 0x7f, 0x7f, 0x7f, 0x01, 0x7f, 0x60, 0x00, 0x00)
+	imp := append([]byte{0x01}, name("wasi_snapshot_preview1")...)
+	imp = append(imp, name("fd_write")...)
+	section(2, append(imp, 0x00, 0x00)...)
+	section(3, 0x01, 0x01)       // one function of type 1
+	section(5, 0x01, 0x00, 0x01) // one memory, one page
+	exp := append([]byte{0x02}, name("_start")...)
+	exp = append(exp, 0x00, 0x01)
+	exp = append(exp, name("memory")...)
+	section(7, append(exp, 0x02, 0x00)...)
+	// fd_write(1, iovs=0, 1, nwritten=8); drop; end
+	body := []byte{0x00, 0x41, 0x01, 0x41, 0x00, 0x41, 0x01, 0x41, 0x08, 0x10, 0x00, 0x1a, 0x0b}
+	section(10, append([]byte{0x01, byte(len(body))}, body...)...)
+	// memory[0:8] = iovec{buf: 16, len: 2}; memory[16:18] = "ok"
+	seg := []byte{16, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 'o', 'k'}
+	section(11, append([]byte{0x01, 0x00, 0x41, 0x00, 0x0b, byte(len(seg))}, seg...)...)
+	return b.Bytes()
+}
+
+func BenchmarkTiny(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "tiny.wasm")
+	if err := os.WriteFile(path, tinyModule(), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	compare(b, path, "ok", `{}`)
+}
+
+func BenchmarkEcho(b *testing.B) {
+	path := sandboxtest.BuildTool(b, echoPackage, "wasip1", "wasm")
+	compare(b, path, `{"a":1}`, `{"a":1}`)
+}
+
+// compare runs the module through the wasm tier and through raw wazero
+// (same runtime configuration, same compilation cache, module compiled
+// once) and reports both medians. Target: p50-us ≤ 200 for BenchmarkTiny.
+func compare(b *testing.B, path, want, params string) {
+	ctx := context.Background()
+	cacheDir := b.TempDir()
+	d := newDriver(b, cacheDir)
+	m := sandbox.Manifest{Name: "bench", Tier: sandbox.TierWasm, Module: path}
+	ws := b.TempDir()
+
+	cache, err := wazero.NewCompilationCacheWithDir(cacheDir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pages := uint32(sandbox.DefaultLimits().MemoryBytes / 65536)
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
+		WithCloseOnContextDone(true).WithMemoryLimitPages(pages).WithCompilationCache(cache))
+	defer rt.Close(ctx)
+	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+	bin, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	compiled, err := rt.CompileModule(ctx, bin)
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw := func() error {
+		var out bytes.Buffer
+		mod, err := rt.InstantiateModule(ctx, compiled, wazero.NewModuleConfig().WithName("").
+			WithStdin(bytes.NewReader([]byte(params))).WithStdout(&out))
+		if mod != nil {
+			mod.Close(ctx)
+		}
+		if err != nil {
+			return err
+		}
+		if out.String() != want {
+			return fmt.Errorf("raw output %q", out.String())
+		}
+		return nil
+	}
+	tier := func() error {
+		out, err := d.Run(ctx, sandbox.Invocation{Manifest: m, Params: json.RawMessage(params), Workspace: ws})
+		if err == nil && (out.Status != sandbox.StatusOK || string(out.Output) != want) {
+			err = fmt.Errorf("status %s output %q reason %s", out.Status, out.Output, out.Reason)
+		}
+		return err
+	}
+	benchstat.Compare(b, raw, tier)
+}
