@@ -30,7 +30,6 @@ func (l *Log) Scrub(ctx context.Context) error {
 // with the stored ones. Interior hashes are recomputed from stored children,
 // so a check from 0 verifies every stored hash.
 func (l *Log) checkLeaves(ctx context.Context, from, to int64) error {
-	r := hashReader{l.store}
 	for lo := from; lo < to; lo += scrubChunk {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -49,6 +48,23 @@ func (l *Log) checkLeaves(ctx context.Context, from, to int64) error {
 		if err != nil {
 			return l.fail(fmt.Errorf("ledger: reading hashes of leaves [%d, %d): %w", lo, hi, err))
 		}
+		// Hashes of this chunk's earlier leaves were compared before they are
+		// needed as children, so they are read from stored, not the store again.
+		r := tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
+			out := make([]tlog.Hash, len(indexes))
+			for i, x := range indexes {
+				if x >= base {
+					out[i] = tlog.Hash(stored[x-base])
+					continue
+				}
+				hs, err := l.store.ReadHashes([]int64{x})
+				if err != nil {
+					return nil, err
+				}
+				out[i] = tlog.Hash(hs[0])
+			}
+			return out, nil
+		})
 		for i, leaf := range leaves {
 			n := lo + int64(i)
 			want, err := tlog.StoredHashes(n, leaf, r)
