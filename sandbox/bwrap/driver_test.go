@@ -17,7 +17,7 @@ func newDriver(t testing.TB) *bwrap.Driver {
 	return d
 }
 
-func TestConformance(t *testing.T) {
+func TestSandbox(t *testing.T) {
 	d := newDriver(t)
 	t.Logf("bwrap version: %s", d.Version())
 	tool := sandboxtest.HostTool(t)
@@ -27,7 +27,7 @@ func TestConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sandboxtest.Run(t, sandboxtest.Harness{
+	h := sandboxtest.Harness{
 		Driver: d,
 		Manifest: func(args ...string) sandbox.Manifest {
 			return sandbox.Manifest{Name: "testtool", Tier: sandbox.TierBwrap,
@@ -39,5 +39,7 @@ func TestConformance(t *testing.T) {
 		IsolatesFilesystem: true,
 		CPULimit:           true,
 		ExtraEnv:           []string{"PWD"},
-	})
+	}
+	t.Run("Conformance", func(t *testing.T) { sandboxtest.Run(t, h) })
+	t.Run("Escape", func(t *testing.T) { sandboxtest.Escape(t, h) })
 }

@@ -17,10 +17,10 @@ func newDriver(t testing.TB) *process.Driver {
 	return d
 }
 
-func TestConformance(t *testing.T) {
+func TestSandbox(t *testing.T) {
 	d := newDriver(t)
 	tool := sandboxtest.HostTool(t)
-	sandboxtest.Run(t, sandboxtest.Harness{
+	h := sandboxtest.Harness{
 		Driver: d,
 		Manifest: func(args ...string) sandbox.Manifest {
 			return sandbox.Manifest{Name: "testtool", Tier: sandbox.TierProcess,
@@ -29,5 +29,7 @@ func TestConformance(t *testing.T) {
 		Argv:      true,
 		Processes: true,
 		CPULimit:  true,
-	})
+	}
+	t.Run("Conformance", func(t *testing.T) { sandboxtest.Run(t, h) })
+	t.Run("Escape", func(t *testing.T) { sandboxtest.Escape(t, h) })
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/writhq/writ/sandbox"
@@ -138,7 +139,7 @@ func (d *Driver) instantiate(ctx context.Context, eng *engine, compiled wazero.C
 		WithStdin(bytesReader(stdin)).
 		WithStdout(stdout).
 		WithStderr(stderr).
-		WithFSConfig(wazero.NewFSConfig().WithDirMount(inv.Workspace, "/")).
+		WithFSConfig(wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(newConfinedFS(inv.Workspace), "/")).
 		WithSysWalltime().WithSysNanotime().
 		// A sleeping guest is in a host call, where closing on context done
 		// cannot reach it: wake it at the deadline so that it is closed.

@@ -20,7 +20,7 @@ func newDriver(t testing.TB, dir string) *wasm.Driver {
 	return d
 }
 
-func TestConformance(t *testing.T) {
+func TestSandbox(t *testing.T) {
 	d := newDriver(t, t.TempDir())
 	tool := sandboxtest.WasmTool(t)
 	// A cache path under a regular file cannot be created: unavailable.
@@ -28,7 +28,7 @@ func TestConformance(t *testing.T) {
 	if err := writeFile(blocker); err != nil {
 		t.Fatal(err)
 	}
-	sandboxtest.Run(t, sandboxtest.Harness{
+	h := sandboxtest.Harness{
 		Driver: d,
 		Manifest: func(args ...string) sandbox.Manifest {
 			return sandbox.Manifest{Name: "testtool", Tier: sandbox.TierWasm, Module: tool}
@@ -36,5 +36,7 @@ func TestConformance(t *testing.T) {
 		Unavailable:        newDriver(t, blocker+"/cache"),
 		IsolatesFilesystem: true,
 		CPULimit:           true,
-	})
+	}
+	t.Run("Conformance", func(t *testing.T) { sandboxtest.Run(t, h) })
+	t.Run("Escape", func(t *testing.T) { sandboxtest.Escape(t, h) })
 }

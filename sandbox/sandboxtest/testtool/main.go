@@ -71,6 +71,37 @@ func main() {
 			fail("read: %v", err)
 		}
 		os.Stdout.Write(b)
+	case "symlink":
+		// Plant a link in the workspace pointing at Data, then read through it.
+		os.Remove(p.Path)
+		if err := os.Symlink(p.Data, p.Path); err != nil {
+			fail("symlink: %v", err)
+		}
+		b, err := os.ReadFile(p.Path)
+		if err != nil {
+			fail("read through link: %v", err)
+		}
+		os.Stdout.Write(b)
+	case "race":
+		// Read path Bytes times; report anything that is not "safe".
+		leaks := 0
+		for i := int64(0); i < p.Bytes; i++ {
+			b, err := os.ReadFile(p.Path)
+			if err == nil && string(b) != "safe" {
+				leaks++
+				if leaks == 1 {
+					fmt.Printf("LEAK:%q\n", b)
+				}
+			}
+		}
+		fmt.Printf("leaks=%d", leaks)
+	case "tty":
+		f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+		if err != nil {
+			fail("no tty: %v", err)
+		}
+		f.Close()
+		fmt.Print("tty open")
 	case "alloc":
 		buf := make([]byte, p.Bytes)
 		for i := range buf {

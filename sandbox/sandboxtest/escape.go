@@ -1,0 +1,245 @@
+package sandboxtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/writhq/writ/sandbox"
+)
+
+// secret is what the escape cases try to read from outside the workspace.
+const secret = "WRIT-ESCAPE-SECRET"
+
+// Escape runs the escape suite against h: each case attacks the tier and
+// passes only if the attack is contained. Cases a tier does not claim to
+// meet (the process tier does not isolate the filesystem on Linux) are
+// skipped with the reason, never passed.
+func Escape(t *testing.T, h Harness) {
+	if err := h.Driver.Available(); err != nil {
+		t.Fatalf("driver %s not available: %v", h.Driver.Name(), err)
+	}
+	fsCase := func(fn func(*testing.T, Harness)) func(*testing.T, Harness) {
+		return func(t *testing.T, h Harness) {
+			if !h.IsolatesFilesystem {
+				t.Skipf("the %s tier does not isolate the filesystem (docs/sandboxes.md)", h.Driver.Name())
+			}
+			fn(t, h)
+		}
+	}
+	cases := []struct {
+		name string
+		fn   func(*testing.T, Harness)
+		when bool
+	}{
+		{"ReadShadow", fsCase(escapeReadShadow), true},
+		{"ReadAgentData", fsCase(escapeReadAgentData), true},
+		{"DotDot", fsCase(escapeDotDot), true},
+		{"PlantedSymlink", fsCase(escapePlantedSymlink), true},
+		{"ToolSymlink", fsCase(escapeToolSymlink), true},
+		{"SymlinkSwapRace", fsCase(escapeSwapRace), true},
+		{"MemoryHog", escapeMemoryHog, true},
+		{"OutputFlood1GiB", escapeFlood, true},
+		{"TTY", escapeTTY, true},
+		{"ForkBomb", escapeForkBomb, h.Processes},
+		{"InterpreterCopy", escapeInterpreterCopy, h.Argv},
+		{"EnvLauncher", escapeEnvLauncher, h.Argv},
+		{"OptionInjection", escapeOptionInjection, h.Argv},
+	}
+	for _, c := range cases {
+		if !c.when {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
+	}
+}
+
+// hostSecret writes the secret in a fresh directory outside any workspace.
+func hostSecret(t *testing.T) (dir, file string) {
+	dir = t.TempDir()
+	os.Chmod(dir, 0o755)
+	file = filepath.Join(dir, "secret")
+	if err := os.WriteFile(file, []byte(secret), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, file
+}
+
+func noSecret(t *testing.T, o sandbox.Outcome) {
+	t.Helper()
+	if strings.Contains(string(o.Output), secret) || strings.Contains(string(o.Stderr), secret) {
+		t.Fatalf("ESCAPED: the tool read the host secret (%s)", brief(o))
+	}
+}
+
+func escapeReadShadow(t *testing.T, h Harness) {
+	o := run(t, h, h.Manifest(), `{"op":"read","path":"/etc/shadow"}`, "")
+	if o.Status == sandbox.StatusOK {
+		t.Fatalf("ESCAPED: read /etc/shadow (%d bytes)", o.OutputBytes)
+	}
+}
+
+func escapeReadAgentData(t *testing.T, h Harness) {
+	_, file := hostSecret(t)
+	o := run(t, h, h.Manifest(), `{"op":"read","path":"`+file+`"}`, "")
+	noSecret(t, o)
+}
+
+func escapeDotDot(t *testing.T, h Harness) {
+	ws := workspace(t)
+	parent := filepath.Dir(ws)
+	os.WriteFile(filepath.Join(parent, "secret"), []byte(secret), 0o644)
+	for _, p := range []string{"../secret", "../../" + filepath.Base(parent) + "/secret", "./../secret"} {
+		noSecret(t, run(t, h, h.Manifest(), `{"op":"read","path":"`+p+`"}`, ws))
+		run(t, h, h.Manifest(), `{"op":"write","path":"`+strings.TrimSuffix(p, "secret")+`written","data":"x"}`, ws)
+		if _, err := os.Stat(filepath.Join(parent, "written")); err == nil {
+			t.Fatalf("ESCAPED: wrote %s next to the workspace", p)
+		}
+	}
+}
+
+func escapePlantedSymlink(t *testing.T, h Harness) {
+	dir, file := hostSecret(t)
+	ws := workspace(t)
+	rel, _ := filepath.Rel(ws, file)
+	os.Symlink(file, filepath.Join(ws, "abs"))
+	os.Symlink(rel, filepath.Join(ws, "rel"))
+	os.Symlink(dir, filepath.Join(ws, "dirlink"))
+	for _, p := range []string{"abs", "rel", "dirlink/secret"} {
+		noSecret(t, run(t, h, h.Manifest(), `{"op":"read","path":"`+p+`"}`, ws))
+	}
+	run(t, h, h.Manifest(), `{"op":"write","path":"dirlink/planted","data":"x"}`, ws)
+	if _, err := os.Stat(filepath.Join(dir, "planted")); err == nil {
+		t.Fatalf("ESCAPED: wrote through a directory symlink")
+	}
+}
+
+func escapeToolSymlink(t *testing.T, h Harness) {
+	_, file := hostSecret(t)
+	ws := workspace(t)
+	rel, _ := filepath.Rel(ws, file)
+	for _, target := range []string{file, rel} {
+		noSecret(t, run(t, h, h.Manifest(), `{"op":"symlink","path":"link","data":"`+target+`"}`, ws))
+	}
+}
+
+// escapeSwapRace flips a workspace entry between a regular file and a
+// symlink to the secret while the tool reads it 10,000 times.
+func escapeSwapRace(t *testing.T, h Harness) {
+	_, file := hostSecret(t)
+	ws := workspace(t)
+	entry := filepath.Join(ws, "entry")
+	os.WriteFile(entry, []byte("safe"), 0o644)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var flips atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ctx.Err() == nil; i++ {
+			tmp := filepath.Join(ws, fmt.Sprintf(".swap%d", i%2))
+			os.Remove(tmp)
+			if i%2 == 0 {
+				os.Symlink(file, tmp)
+			} else {
+				os.WriteFile(tmp, []byte("safe"), 0o644)
+			}
+			os.Rename(tmp, entry)
+			flips.Add(1)
+		}
+	}()
+	m := withLimits(h.Manifest(), func(l *sandbox.Limits) { l.TimeoutMS = 120_000 })
+	o := run(t, h, m, `{"op":"race","path":"entry","bytes":10000}`, ws)
+	cancel()
+	<-done
+	noSecret(t, o)
+	if strings.Contains(string(o.Output), "LEAK") {
+		t.Fatalf("ESCAPED: %s", o.Output)
+	}
+	if o.Status != sandbox.StatusOK || !strings.HasSuffix(string(o.Output), "leaks=0") {
+		t.Fatalf("the race did not run: %s", brief(o))
+	}
+	if flips.Load() < 100 {
+		t.Logf("only %d swaps happened during the run", flips.Load())
+	}
+}
+
+func escapeMemoryHog(t *testing.T, h Harness) {
+	m := withLimits(h.Manifest(), func(l *sandbox.Limits) { l.MemoryBytes = 128 << 20; l.TimeoutMS = 60_000 })
+	o := run(t, h, m, `{"op":"alloc","bytes":4294967296}`, "")
+	if o.Status == sandbox.StatusOK {
+		t.Fatalf("ESCAPED: allocated 4 GiB under a 128 MiB limit (%s)", brief(o))
+	}
+}
+
+func escapeFlood(t *testing.T, h Harness) {
+	start := time.Now()
+	o := run(t, h, h.Manifest(), `{"op":"flood","bytes":1073741824}`, "")
+	want(t, o, sandbox.StatusOutputLimit)
+	if int64(len(o.Output)) != sandbox.DefaultOutputBytes {
+		t.Errorf("kept %d bytes, want %d", len(o.Output), sandbox.DefaultOutputBytes)
+	}
+	elapsed(t, start, 20*time.Second)
+}
+
+func escapeTTY(t *testing.T, h Harness) {
+	o := run(t, h, h.Manifest(), `{"op":"tty"}`, "")
+	if o.Status == sandbox.StatusOK {
+		t.Fatalf("ESCAPED: the tool opened a controlling terminal (TIOCSTI possible)")
+	}
+}
+
+func escapeForkBomb(t *testing.T, h Harness) {
+	m := withLimits(h.Manifest(), func(l *sandbox.Limits) { l.Pids = 32; l.TimeoutMS = 30_000 })
+	start := time.Now()
+	o := run(t, h, m, `{"op":"forkbomb"}`, "")
+	elapsed(t, start, 25*time.Second)
+	want(t, o, sandbox.StatusOK)
+	var n int
+	fmt.Sscan(string(o.Output), &n)
+	if n >= 32 || n == 0 {
+		t.Fatalf("started %d processes under a limit of 32 pids: want some, fewer than 32", n)
+	}
+}
+
+func escapeInterpreterCopy(t *testing.T, h Harness) {
+	sh, err := filepath.EvalSymlinks("/bin/sh")
+	if err != nil {
+		t.Skip("no /bin/sh on this host")
+	}
+	b, err := os.ReadFile(sh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := filepath.Join(t.TempDir(), "formatter")
+	if err := os.WriteFile(cp, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m := h.Manifest("-c", "cat /etc/shadow")
+	m.Command.Path = cp
+	o, err := h.Driver.Run(context.Background(), sandbox.Invocation{Manifest: m, Workspace: workspace(t)})
+	isRefused(t, o, err, sandbox.ErrInterpreter)
+}
+
+func escapeEnvLauncher(t *testing.T, h Harness) {
+	m := h.Manifest("bash", "-c", "{{cmd}}")
+	m.Command.Path = "/usr/bin/env"
+	o, err := h.Driver.Run(context.Background(), sandbox.Invocation{Manifest: m,
+		Params: json.RawMessage(`{"cmd":"id"}`), Workspace: workspace(t)})
+	isRefused(t, o, err, sandbox.ErrInterpreter)
+}
+
+func escapeOptionInjection(t *testing.T, h Harness) {
+	m := h.Manifest("{{file}}")
+	for _, v := range []string{"--output=/etc/passwd", "-rf", "-"} {
+		o, err := h.Driver.Run(context.Background(), sandbox.Invocation{Manifest: m,
+			Params: json.RawMessage(`{"op":"argv","file":"` + v + `"}`), Workspace: workspace(t)})
+		isRefused(t, o, err, sandbox.ErrDashArg)
+	}
+}

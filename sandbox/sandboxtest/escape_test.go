@@ -1,0 +1,54 @@
+package sandboxtest_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/writhq/writ/sandbox"
+	"github.com/writhq/writ/sandbox/process"
+	"github.com/writhq/writ/sandbox/sandboxtest"
+)
+
+// TestAttacksWork is the negative control of the escape suite: run on the
+// process tier, which does not isolate the filesystem, the attacks the
+// suite uses do reach a host secret. So a tier that let them through would
+// fail the suite; the suite cannot pass for want of a working attack.
+func TestAttacksWork(t *testing.T) {
+	d, err := process.New(process.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sandboxtest.RequireAvailable(t, "process", d.Available())
+	tool := sandboxtest.HostTool(t)
+	m := sandbox.Manifest{Name: "t", Tier: sandbox.TierProcess, Command: &sandbox.Command{Path: tool}}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "secret")
+	os.WriteFile(file, []byte("SECRET"), 0o644)
+	ws := filepath.Join(dir, "ws")
+	os.Mkdir(ws, 0o755)
+	for name, params := range map[string]string{
+		"absolute":     `{"op":"read","path":"` + file + `"}`,
+		"dotdot":       `{"op":"read","path":"../secret"}`,
+		"tool symlink": `{"op":"symlink","path":"link","data":"../secret"}`,
+	} {
+		out, err := d.Run(context.Background(), sandbox.Invocation{Manifest: m, Params: json.RawMessage(params), Workspace: ws})
+		if err != nil || !strings.Contains(string(out.Output), "SECRET") {
+			t.Errorf("%s: the attack did not reach the secret without isolation: %v %s %q", name, err, out.Status, out.Stderr)
+		}
+	}
+	os.WriteFile(filepath.Join(ws, "entry"), []byte("safe"), 0o644)
+	out, _ := d.Run(context.Background(), sandbox.Invocation{Manifest: m, Params: json.RawMessage(`{"op":"race","path":"entry","bytes":10}`), Workspace: ws})
+	if string(out.Output) != "leaks=0" {
+		t.Errorf("race op on a plain file: got %q", out.Output)
+	}
+	os.Remove(filepath.Join(ws, "entry"))
+	os.Symlink(file, filepath.Join(ws, "entry"))
+	out, _ = d.Run(context.Background(), sandbox.Invocation{Manifest: m, Params: json.RawMessage(`{"op":"race","path":"entry","bytes":10}`), Workspace: ws})
+	if !strings.Contains(string(out.Output), "LEAK") {
+		t.Errorf("race op through a link: got %q, want a LEAK report", out.Output)
+	}
+}
