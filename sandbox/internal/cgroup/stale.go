@@ -45,3 +45,17 @@ func (m *Manager) CleanStale() {
 func alive(pid int) bool {
 	return pid > 0 && syscall.Kill(pid, 0) != syscall.ESRCH
 }
+
+// Adopt returns a handle on the group name under the manager's parent that
+// someone else (an OCI runtime) creates and removes: it can list, kill and
+// account for the group's processes, and its Close must not be called.
+func (m *Manager) Adopt(name string) *Group {
+	g := &Group{v2: m.v2, dirs: []string{filepath.Join(m.pids, name)}}
+	if m.memory != "" {
+		g.memory = filepath.Join(m.memory, name)
+	}
+	if m.cpuacct != "" {
+		g.cpuacct = filepath.Join(m.cpuacct, name)
+	}
+	return g
+}

@@ -107,6 +107,11 @@ func (d *Detector) hash(f *os.File) ([32]byte, error) {
 	return sum, nil
 }
 
+// Hash returns the SHA-256 of the open regular file f, cached by the
+// file's identity (device, inode, size, times) so that an unchanged file is
+// read once.
+func (d *Detector) Hash(f *os.File) ([32]byte, error) { return d.hash(f) }
+
 // Known returns how many distinct interpreter files the host scan found.
 func (d *Detector) Known() int {
 	d.once.Do(d.scan)

@@ -44,7 +44,7 @@ func hold(pid int, spec Spec, wantFDs int) error {
 }
 
 func prepare(pid int, spec Spec, wantFDs int) error {
-	if spec.Cgroup != nil {
+	if spec.Cgroup != nil && !spec.CgroupWatchOnly {
 		if err := spec.Cgroup.Add(pid); err != nil {
 			return err
 		}

@@ -43,6 +43,13 @@ type Spec struct {
 	AddressSpace int64
 	Cgroup       *cgroup.Group // may be nil
 	UnshareNet   bool          // start in a new, empty network namespace
+	// CgroupWatchOnly uses Cgroup to kill and account only: the process is
+	// not moved into it (the runc tier's runtime places the container).
+	CgroupWatchOnly bool
+	// OnKill, if set, is called whenever the tool is killed (timeout,
+	// cancellation, output limit, end of run): the runc tier uses it to
+	// kill a container whose processes are not ours.
+	OnKill func()
 	// SignalExit says that an exit code above 128 means the tool died of
 	// signal code-128 (bwrap reports its child's death that way).
 	SignalExit bool
@@ -68,6 +75,9 @@ func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		if spec.Cgroup != nil {
 			spec.Cgroup.Kill()
+		}
+		if spec.OnKill != nil {
+			spec.OnKill()
 		}
 	}
 	var limitHit bool // written by a reader goroutine, read after waitReaders

@@ -1,0 +1,202 @@
+package runc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/writhq/writ/sandbox"
+	"github.com/writhq/writ/sandbox/internal/cgroup"
+	"github.com/writhq/writ/sandbox/internal/command"
+	"github.com/writhq/writ/sandbox/internal/interp"
+	"github.com/writhq/writ/sandbox/internal/proc"
+)
+
+// Driver runs tools in OCI containers.
+type Driver struct {
+	cfg    Config
+	bin    string
+	detect *interp.Detector
+	cg     *cgroup.Manager // to watch (kill, account) the runtime's cgroups
+
+	probeOnce sync.Once
+	probeErr  error
+	version   string
+}
+
+var _ sandbox.Driver = (*Driver)(nil)
+
+// New returns a runc-tier Driver and removes the containers and bundles a
+// crashed agent left behind. A missing runtime or root filesystem does not
+// fail New: Available reports it and Run refuses.
+func New(cfg Config) (*Driver, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	d := &Driver{cfg: cfg, detect: interp.NewDetector(cfg.InterpreterDirs)}
+	if p, err := exec.LookPath(cfg.Runtime); err == nil {
+		d.bin, _ = filepath.Abs(p)
+	}
+	if m, err := cgroup.Detect(cfg.CgroupParent); err == nil {
+		d.cg = m
+	}
+	if d.Available() == nil {
+		d.cleanStale()
+	}
+	return d, nil
+}
+
+// Name returns "runc", whichever runtime binary is configured.
+func (d *Driver) Name() string { return sandbox.TierRunc }
+
+// Version is the first line of the runtime's "--version".
+func (d *Driver) Version() string { _ = d.Available(); return d.version }
+
+// Available checks the runtime binary, the root filesystem and the state
+// directory.
+func (d *Driver) Available() error {
+	d.probeOnce.Do(func() {
+		fail := func(format string, a ...any) {
+			d.probeErr = fmt.Errorf("%w: %s", sandbox.ErrUnavailable, fmt.Sprintf(format, a...))
+		}
+		if d.bin == "" {
+			fail("OCI runtime %q not found (Debian: apt-get install runc)", d.cfg.Runtime)
+			return
+		}
+		out, err := exec.Command(d.bin, "--version").Output()
+		if err != nil {
+			fail("%s --version: %v", d.bin, err)
+			return
+		}
+		d.version, _, _ = strings.Cut(strings.TrimSpace(string(out)), "\n")
+		if st, err := os.Stat(d.cfg.RootFS); err != nil || !st.IsDir() {
+			fail("root filesystem %q is not a directory", d.cfg.RootFS)
+			return
+		}
+		for _, dir := range []string{"state", "bundles", "exe"} {
+			if err := os.MkdirAll(filepath.Join(d.cfg.StateDir, dir), 0o700); err != nil {
+				fail("state directory: %v", err)
+				return
+			}
+		}
+	})
+	return d.probeErr
+}
+
+// Run implements sandbox.Driver.
+func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outcome, error) {
+	tier := d.Name()
+	m := inv.Manifest.WithDefaults()
+	if err := m.Validate(); err != nil {
+		return sandbox.Refuse(tier, err)
+	}
+	if m.Tier != tier {
+		return sandbox.Refuse(tier, fmt.Errorf("%w: manifest is for the %s tier", sandbox.ErrInvalidManifest, m.Tier))
+	}
+	if err := d.Available(); err != nil {
+		return sandbox.Refuse(tier, err)
+	}
+	if len(m.Network) > 0 {
+		return sandbox.Refuse(tier, errors.New("network allowlists need the egress proxy, which is not available"))
+	}
+	if st, err := os.Stat(inv.Workspace); err != nil || !st.IsDir() || !filepath.IsAbs(inv.Workspace) {
+		return sandbox.Refuse(tier, fmt.Errorf("workspace %q is not an absolute directory", inv.Workspace))
+	}
+	id := containerID()
+	dir := filepath.Join(d.cfg.StateDir, "bundles", id)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return sandbox.Refuse(tier, err)
+	}
+	defer os.RemoveAll(dir)
+	stdin, err := d.writeBundle(dir, id, m, inv)
+	if err != nil {
+		return sandbox.Refuse(tier, err)
+	}
+
+	state := filepath.Join(d.cfg.StateDir, "state")
+	spec := proc.Spec{Tier: tier, Path: d.bin, Env: []string{}, Dir: dir, Stdin: stdin,
+		Args:   []string{d.bin, "--root", state, "run", "--bundle", dir, id},
+		Limits: m.Limits, SignalExit: true,
+		// The container's processes are not our children: kill them
+		// through the runtime as well as through their cgroup.
+		OnKill: func() { d.runtime(state, "kill", id, "KILL") },
+	}
+	if d.cg != nil {
+		spec.Cgroup, spec.CgroupWatchOnly = d.cg.Adopt(id), true
+	}
+	out, err := proc.Run(ctx, spec)
+	// "runc run" removes a container that ended by itself; one whose
+	// runtime was killed (timeout, cancellation) is left to delete.
+	if _, serr := os.Stat(filepath.Join(state, id)); serr == nil {
+		d.runtime(state, "delete", "--force", id)
+	}
+	if err != nil {
+		return out, fmt.Errorf("runc: %w", err)
+	}
+	return out, nil
+}
+
+// WriteBundle writes into dir (which must exist) the OCI bundle Run would
+// use for inv, with the cgroup named id, after the same checks: an
+// operator can inspect it, or run it with the runtime by hand.
+func (d *Driver) WriteBundle(dir, id string, inv sandbox.Invocation) error {
+	m := inv.Manifest.WithDefaults()
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	if m.Tier != d.Name() {
+		return fmt.Errorf("%w: manifest is for the %s tier", sandbox.ErrInvalidManifest, m.Tier)
+	}
+	if err := d.Available(); err != nil {
+		return err
+	}
+	_, err := d.writeBundle(dir, id, m, inv)
+	return err
+}
+
+// writeBundle checks the command, stashes its executable and writes
+// config.json; it returns what the tool reads on stdin.
+func (d *Driver) writeBundle(dir, id string, m sandbox.Manifest, inv sandbox.Invocation) ([]byte, error) {
+	for _, p := range append([]string{m.Command.Path}, m.ReadOnly...) {
+		if p == "/" || under(p, d.cfg.WorkspaceDir) || under(p, "/proc") || under(p, "/dev") {
+			return nil, fmt.Errorf("path %q overlaps a container mount", p)
+		}
+	}
+	cmd, err := command.Prepare(m, inv.Params, d.detect)
+	if err != nil {
+		return nil, err
+	}
+	exe, err := d.stash(cmd.Exe)
+	cmd.Exe.Close()
+	if err != nil {
+		return nil, err
+	}
+	b := bundle{argv: cmd.Argv, env: command.Environ(m, inv.Env), exe: exe, workspace: inv.Workspace,
+		cgroup: "/" + d.cfg.CgroupParent + "/" + id}
+	raw, err := json.MarshalIndent(d.spec(m, b), "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return cmd.Stdin, os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o600)
+}
+
+// StateDir is the runtime's --root, for running a bundle by hand.
+func (d *Driver) StateDir() string { return filepath.Join(d.cfg.StateDir, "state") }
+
+// Runtime is the resolved path of the OCI runtime binary ("" if missing).
+func (d *Driver) Runtime() string { return d.bin }
+
+// runtime runs one management command of the OCI runtime, best effort.
+func (d *Driver) runtime(state string, args ...string) {
+	_ = exec.Command(d.bin, append([]string{"--root", state}, args...)...).Run()
+}
+
+func under(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}

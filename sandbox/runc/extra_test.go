@@ -1,0 +1,86 @@
+package runc_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/writhq/writ/sandbox"
+	"github.com/writhq/writ/sandbox/internal/benchstat"
+	"github.com/writhq/writ/sandbox/runc"
+	"github.com/writhq/writ/sandbox/sandboxtest"
+)
+
+// TestContainment reads the tool's own /proc/self/status: no capability,
+// no new privileges, a seccomp filter, the configured uid.
+func TestContainment(t *testing.T) {
+	d := newDriver(t)
+	m := sandbox.Manifest{Name: "t", Tier: sandbox.TierRunc, Command: &sandbox.Command{Path: sandboxtest.HostTool(t)}}
+	ws := t.TempDir()
+	os.Chmod(ws, 0o777)
+	out, err := d.Run(context.Background(), sandbox.Invocation{Manifest: m, Workspace: ws,
+		Params: json.RawMessage(`{"op":"read","path":"/proc/self/status"}`)})
+	if err != nil || out.Status != sandbox.StatusOK {
+		t.Fatalf("%v %s %q", err, out.Status, out.Stderr)
+	}
+	status := string(out.Output)
+	for _, want := range []string{"CapEff:\t0000000000000000", "CapBnd:\t0000000000000000",
+		"NoNewPrivs:\t1", "Seccomp:\t2", "Uid:\t65534\t65534\t65534\t65534"} {
+		if !strings.Contains(status, want) {
+			t.Errorf("status lacks %q:\n%s", want, status)
+		}
+	}
+}
+
+// TestStaleCleanup: bundles of an agent that is gone are removed by New.
+func TestStaleCleanup(t *testing.T) {
+	cfg := config(t)
+	stale := filepath.Join(cfg.StateDir, "bundles", "writ-999999999-1")
+	live := filepath.Join(cfg.StateDir, "bundles", fmt.Sprintf("writ-%d-77", os.Getpid()))
+	os.MkdirAll(stale, 0o700)
+	os.MkdirAll(live, 0o700)
+	if _, err := runc.New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); err == nil {
+		t.Errorf("stale bundle %s survived", stale)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("a live agent's bundle was removed")
+	}
+}
+
+// BenchmarkTrue runs busybox true from the root filesystem through the
+// runc tier next to a raw "runc run" of the same bundle. Target: ratio ≤ 1.3.
+func BenchmarkTrue(b *testing.B) {
+	d := newDriver(b)
+	m := sandbox.Manifest{Name: "true", Tier: sandbox.TierRunc, Command: &sandbox.Command{Path: sandboxtest.HostTool(b)}}
+	ws := b.TempDir()
+	os.Chmod(ws, 0o777)
+	params := `{"op":"exit","code":0}`
+	inv := sandbox.Invocation{Manifest: m, Workspace: ws, Params: json.RawMessage(params)}
+	bundle := b.TempDir()
+	if err := d.WriteBundle(bundle, "writ-bench-raw", inv); err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	benchstat.Compare(b,
+		func() error {
+			n++
+			cmd := exec.Command(d.Runtime(), "--root", d.StateDir(), "run", "--bundle", bundle, fmt.Sprintf("writ-raw-%d", n))
+			cmd.Stdin = strings.NewReader(params)
+			return cmd.Run()
+		},
+		func() error {
+			out, err := d.Run(context.Background(), inv)
+			if err == nil && out.Status != sandbox.StatusOK {
+				err = fmt.Errorf("status %s: %s", out.Status, out.Stderr)
+			}
+			return err
+		})
+}
