@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -180,6 +181,28 @@ func testUnavailable(t *testing.T, h Harness) {
 	isRefused(t, o, err, sandbox.ErrUnavailable)
 	if o.Tier != h.Unavailable.Name() {
 		t.Errorf("refusal from tier %q, want %q", o.Tier, h.Unavailable.Name())
+	}
+}
+
+func testConcurrent(t *testing.T, h Harness) {
+	const n = 8
+	errs := make(chan string, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			params := `{"op":"echo","i":` + itoa(i) + `}`
+			o, err := h.Driver.Run(context.Background(), sandbox.Invocation{Manifest: h.Manifest(),
+				Params: json.RawMessage(params), Workspace: workspace(t)})
+			if err != nil || o.Status != sandbox.StatusOK || string(o.Output) != params {
+				errs <- fmt.Sprintf("invocation %d: %v %s", i, err, brief(o))
+				return
+			}
+			errs <- ""
+		}()
+	}
+	for i := 0; i < n; i++ {
+		if e := <-errs; e != "" {
+			t.Error(e)
+		}
 	}
 }
 

@@ -59,6 +59,7 @@ func Run(t *testing.T, h Harness) {
 		{"WrongTier", testWrongTier, true},
 		{"BadParams", testBadParams, true},
 		{"Unavailable", testUnavailable, h.Unavailable != nil},
+		{"Concurrent", testConcurrent, true},
 		{"ArgvTemplate", testArgvTemplate, h.Argv},
 		{"Interpreters", testInterpreters, h.Argv},
 		{"Descriptors", testDescriptors, h.Processes},
