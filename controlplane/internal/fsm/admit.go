@@ -1,0 +1,75 @@
+package fsm
+
+import (
+	"github.com/writhq/writ/protocol"
+)
+
+// Codes the FSM reports beyond the protocol package's.
+const (
+	CodeIdempotencyConflict protocol.Code = "idempotency_conflict"
+	CodeBudgetExhausted     protocol.Code = "budget_exhausted"
+	CodePolicyDenied        protocol.Code = "policy_denied"
+	CodeNotFound            protocol.Code = "not_found"
+	// CodeNotPending refuses an approval of an intent that no longer waits for one.
+	CodeNotPending protocol.Code = "not_pending"
+)
+
+// applyAdmit records an intent exactly once. The same idempotency key with the
+// same payload returns the original intent; with another payload, or an intent
+// id already used, it is refused. An admitted intent that the leader did not
+// allow, or that exceeds its run's budget, is recorded in its final state, so
+// that every authenticated attempt has an outcome and repeats get the same one.
+func (f *FSM) applyAdmit(index uint64, c *Admit) (Result, []string) {
+	now := f.advance(c.At)
+	s := f.state
+	idemKey := scoped(c.Tenant, c.IdempotencyKey)
+	if e, ok := s.Idempotency[idemKey]; ok {
+		if e.PayloadHash == c.PayloadHash {
+			return Result{IntentID: e.IntentID, Duplicate: true}, nil
+		}
+		return refuse(CodeIdempotencyConflict, "idempotency key %q was used for other params", c.IdempotencyKey), nil
+	}
+	if _, ok := s.Intents[c.ID]; ok {
+		return refuse(CodeIdempotencyConflict, "intent id %q is already used", c.ID), nil
+	}
+	in := &Intent{
+		ID: c.ID, Tenant: c.Tenant, Principal: c.Principal, RunID: c.RunID, Tool: c.Tool,
+		PayloadHash: c.PayloadHash, IdempotencyKey: c.IdempotencyKey, Raw: c.Intent,
+		AdmittedAt: now, UpdatedAt: now, ExpiresAt: c.ExpiresAt.UTC(), Index: index, Decision: c.Decision,
+	}
+	runKey := scoped(c.Tenant, c.RunID)
+	budget := int64(0)
+	if t := s.Tenants[c.Tenant]; t != nil {
+		budget = t.RunBudget
+	}
+	switch {
+	case c.Decision.Error != nil:
+		in.State, in.Error = StateRejected, c.Decision.Error
+		if c.Decision.Error.Code == CodePolicyDenied {
+			in.State = StateDenied
+		}
+	case !c.Decision.Allow:
+		in.State, in.Error = StateDenied, &protocol.ErrorBody{Code: CodePolicyDenied, Message: "no policy permits this intent"}
+	case budget > 0 && s.Runs[runKey] != nil && s.Runs[runKey].Used >= budget:
+		in.State, in.Error = StateRejected, &protocol.ErrorBody{Code: CodeBudgetExhausted,
+			Message: "run " + c.RunID + " has used its budget of intents"}
+	default:
+		run := s.Runs[runKey]
+		if run == nil {
+			run = &Run{}
+			s.Runs[runKey] = run
+		}
+		run.Used++
+		run.LastAt = now
+		f.idx.runs.add(now, runKey)
+		in.State = StateDispatched
+		if c.Decision.ApprovalRequired {
+			in.State = StatePendingApproval
+		}
+		f.idx.expiry.add(in.ExpiresAt, in.ID)
+	}
+	s.Intents[in.ID] = in
+	s.Idempotency[idemKey] = &IdemEntry{IntentID: in.ID, PayloadHash: c.PayloadHash, At: now}
+	f.idx.idem.add(now, idemKey)
+	return Result{IntentID: in.ID}, []string{in.ID}
+}

@@ -1,0 +1,45 @@
+package fsm
+
+import (
+	"github.com/writhq/writ/protocol"
+)
+
+// applyApprove consumes an approval's nonce and moves its intent on: approve
+// releases it for dispatch, deny ends it. Nonces are checked here, in log
+// order, so that of two concurrent uses of one nonce exactly one succeeds.
+func (f *FSM) applyApprove(index uint64, c *Approve) (Result, []string) {
+	now := f.advance(c.At)
+	s := f.state
+	in := s.Intents[c.IntentID]
+	switch {
+	case in == nil:
+		return refuse(CodeNotFound, "no intent %q", c.IntentID), nil
+	case in.Tenant != c.Tenant:
+		return refuse(protocol.CodeApprovalMismatch, "approval is for tenant %q", c.Tenant), nil
+	}
+	if _, used := s.Nonces[c.Nonce]; used {
+		return refuse(protocol.CodeApprovalReplayed, "approval nonce was already used"), nil
+	}
+	if !c.NonceExpiresAt.After(now) {
+		return refuse(protocol.CodeApprovalExpired, "approval expired at %s", protocol.FormatTime(c.NonceExpiresAt)), nil
+	}
+	if in.State != StatePendingApproval {
+		return refuse(CodeNotPending, "intent %q is %s, not waiting for approval", in.ID, in.State), nil
+	}
+	if !in.ExpiresAt.After(now) {
+		return refuse(protocol.CodeApprovalExpired, "intent %q expired at %s", in.ID, protocol.FormatTime(in.ExpiresAt)), nil
+	}
+	keep := c.NonceExpiresAt.Add(f.cfg.NonceMargin).UTC()
+	s.Nonces[c.Nonce] = keep
+	f.idx.nonces.add(keep, c.Nonce)
+
+	in.Approval = &protocol.ApprovalRef{ID: c.ID, Approver: c.Approver, Hash: c.Hash}
+	in.ApprovalRaw = c.Approval
+	in.UpdatedAt, in.Index = now, index
+	if c.Decision == protocol.DecisionApprove {
+		in.State = StateDispatched
+	} else {
+		in.State = StateDenied
+	}
+	return Result{IntentID: in.ID}, []string{in.ID}
+}

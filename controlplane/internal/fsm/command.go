@@ -1,0 +1,158 @@
+package fsm
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/writhq/writ/protocol"
+)
+
+// MsgType is the first byte of every log entry: which command follows.
+// Values are part of the log format and never change meaning.
+type MsgType uint8
+
+// The commands. Each has one apply function.
+const (
+	MsgPutTenant         MsgType = 1
+	MsgPutIntentKey      MsgType = 2
+	MsgDeleteIntentKey   MsgType = 3
+	MsgPutApproverKey    MsgType = 4
+	MsgDeleteApproverKey MsgType = 5
+	MsgPutTool           MsgType = 6
+	MsgPutPolicy         MsgType = 7
+	MsgAdmit             MsgType = 16
+	MsgApprove           MsgType = 17
+	MsgTick              MsgType = 18
+)
+
+func (t MsgType) String() string {
+	switch t {
+	case MsgPutTenant:
+		return "put_tenant"
+	case MsgPutIntentKey:
+		return "put_intent_key"
+	case MsgDeleteIntentKey:
+		return "delete_intent_key"
+	case MsgPutApproverKey:
+		return "put_approver_key"
+	case MsgDeleteApproverKey:
+		return "delete_approver_key"
+	case MsgPutTool:
+		return "put_tool"
+	case MsgPutPolicy:
+		return "put_policy"
+	case MsgAdmit:
+		return "admit"
+	case MsgApprove:
+		return "approve"
+	case MsgTick:
+		return "tick"
+	}
+	return fmt.Sprintf("msg(%d)", uint8(t))
+}
+
+// Encode returns a log entry: the type byte, then the command as JSON.
+func Encode(t MsgType, cmd any) ([]byte, error) {
+	b, err := json.Marshal(cmd)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte{byte(t)}, b...), nil
+}
+
+// PutTenant creates or updates a tenant's settings.
+type PutTenant struct {
+	Tenant string `json:"tenant"`
+	// RunBudget is the number of intents one run may have admitted; 0 is none.
+	RunBudget int64 `json:"run_budget"`
+}
+
+// PutIntentKey registers an orchestrator HMAC key. The secret is sealed with
+// the cluster keyring before it is proposed: the log, snapshots and state hold
+// only ciphertext.
+type PutIntentKey struct {
+	Tenant string `json:"tenant"`
+	KeyID  string `json:"key_id"`
+	Sealed []byte `json:"sealed"`
+}
+
+// DeleteKey removes an orchestrator or approver key.
+type DeleteKey struct {
+	Tenant string `json:"tenant"`
+	KeyID  string `json:"key_id"`
+}
+
+// PutApproverKey registers an approver's Ed25519 public key and the identity
+// it signs as.
+type PutApproverKey struct {
+	Tenant   string `json:"tenant"`
+	KeyID    string `json:"key_id"`
+	Public   []byte `json:"public"`
+	Approver string `json:"approver"`
+}
+
+// PutTool registers a tool manifest, identified by its hash.
+type PutTool struct {
+	Name     string          `json:"name"`
+	Hash     string          `json:"hash"`
+	Manifest json.RawMessage `json:"manifest"`
+	// RequiresApproval is read from the manifest by the leader.
+	RequiresApproval bool `json:"requires_approval"`
+}
+
+// PutPolicy installs a new version of the Cedar policy set.
+type PutPolicy struct {
+	Text string `json:"text"`
+	Hash string `json:"hash"`
+}
+
+// Decision is the leader's authorization of an intent, made before proposing.
+type Decision struct {
+	Allow            bool     `json:"allow"`
+	ApprovalRequired bool     `json:"approval_required"`
+	PolicyHash       string   `json:"policy_hash"`
+	Policies         []string `json:"policies"`
+	// Error is why the intent was not allowed (policy_denied, params_invalid,
+	// an authenticated verification failure…); empty when allowed.
+	Error *protocol.ErrorBody `json:"error,omitempty"`
+}
+
+// Admit records an authenticated intent and the leader's decision on it. The
+// FSM applies idempotency and the run budget.
+type Admit struct {
+	At     time.Time       `json:"at"`
+	Intent json.RawMessage `json:"intent"` // the canonical signed intent
+	// The members the FSM needs, decoded by the leader from Intent.
+	ID             string    `json:"id"`
+	Tenant         string    `json:"tenant"`
+	Principal      string    `json:"principal"`
+	RunID          string    `json:"run_id"`
+	Tool           string    `json:"tool"`
+	PayloadHash    string    `json:"payload_hash"`
+	IdempotencyKey string    `json:"idempotency_key"`
+	ExpiresAt      time.Time `json:"expires_at"`
+	Decision       Decision  `json:"decision"`
+}
+
+// Approve records a verified approval or denial of a pending intent and
+// consumes its nonce.
+type Approve struct {
+	At             time.Time       `json:"at"`
+	Approval       json.RawMessage `json:"approval"` // the canonical signed approval
+	ID             string          `json:"id"`
+	IntentID       string          `json:"intent_id"`
+	Tenant         string          `json:"tenant"`
+	Approver       string          `json:"approver"`
+	Decision       string          `json:"decision"`
+	Nonce          string          `json:"nonce"`
+	NonceExpiresAt time.Time       `json:"nonce_expires_at"`
+	Hash           string          `json:"hash"` // of the canonical artifact
+	Policies       []string        `json:"policies"`
+}
+
+// Tick carries the leader's clock: intents past expiry end as expired, and
+// idempotency entries and nonces past their retention are pruned.
+type Tick struct {
+	At time.Time `json:"at"`
+}

@@ -1,0 +1,83 @@
+package fsm
+
+import (
+	"container/heap"
+	"sort"
+	"time"
+)
+
+// timedKey orders work by time, then by key, so that equal times still give one
+// order on every replica.
+type timedKey struct {
+	at  time.Time
+	key string
+}
+
+type timedHeap []timedKey
+
+func (h timedHeap) Len() int { return len(h) }
+func (h timedHeap) Less(i, j int) bool {
+	if !h[i].at.Equal(h[j].at) {
+		return h[i].at.Before(h[j].at)
+	}
+	return h[i].key < h[j].key
+}
+func (h timedHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *timedHeap) Push(x any)   { *h = append(*h, x.(timedKey)) }
+func (h *timedHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+func (h *timedHeap) add(at time.Time, key string) { heap.Push(h, timedKey{at, key}) }
+
+// due pops and returns the next entry at or before now, if any.
+func (h *timedHeap) due(now time.Time) (timedKey, bool) {
+	if h.Len() == 0 || (*h)[0].at.After(now) {
+		return timedKey{}, false
+	}
+	return heap.Pop(h).(timedKey), true
+}
+
+// indexes order the state's time-driven work so that a tick touches only what
+// is due. They are derived from the state and rebuilt after a restore; entries
+// may be stale and are checked against the state when they come due.
+type indexes struct {
+	expiry timedHeap // non-final intents by expires_at
+	idem   timedHeap // idempotency entries by admission time
+	runs   timedHeap // run counters by last use
+	nonces timedHeap // consumed nonces by when they may be forgotten
+}
+
+func buildIndexes(s *State) *indexes {
+	x := &indexes{}
+	for _, id := range sortedKeys(s.Intents) {
+		if in := s.Intents[id]; !Final(in.State) {
+			x.expiry = append(x.expiry, timedKey{in.ExpiresAt, id})
+		}
+	}
+	for _, k := range sortedKeys(s.Idempotency) {
+		x.idem = append(x.idem, timedKey{s.Idempotency[k].At, k})
+	}
+	for _, k := range sortedKeys(s.Nonces) {
+		x.nonces = append(x.nonces, timedKey{s.Nonces[k], k})
+	}
+	for _, k := range sortedKeys(s.Runs) {
+		x.runs = append(x.runs, timedKey{s.Runs[k].LastAt, k})
+	}
+	for _, h := range []*timedHeap{&x.expiry, &x.idem, &x.runs, &x.nonces} {
+		heap.Init(h)
+	}
+	return x
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,117 @@
+package fsm
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/writhq/writ/protocol"
+)
+
+// Intent states. The first two are waiting; the rest are final.
+const (
+	StatePendingApproval = "pending_approval"
+	StateDispatched      = "dispatched"
+	StateCompleted       = "completed"
+	StateFailed          = "failed"
+	StateDenied          = "denied"
+	StateRejected        = "rejected"
+	StateExpired         = "expired"
+	StateUnknown         = "unknown"
+)
+
+// Final reports whether an intent in state s will never change again.
+func Final(s string) bool { return s != StatePendingApproval && s != StateDispatched }
+
+// State is everything the FSM knows. It is encoded as JSON in snapshots; map
+// keys encode sorted, so equal states encode to equal bytes.
+type State struct {
+	// Index is the last applied log index; Clock the latest entry time, which
+	// never goes backwards even if a new leader's clock does.
+	Index uint64    `json:"index"`
+	Clock time.Time `json:"clock"`
+
+	Tenants map[string]*Tenant `json:"tenants"`
+	Tools   map[string]*Tool   `json:"tools"`
+	Policy  PutPolicy          `json:"policy"`
+	Intents map[string]*Intent `json:"intents"`
+	// Idempotency maps tenant + "\x00" + key to the intent it admitted.
+	Idempotency map[string]*IdemEntry `json:"idempotency"`
+	// Runs maps tenant + "\x00" + run id to its use of the run budget.
+	Runs map[string]*Run `json:"runs"`
+	// Nonces maps consumed approval nonces to the time they may be forgotten.
+	Nonces map[string]time.Time `json:"nonces"`
+}
+
+// Tenant holds a tenant's settings and keys.
+type Tenant struct {
+	RunBudget    int64                   `json:"run_budget"`
+	IntentKeys   map[string][]byte       `json:"intent_keys"` // key id → sealed secret
+	ApproverKeys map[string]*ApproverKey `json:"approver_keys"`
+}
+
+// ApproverKey is a registered approver public key.
+type ApproverKey struct {
+	Public   []byte `json:"public"`
+	Approver string `json:"approver"`
+}
+
+// Tool is a registered tool manifest.
+type Tool = PutTool
+
+// Intent is the record of one admitted intent.
+type Intent struct {
+	ID             string          `json:"id"`
+	Tenant         string          `json:"tenant"`
+	Principal      string          `json:"principal"`
+	RunID          string          `json:"run_id"`
+	Tool           string          `json:"tool"`
+	PayloadHash    string          `json:"payload_hash"`
+	IdempotencyKey string          `json:"idempotency_key"`
+	Raw            json.RawMessage `json:"raw"`
+	State          string          `json:"state"`
+	AdmittedAt     time.Time       `json:"admitted_at"`
+	ExpiresAt      time.Time       `json:"expires_at"`
+	UpdatedAt      time.Time       `json:"updated_at"`
+	// Index is the log index of the last change, for watchers.
+	Index       uint64                `json:"index"`
+	Decision    Decision              `json:"decision"`
+	Error       *protocol.ErrorBody   `json:"error,omitempty"`
+	Approval    *protocol.ApprovalRef `json:"approval,omitempty"`
+	ApprovalRaw json.RawMessage       `json:"approval_raw,omitempty"`
+}
+
+// Run counts the intents admitted in one run. It is forgotten one idempotency
+// retention after its last use.
+type Run struct {
+	Used   int64     `json:"used"`
+	LastAt time.Time `json:"last_at"`
+}
+
+// IdemEntry remembers which intent an idempotency key admitted, and when.
+type IdemEntry struct {
+	IntentID    string    `json:"intent_id"`
+	PayloadHash string    `json:"payload_hash"`
+	At          time.Time `json:"at"`
+}
+
+func newState() *State {
+	return &State{
+		Tenants:     map[string]*Tenant{},
+		Tools:       map[string]*Tool{},
+		Intents:     map[string]*Intent{},
+		Idempotency: map[string]*IdemEntry{},
+		Runs:        map[string]*Run{},
+		Nonces:      map[string]time.Time{},
+	}
+}
+
+func scoped(tenant, key string) string { return tenant + "\x00" + key }
+
+func (s *State) tenant(name string) *Tenant {
+	t := s.Tenants[name]
+	if t == nil {
+		t = &Tenant{IntentKeys: map[string][]byte{}, ApproverKeys: map[string]*ApproverKey{}}
+		s.Tenants[name] = t
+	}
+	return t
+}

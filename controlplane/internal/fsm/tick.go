@@ -1,0 +1,64 @@
+package fsm
+
+import (
+	"time"
+
+	"github.com/writhq/writ/protocol"
+)
+
+// applyTick expires intents whose time is up and forgets what has passed its
+// retention. The work is ordered by the indexes, so a tick costs what is due,
+// not what is stored.
+func (f *FSM) applyTick(index uint64, at time.Time) []string {
+	now := f.advance(at)
+	s := f.state
+	var changed []string
+	for {
+		e, ok := f.idx.expiry.due(now)
+		if !ok {
+			break
+		}
+		in := s.Intents[e.key]
+		if in == nil || Final(in.State) || !in.ExpiresAt.Equal(e.at) {
+			continue // already final, or pruned
+		}
+		in.State = StateExpired
+		in.Error = &protocol.ErrorBody{Code: protocol.CodeExpired, Message: "expired at " + protocol.FormatTime(in.ExpiresAt)}
+		in.UpdatedAt, in.Index = now, index
+		changed = append(changed, in.ID)
+	}
+	retention := f.cfg.IdempotencyRetention
+	for {
+		e, ok := f.idx.idem.due(now.Add(-retention))
+		if !ok {
+			break
+		}
+		ent := s.Idempotency[e.key]
+		if ent == nil || !ent.At.Equal(e.at) {
+			continue
+		}
+		delete(s.Idempotency, e.key)
+		if in := s.Intents[ent.IntentID]; in != nil && Final(in.State) {
+			delete(s.Intents, ent.IntentID)
+		}
+	}
+	for {
+		e, ok := f.idx.runs.due(now.Add(-retention))
+		if !ok {
+			break
+		}
+		if run := s.Runs[e.key]; run != nil && run.LastAt.Equal(e.at) {
+			delete(s.Runs, e.key)
+		}
+	}
+	for {
+		e, ok := f.idx.nonces.due(now)
+		if !ok {
+			break
+		}
+		if until, ok := s.Nonces[e.key]; ok && until.Equal(e.at) {
+			delete(s.Nonces, e.key)
+		}
+	}
+	return changed
+}
