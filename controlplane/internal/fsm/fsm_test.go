@@ -164,9 +164,17 @@ func TestApprovals(t *testing.T) {
 		"intent no longer pending":         {approve("a", "n2", protocol.DecisionApprove, t0.Add(time.Minute)), CodeNotPending},
 		"intent never needed approval":     {approve("n", "n3", protocol.DecisionApprove, t0.Add(time.Minute)), CodeNotPending},
 		"unknown intent":                   {approve("zz", "n4", protocol.DecisionApprove, t0.Add(time.Minute)), CodeNotFound},
-		"approval expired":                 {func() *Approve { a := approve("d", "n5", "approve", t0.Add(time.Minute)); a.NonceExpiresAt = t0; return a }(), protocol.CodeApprovalExpired},
-		"intent expired":                   {approve("d", "n6", protocol.DecisionApprove, t0.Add(11*time.Minute)), protocol.CodeApprovalExpired},
-		"other tenant":                     {func() *Approve { a := approve("d", "n7", "approve", t0.Add(time.Minute)); a.Tenant = "globex"; return a }(), protocol.CodeApprovalMismatch},
+		"approval expired": {func() *Approve {
+			a := approve("d", "n5", "approve", t0.Add(time.Minute))
+			a.NonceExpiresAt = t0
+			return a
+		}(), protocol.CodeApprovalExpired},
+		"intent expired": {approve("d", "n6", protocol.DecisionApprove, t0.Add(11*time.Minute)), protocol.CodeApprovalExpired},
+		"other tenant": {func() *Approve {
+			a := approve("d", "n7", "approve", t0.Add(time.Minute))
+			a.Tenant = "globex"
+			return a
+		}(), protocol.CodeApprovalMismatch},
 	} {
 		t.Run(name, func(t *testing.T) {
 			// Each case starts from the same state: a copy of the log so far.
