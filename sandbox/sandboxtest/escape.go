@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,6 +48,7 @@ func Escape(t *testing.T, h Harness) {
 		{"MemoryHog", escapeMemoryHog, true},
 		{"OutputFlood1GiB", escapeFlood, true},
 		{"TTY", escapeTTY, true},
+		{"LoopbackConnect", escapeLoopback, true},
 		{"ForkBomb", escapeForkBomb, h.Processes},
 		{"InterpreterCopy", escapeInterpreterCopy, h.Argv},
 		{"EnvLauncher", escapeEnvLauncher, h.Argv},
@@ -186,6 +188,30 @@ func escapeFlood(t *testing.T, h Harness) {
 		t.Errorf("kept %d bytes, want %d", len(o.Output), sandbox.DefaultOutputBytes)
 	}
 	elapsed(t, start, 20*time.Second)
+}
+
+// escapeLoopback tries to reach a listener on the host's loopback. Only
+// loopback is ever a target: a tier that let the tool out would otherwise
+// send traffic to a real network.
+func escapeLoopback(t *testing.T, h Harness) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	o := run(t, h, h.Manifest(), `{"op":"connect","data":"`+ln.Addr().String()+`"}`, "")
+	if o.Status == sandbox.StatusOK {
+		t.Fatalf("ESCAPED: the tool connected to the host's loopback %s", ln.Addr())
+	}
 }
 
 func escapeTTY(t *testing.T, h Harness) {

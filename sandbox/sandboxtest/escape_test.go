@@ -3,6 +3,7 @@ package sandboxtest_test
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,8 +41,31 @@ func TestAttacksWork(t *testing.T) {
 			t.Errorf("%s: the attack did not reach the secret without isolation: %v %s %q", name, err, out.Status, out.Stderr)
 		}
 	}
+	// And with the host's network, the connect attack reaches loopback.
+	cfg := process.DefaultConfig()
+	cfg.UnshareNetwork = false
+	open, err := process.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Close()
+		}
+	}()
+	out, _ := open.Run(context.Background(), sandbox.Invocation{Manifest: m, Workspace: ws,
+		Params: json.RawMessage(`{"op":"connect","data":"` + ln.Addr().String() + `"}`)})
+	if out.Status != sandbox.StatusOK {
+		t.Errorf("connect op on the host network: %s %q", out.Status, out.Stderr)
+	}
+
 	os.WriteFile(filepath.Join(ws, "entry"), []byte("safe"), 0o644)
-	out, _ := d.Run(context.Background(), sandbox.Invocation{Manifest: m, Params: json.RawMessage(`{"op":"race","path":"entry","bytes":10}`), Workspace: ws})
+	out, _ = d.Run(context.Background(), sandbox.Invocation{Manifest: m, Params: json.RawMessage(`{"op":"race","path":"entry","bytes":10}`), Workspace: ws})
 	if string(out.Output) != "leaks=0" {
 		t.Errorf("race op on a plain file: got %q", out.Output)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"sort"
 	"strings"
@@ -95,6 +96,13 @@ func main() {
 			}
 		}
 		fmt.Printf("leaks=%d", leaks)
+	case "connect":
+		c, err := net.DialTimeout("tcp", p.Data, 2*time.Second)
+		if err != nil {
+			fail("connect: %v", err)
+		}
+		c.Close()
+		fmt.Print("connected")
 	case "tty":
 		f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 		if err != nil {
