@@ -1,0 +1,69 @@
+package policy
+
+import (
+	"fmt"
+
+	cedar "github.com/cedar-policy/cedar-go"
+	"github.com/writhq/writ/protocol"
+)
+
+// InvokeRequest asks whether an intent's principal may invoke its tool. Build
+// it with NewInvokeRequest; the zero value is refused. It holds no reference
+// to the intent, and may be evaluated against any number of sets,
+// concurrently.
+type InvokeRequest struct {
+	built     bool
+	principal cedar.Entity
+	tool      cedar.Entity
+	context   cedar.Record
+}
+
+// NewInvokeRequest maps an intent and the manifest of its tool onto the entity
+// model: principal Writ::Agent::"<principal>", action Writ::Action::"invoke",
+// resource Writ::Tool::"<tool>", and the context of docs/policy.md.
+//
+// The intent is expected to have passed protocol verification; only what the
+// mapping itself needs is checked. Errors: ErrMismatch when in is nil or tool
+// is not the intent's tool; ErrInput and its children when the params or the
+// intent context cannot be mapped (not an object, deeper than MaxDepth, more
+// than MaxValues values together).
+func NewInvokeRequest(in *protocol.Intent, tool Tool) (InvokeRequest, error) {
+	if in == nil {
+		return InvokeRequest{}, fmt.Errorf("%w: no intent", ErrMismatch)
+	}
+	if tool.Name != in.Tool {
+		return InvokeRequest{}, fmt.Errorf("%w: tool %q given for an intent on tool %q", ErrMismatch, tool.Name, in.Tool)
+	}
+	ctx, err := intentContext(in, tool)
+	if err != nil {
+		return InvokeRequest{}, err
+	}
+	return InvokeRequest{
+		built:     true,
+		principal: person(TypeAgent, in.Principal, in.Tenant),
+		tool:      tool.entity(),
+		context:   cedar.NewRecord(ctx),
+	}, nil
+}
+
+// Invoke decides an InvokeRequest. It never fails: a request that could not
+// be decided is denied, with the reason in Decision.Errors.
+func (s *Set) Invoke(req InvokeRequest) Decision {
+	if !req.built {
+		return refused("invoke request was not built with NewInvokeRequest")
+	}
+	return s.authorize(entities(req.principal, req.tool), cedar.Request{
+		Principal: req.principal.UID,
+		Action:    actionInvoke,
+		Resource:  req.tool.UID,
+		Context:   req.context,
+	}, true)
+}
+
+func entities(es ...cedar.Entity) cedar.EntityMap {
+	m := make(cedar.EntityMap, len(es))
+	for _, e := range es {
+		m[e.UID] = e
+	}
+	return m
+}
