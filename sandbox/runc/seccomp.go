@@ -1,10 +1,6 @@
 package runc
 
-import (
-	"syscall"
-
-	specs "github.com/opencontainers/runtime-spec/specs-go"
-)
+import specs "github.com/opencontainers/runtime-spec/specs-go"
 
 // denied are system calls a tool has no use for and an escape has: kernel
 // modules and kexec, mounts and namespaces, tracing, BPF and perf, keyrings,
@@ -31,7 +27,7 @@ var denied = []string{
 // clone3 returns ENOSYS, because its flags sit behind a pointer seccomp
 // cannot read, so that libc falls back to clone.
 func seccompProfile() *specs.LinuxSeccomp {
-	eperm, enosys := uint(syscall.EPERM), uint(syscall.ENOSYS)
+	eperm, enosys := uint(errnoEPERM), uint(errnoENOSYS)
 	return &specs.LinuxSeccomp{
 		DefaultAction: specs.ActAllow,
 		Architectures: []specs.Arch{specs.ArchX86_64, specs.ArchX86, specs.ArchX32, specs.ArchAARCH64, specs.ArchARM},
@@ -40,7 +36,7 @@ func seccompProfile() *specs.LinuxSeccomp {
 			{Names: []string{"ioctl"}, Action: specs.ActErrno, ErrnoRet: &eperm,
 				Args: []specs.LinuxSeccompArg{{Index: 1, Value: tiocsti, Op: specs.OpEqualTo}}},
 			{Names: []string{"clone"}, Action: specs.ActErrno, ErrnoRet: &eperm,
-				Args: []specs.LinuxSeccompArg{{Index: 0, Value: syscall.CLONE_NEWUSER, ValueTwo: syscall.CLONE_NEWUSER, Op: specs.OpMaskedEqual}}},
+				Args: []specs.LinuxSeccompArg{{Index: 0, Value: cloneNewUser, ValueTwo: cloneNewUser, Op: specs.OpMaskedEqual}}},
 			{Names: []string{"clone3"}, Action: specs.ActErrno, ErrnoRet: &enosys},
 		},
 	}

@@ -1,8 +1,6 @@
 package runc
 
 import (
-	"syscall"
-
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/writhq/writ/sandbox"
@@ -97,5 +95,11 @@ func itoa(v int64) string {
 	}
 }
 
-// tiocsti is the ioctl that pushes bytes into a terminal's input.
-const tiocsti = syscall.TIOCSTI
+// Linux values, spelled out because the bundle is for Linux whatever the
+// system that builds the agent.
+const (
+	tiocsti      = 0x5412     // ioctl: push bytes into a terminal's input
+	cloneNewUser = 0x10000000 // clone flag CLONE_NEWUSER
+	errnoEPERM   = 1
+	errnoENOSYS  = 38
+)

@@ -26,7 +26,7 @@ type Driver struct {
 
 	mu      sync.Mutex
 	engines map[uint32]*engine
-	sums    sync.Map // fileID → [32]byte
+	sums    sync.Map // fileid.ID → [32]byte
 }
 
 var _ sandbox.Driver = (*Driver)(nil)

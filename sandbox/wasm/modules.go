@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"syscall"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/writhq/writ/sandbox/internal/fileid"
 )
 
 // engine is one wazero runtime (they differ only by memory limit) and the
@@ -18,13 +19,6 @@ type engine struct {
 	rt       wazero.Runtime
 	mu       sync.Mutex
 	compiled map[[32]byte]wazero.CompiledModule
-}
-
-// fileID identifies one version of a module file so that it is read and
-// hashed once until it changes.
-type fileID struct {
-	dev, ino, size   uint64
-	mtimeNS, ctimeNS int64
 }
 
 // engineFor returns the runtime for a memory limit, creating it once.
@@ -59,14 +53,10 @@ func (d *Driver) module(ctx context.Context, e *engine, path string) (wazero.Com
 		return nil, err
 	}
 	defer f.Close()
-	var st syscall.Stat_t
-	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+	id, err := fileid.Of(f)
+	if err != nil {
 		return nil, err
 	}
-	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	id := fileID{uint64(st.Dev), st.Ino, uint64(st.Size), st.Mtim.Nano(), st.Ctim.Nano()}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if sum, ok := d.sums.Load(id); ok {
@@ -75,10 +65,10 @@ func (d *Driver) module(ctx context.Context, e *engine, path string) (wazero.Com
 		}
 	}
 	const maxModule = 256 << 20
-	if st.Size > maxModule {
+	if id.Size > maxModule {
 		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxModule)
 	}
-	bin := make([]byte, st.Size)
+	bin := make([]byte, id.Size)
 	if _, err := f.ReadAt(bin, 0); err != nil {
 		return nil, err
 	}

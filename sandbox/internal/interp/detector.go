@@ -9,7 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
+
+	"github.com/writhq/writ/sandbox/internal/fileid"
 )
 
 // DefaultDirs are where a host keeps the interpreters it may have.
@@ -30,14 +31,7 @@ type Detector struct {
 	multiCall map[[32]byte]bool   // content hash → busybox-like
 
 	mu    sync.Mutex
-	cache map[fileKey][32]byte
-}
-
-// fileKey identifies one version of one file, so that a file is hashed once
-// until it changes.
-type fileKey struct {
-	dev, ino, size   uint64
-	mtimeNS, ctimeNS int64
+	cache map[fileid.ID][32]byte
 }
 
 // NewDetector returns a Detector scanning dirs (DefaultDirs when nil).
@@ -45,7 +39,7 @@ func NewDetector(dirs []string) *Detector {
 	if dirs == nil {
 		dirs = DefaultDirs
 	}
-	return &Detector{dirs: dirs, cache: map[fileKey][32]byte{}}
+	return &Detector{dirs: dirs, cache: map[fileid.ID][32]byte{}}
 }
 
 func (d *Detector) scan() {
@@ -82,14 +76,10 @@ func (d *Detector) scan() {
 
 // hash returns the SHA-256 of an open regular file, cached by identity.
 func (d *Detector) hash(f *os.File) ([32]byte, error) {
-	var st syscall.Stat_t
-	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+	key, err := fileid.Of(f)
+	if err != nil {
 		return [32]byte{}, err
 	}
-	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return [32]byte{}, fmt.Errorf("not a regular file")
-	}
-	key := fileKey{uint64(st.Dev), st.Ino, uint64(st.Size), st.Mtim.Nano(), st.Ctim.Nano()}
 	d.mu.Lock()
 	sum, ok := d.cache[key]
 	d.mu.Unlock()
@@ -97,7 +87,7 @@ func (d *Detector) hash(f *os.File) ([32]byte, error) {
 		return sum, nil
 	}
 	h := sha256.New()
-	if _, err := io.Copy(h, io.NewSectionReader(f, 0, st.Size)); err != nil {
+	if _, err := io.Copy(h, io.NewSectionReader(f, 0, int64(key.Size))); err != nil {
 		return [32]byte{}, err
 	}
 	copy(sum[:], h.Sum(nil))

@@ -1,0 +1,53 @@
+// Package proc starts one contained process for the process and bwrap
+// tiers and sees it through to the end: rlimits and cgroup applied before
+// the first instruction of the new program runs, its own session and
+// process group, a scrubbed environment, output captured within a limit,
+// wall-clock limit, and everything it started killed when it is done.
+package proc
+
+import (
+	"errors"
+	"os"
+	"time"
+
+	"github.com/writhq/writ/sandbox"
+	"github.com/writhq/writ/sandbox/internal/cgroup"
+)
+
+// Spec is one process to run.
+type Spec struct {
+	Tier string
+	// Exe, when set, is the open executable to run (through /proc/self/fd),
+	// so that what was inspected is what runs. Otherwise Path is run.
+	Exe  *os.File
+	Path string
+	Args []string // argv, including argv[0]
+	Env  []string // the whole environment; nil means empty
+	Dir  string
+	// Stdin is written to the process's standard input, then closed.
+	Stdin []byte
+	// ExtraFiles become fds 3, 4... (bwrap's --ro-bind-fd).
+	ExtraFiles []*os.File
+
+	Limits  sandbox.Limits
+	Rlimits bool // apply CPU, AS, NOFILE rlimits (and core 0)
+	// AddressSpace is RLIMIT_AS when Rlimits is set; 0 leaves it alone.
+	AddressSpace int64
+	Cgroup       *cgroup.Group // may be nil
+	UnshareNet   bool          // start in a new, empty network namespace
+	// CgroupWatchOnly uses Cgroup to kill and account only: the process is
+	// not moved into it (the runc tier's runtime places the container).
+	CgroupWatchOnly bool
+	// OnKill, if set, is called whenever the tool is killed (timeout,
+	// cancellation, output limit, end of run): the runc tier uses it to
+	// kill a container whose processes are not ours.
+	OnKill func()
+	// SignalExit says that an exit code above 128 means the tool died of
+	// signal code-128 (bwrap reports its child's death that way).
+	SignalExit bool
+	Grace      time.Duration // how long to wait for output after the end
+}
+
+// ErrLeakedFD means the new program would have started with a descriptor
+// other than the ones it was given; it was killed before running.
+var ErrLeakedFD = errors.New("proc: descriptor leaked into tool")
