@@ -91,16 +91,18 @@ func (c *converter) value(dec *jsontext.Decoder, depth int) (v cedar.Value, ok b
 func (c *converter) record(dec *jsontext.Decoder, depth int) (cedar.Value, bool, error) {
 	m := cedar.RecordMap{}
 	for dec.PeekKind() != '}' {
-		name, err := dec.ReadToken()
+		tok, err := dec.ReadToken()
 		if err != nil {
 			return nil, false, fmt.Errorf("%w: %v", ErrJSON, err)
 		}
+		// The token is only valid until the next read.
+		name := cedar.String(tok.String())
 		v, ok, err := c.value(dec, depth+1)
 		if err != nil {
 			return nil, false, err
 		}
 		if ok {
-			m[cedar.String(name.String())] = v
+			m[name] = v
 		}
 	}
 	if err := closeToken(dec); err != nil {

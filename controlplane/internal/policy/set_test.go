@@ -1,0 +1,119 @@
+package policy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		src     string
+		want    error
+		message string // a substring the error must contain
+	}{
+		{"syntax error has a position", "@id(\"a\")\npermit (principal, action, resource) when { context.x < };",
+			ErrSyntax, "2:"},
+		{"unknown function", `@id("a") permit (principal, action, resource) when { foo(1) };`, ErrSyntax, "foo"},
+		{"unterminated", `@id("a") permit (principal, action, resource`, ErrSyntax, "1:"},
+		{"template slot", `@id("a") permit (principal == ?principal, action, resource);`, ErrSyntax, ""},
+		{"repeated annotation", "@id(\"a\")\n@id(\"b\") permit (principal, action, resource);", ErrSyntax, "duplicate annotation"},
+		{"missing id", "@id(\"a\") permit (principal, action, resource);\n\n  permit (principal, action, resource);",
+			ErrMissingID, "line 3, column 3"},
+		{"empty id", `@id("") permit (principal, action, resource);`, ErrBadID, "line 1, column 1"},
+		{"id without value", `@id permit (principal, action, resource);`, ErrBadID, ""},
+		{"id with a space", `@id("a b") permit (principal, action, resource);`, ErrBadID, ""},
+		{"id too long", `@id("` + strings.Repeat("a", 129) + `") permit (principal, action, resource);`, ErrBadID, ""},
+		{"duplicate id", "@id(\"a\") permit (principal, action, resource);\n@id(\"a\") forbid (principal, action, resource);",
+			ErrDuplicateID, `policy "a" at line 2, column 1`},
+		{"approval misspelt", `@id("a") @approval("requried") permit (principal, action, resource);`, ErrBadApproval, `"a"`},
+		{"approval without value", `@id("a") @approval permit (principal, action, resource);`, ErrBadApproval, ""},
+		{"approval on a forbid", `@id("a") @approval("required") forbid (principal, action, resource);`, ErrBadApproval, ""},
+		{"too large", strings.Repeat(" ", MaxTextBytes+1), ErrTextTooLarge, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Parse([]byte(tc.src))
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("got error %v, want %v", err, tc.want)
+			}
+			if s != nil {
+				t.Errorf("got a set beside error %v, want nil", err)
+			}
+			if !strings.Contains(err.Error(), tc.message) {
+				t.Errorf("got error %q, want it to contain %q", err, tc.message)
+			}
+			var pe *PolicyError
+			wholeText := tc.want == ErrSyntax || tc.want == ErrTextTooLarge
+			if isPolicyErr := errors.As(err, &pe); isPolicyErr == wholeText {
+				t.Errorf("got *PolicyError=%v for %v, want a *PolicyError exactly for per-policy errors", isPolicyErr, err)
+			}
+		})
+	}
+}
+
+func TestParse(t *testing.T) {
+	src := `// comment
+@id("b") @description("anything else is kept and ignored")
+permit (principal, action, resource);
+@id("a.1:x-y_z") @approval("required") permit (principal, action, resource);`
+	s := mustParse(t, src)
+	if got, want := s.IDs(), []string{"a.1:x-y_z", "b"}; !slices.Equal(got, want) {
+		t.Errorf("got ids %q, want %q", got, want)
+	}
+	if s.Text() != src {
+		t.Errorf("got text %q, want the source unchanged", s.Text())
+	}
+	sum := sha256.Sum256([]byte(src))
+	if got, want := s.Hash(), "sha256:"+hex.EncodeToString(sum[:]); got != want {
+		t.Errorf("got hash %s, want %s", got, want)
+	}
+	if !s.approval["a.1:x-y_z"] || s.approval["b"] {
+		t.Errorf("got approval map %v, want only a.1:x-y_z", s.approval)
+	}
+	empty := mustParse(t, "")
+	if len(empty.IDs()) != 0 {
+		t.Errorf("got ids %q for empty text, want none", empty.IDs())
+	}
+}
+
+func TestHashIsOfTheExactText(t *testing.T) {
+	a := mustParse(t, `@id("a") permit (principal, action, resource);`)
+	again := mustParse(t, `@id("a") permit (principal, action, resource);`)
+	reformatted := mustParse(t, "@id(\"a\")\npermit (\n  principal,\n  action,\n  resource\n);")
+	if a.Hash() != again.Hash() {
+		t.Errorf("got hashes %s and %s for the same text, want equal", a.Hash(), again.Hash())
+	}
+	if a.Hash() == reformatted.Hash() {
+		t.Errorf("got hash %s for reformatted text too, want a different hash", a.Hash())
+	}
+}
+
+func TestDevPolicy(t *testing.T) {
+	s := mustParse(t, DevPolicy)
+	approvalTool := Tool{Name: "echo_approval"}
+	manifest := Tool{Name: "deploy", RequiresApproval: true}
+	for _, tc := range []struct {
+		name string
+		got  Decision
+		want want
+	}{
+		{"dev invokes echo", invoke(t, s, intent(`{}`, tenant("dev")), echoTool()),
+			want{allow: true, policies: []string{"dev.invoke"}}},
+		{"dev invokes echo_approval", invoke(t, s, intent(`{}`, tenant("dev"), onTool("echo_approval")), approvalTool),
+			want{allow: true, approval: true, policies: []string{"dev.invoke", "dev.invoke.approval"}}},
+		{"manifest requires approval", invoke(t, s, intent(`{}`, tenant("dev"), onTool("deploy")), manifest),
+			want{allow: true, approval: true, policies: []string{"dev.invoke", "dev.invoke.approval"}}},
+		{"other tenant", invoke(t, s, intent(`{}`), echoTool()), want{}},
+		{"approve by another", approve(t, s, intent(`{}`, tenant("dev")), "alice"),
+			want{allow: true, policies: []string{"dev.approve"}}},
+		{"self-approval", approve(t, s, intent(`{}`, tenant("dev"), principal("alice")), "alice"),
+			want{policies: []string{"dev.approve.not-self"}}},
+		{"approve in another tenant", approve(t, s, intent(`{}`), "alice"), want{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { check(t, tc.got, tc.want) })
+	}
+}
