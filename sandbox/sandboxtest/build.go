@@ -4,12 +4,14 @@
 package sandboxtest
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -32,22 +34,30 @@ func BuildTool(t testing.TB, pkg, goos, goarch string) string {
 		return p
 	}
 	if buildDir == "" {
-		d, err := os.MkdirTemp("", "writ-sandboxtest-")
+		d, err := sharedDir()
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Readable and traversable by anyone: the tool may run as another user.
-		os.Chmod(d, 0o755)
 		buildDir = d
 	}
 	out := filepath.Join(buildDir, fmt.Sprintf("%s-%s-%s", filepath.Base(pkg), goos, goarch))
 	if goos == "wasip1" {
 		out += ".wasm"
 	}
-	cmd := exec.Command(goTool(), "build", "-trimpath", "-o", out, pkg)
+	// Build beside the target and rename: test binaries of several
+	// packages build the same tool at once, and a running copy stays valid.
+	tmp := fmt.Sprintf("%s.%d.tmp", out, os.Getpid())
+	cmd := exec.Command(goTool(), "build", "-trimpath", "-o", tmp, pkg)
 	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build %s for %s/%s: %v\n%s", pkg, goos, goarch, err, b)
+	}
+	// An identical build keeps the existing file: replacing it would pull
+	// it from under another test process that is running it.
+	if same(tmp, out) {
+		os.Remove(tmp)
+	} else if err := os.Rename(tmp, out); err != nil {
+		t.Fatal(err)
 	}
 	built[key] = out
 	return out
@@ -64,6 +74,33 @@ func HostTool(t testing.TB) string {
 // WasmTool builds the test tool as a wasip1 module.
 func WasmTool(t testing.TB) string {
 	return BuildTool(t, TestToolPackage, "wasip1", "wasm")
+}
+
+// sharedDir is one directory per user for the built tools, reused across
+// runs so that they do not pile up in the temporary directory. It must be
+// a real directory owned by us, readable (tools may run as another uid).
+func sharedDir() (string, error) {
+	d := filepath.Join(os.TempDir(), fmt.Sprintf("writ-sandboxtest-%d", os.Getuid()))
+	if err := os.Mkdir(d, 0o755); err != nil && !os.IsExist(err) {
+		return "", err
+	}
+	st, err := os.Lstat(d)
+	if err != nil {
+		return "", err
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); !st.IsDir() || !ok || int(sys.Uid) != os.Getuid() || st.Mode().Perm()&0o022 != 0 {
+		return "", fmt.Errorf("%s is not a directory of ours that only we can write", d)
+	}
+	return d, os.Chmod(d, 0o755)
+}
+
+func same(a, b string) bool {
+	x, err := os.ReadFile(a)
+	if err != nil {
+		return false
+	}
+	y, err := os.ReadFile(b)
+	return err == nil && bytes.Equal(x, y)
 }
 
 func goTool() string {
