@@ -21,8 +21,10 @@ func intent(params string, opts ...func(*protocol.Intent)) *protocol.Intent {
 	return in
 }
 
-func tenant(t string) func(*protocol.Intent)    { return func(in *protocol.Intent) { in.Tenant = t } }
-func principal(p string) func(*protocol.Intent) { return func(in *protocol.Intent) { in.Principal = p } }
+func tenant(t string) func(*protocol.Intent) { return func(in *protocol.Intent) { in.Tenant = t } }
+func principal(p string) func(*protocol.Intent) {
+	return func(in *protocol.Intent) { in.Principal = p }
+}
 func onTool(name string) func(*protocol.Intent) { return func(in *protocol.Intent) { in.Tool = name } }
 func withContext(c string) func(*protocol.Intent) {
 	return func(in *protocol.Intent) { in.Context = jsontext.Value(c) }

@@ -1,0 +1,120 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	cedar "github.com/cedar-policy/cedar-go"
+)
+
+// benchPolicies is a set of 50 policies of the kinds docs/policy.md shows:
+// tenant grants, per-tool limits on params, capability forbids, approval
+// requirements and recipient forbids. A handful apply to the benchmark's
+// intent; the rest are rejected by their scope or their first condition.
+func benchPolicies() string {
+	var b strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&b, "@id(\"tenant-%d.invoke\")\npermit (principal, action == Writ::Action::\"invoke\", resource)\n"+
+			"when { principal.tenant == \"tenant-%d\" && resource.tenant == \"\" };\n\n", i, i)
+	}
+	for i := range 10 {
+		fmt.Fprintf(&b, "@id(\"tool-%d.limit\")\nforbid (principal, action == Writ::Action::\"invoke\", resource == Writ::Tool::\"tool-%d\")\n"+
+			"when { context.params.amount > %d };\n\n", i, i, 100*i)
+	}
+	for i := range 10 {
+		fmt.Fprintf(&b, "@id(\"cap-%d\")\nforbid (principal, action, resource)\n"+
+			"when { resource.capabilities.contains(\"cap-%d\") && principal.tenant != \"ops\" };\n\n", i, i)
+	}
+	for i := range 5 {
+		fmt.Fprintf(&b, "@id(\"approval-%d\") @approval(\"required\")\npermit (principal, action == Writ::Action::\"invoke\", resource == Writ::Tool::\"tool-%d\");\n\n", i, i)
+	}
+	for i := range 5 {
+		fmt.Fprintf(&b, "@id(\"mail-%d\")\nforbid (principal, action, resource == Writ::Tool::\"send_mail\")\n"+
+			"when { context.params has to && context.params.to.contains(\"blocked-%d@example.com\") };\n\n", i, i)
+	}
+	return b.String()
+}
+
+// benchParams is a JSON object of about 1 KiB: recipients, a body, an amount
+// and a nested record.
+func benchParams() string {
+	var to []string
+	for i := range 8 {
+		to = append(to, fmt.Sprintf(`"user-%d@example.com"`, i))
+	}
+	body := strings.Repeat("Quarterly figures attached. ", 25)
+	return fmt.Sprintf(`{"to":[%s],"subject":"Q3 report","body":%q,"amount":12,"fee":0.25,`+
+		`"meta":{"priority":"high","tags":["finance","q3","report"],"thread":{"id":"t-1","depth":2}}}`,
+		strings.Join(to, ","), body)
+}
+
+// BenchmarkInvoke authorizes an intent with 1 KiB params against 50 policies:
+// building the request from the intent (JSON → Cedar) and deciding, beside
+// cedar-go's Authorize alone on the same policies with entities and request
+// built beforehand. x-cedar is the ratio of the two.
+func BenchmarkInvoke(b *testing.B) {
+	text := benchPolicies()
+	s := mustParse(b, text)
+	params := benchParams()
+	tool := Tool{Name: "send_mail", Capabilities: []string{"network", "mail"}, Sandbox: "process"}
+	in := intent(params, tenant("tenant-7"), onTool("send_mail"), withContext(`{"channel":"slack","device":"laptop"}`))
+	if n := len(s.IDs()); n != 50 {
+		b.Fatalf("got %d policies, want 50", n)
+	}
+	if len(params) < 1000 || len(params) > 1100 {
+		b.Fatalf("got %d bytes of params, want about 1 KiB", len(params))
+	}
+	req, err := NewInvokeRequest(in, tool)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if d := s.Invoke(req); !d.Allow || len(d.Policies) != 1 {
+		b.Fatalf("got %+v, want allowed by tenant-7.invoke alone", d)
+	}
+
+	var baseNS float64
+	b.Run("baseline=cedar", func(b *testing.B) {
+		ps, err := cedar.NewPolicySetFromBytes("", []byte(text))
+		if err != nil {
+			b.Fatal(err)
+		}
+		es := entities(req.principal, req.tool)
+		creq := cedar.Request{Principal: req.principal.UID, Action: actionInvoke, Resource: req.tool.UID, Context: req.context}
+		b.ReportAllocs()
+		for b.Loop() {
+			if ok, _ := cedar.Authorize(ps, es, creq); !ok {
+				b.Fatal("baseline denied")
+			}
+		}
+		baseNS = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	})
+	report := func(b *testing.B) {
+		if ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N); baseNS > 0 {
+			b.ReportMetric(ns/baseNS, "x-cedar")
+		}
+	}
+	b.Run("invoke=prebuilt", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if !s.Invoke(req).Allow {
+				b.Fatal("denied")
+			}
+		}
+		report(b)
+	})
+	b.Run("invoke=from-intent", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(params)))
+		for b.Loop() {
+			req, err := NewInvokeRequest(in, tool)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if !s.Invoke(req).Allow {
+				b.Fatal("denied")
+			}
+		}
+		report(b)
+	})
+}
