@@ -3,7 +3,6 @@ package policy
 import (
 	"math"
 	"strconv"
-	"strings"
 
 	cedar "github.com/cedar-policy/cedar-go"
 	"github.com/cedar-policy/cedar-go/types"
@@ -35,11 +34,10 @@ func number(lit string) (cedar.Value, error) {
 		return cedar.Long(int64(f)), nil
 	}
 	if math.Abs(f) < 1e15 { // beyond the decimal range; also keeps 'f' short
-		s := strconv.FormatFloat(f, 'f', -1, 64)
-		if dot := strings.IndexByte(s, '.'); dot >= 0 && len(s)-dot-1 <= 4 {
-			if d, err := types.ParseDecimal(s); err == nil {
-				return d, nil
-			}
+		// ParseDecimal refuses more than four fractional digits and
+		// values out of its range.
+		if d, err := types.ParseDecimal(strconv.FormatFloat(f, 'f', -1, 64)); err == nil {
+			return d, nil
 		}
 	}
 	return cedar.String(canonicalNumber(lit)), nil
