@@ -57,6 +57,9 @@ func (s *Set) Approve(req ApproveRequest) Decision {
 	if !req.built {
 		return refused("approve request was not built with NewApproveRequest")
 	}
+	if s == nil {
+		return refused("no policy set")
+	}
 	return s.authorize(entities(req.approver, req.tool), cedar.Request{
 		Principal: req.approver.UID,
 		Action:    actionApprove,

@@ -47,10 +47,14 @@ func NewInvokeRequest(in *protocol.Intent, tool Tool) (InvokeRequest, error) {
 }
 
 // Invoke decides an InvokeRequest. It never fails: a request that could not
-// be decided is denied, with the reason in Decision.Errors.
+// be decided, or a nil Set, is denied, with the reason in Decision.Errors. It
+// is deterministic: the same request and policy text give the same Decision.
 func (s *Set) Invoke(req InvokeRequest) Decision {
 	if !req.built {
 		return refused("invoke request was not built with NewInvokeRequest")
+	}
+	if s == nil {
+		return refused("no policy set")
 	}
 	return s.authorize(entities(req.principal, req.tool), cedar.Request{
 		Principal: req.principal.UID,
