@@ -23,6 +23,9 @@ var (
 	// on a permit policy. A misspelt value is refused rather than ignored,
 	// because ignoring it would silently drop an approval requirement.
 	ErrBadApproval = errors.New(`policy: @approval must be @approval("required") on a permit policy`)
+	// ErrUnknownAttribute: a policy reads an attribute or context member the
+	// entity model does not have (a typo such as context.parms).
+	ErrUnknownAttribute = errors.New("policy: no such attribute in the Writ entity model")
 
 	// ErrInput is the parent of every error about a request's JSON input.
 	ErrInput = errors.New("policy: input not mappable to Cedar")
@@ -49,7 +52,7 @@ type PolicyError struct {
 	ID     string // "" when the policy has no usable @id
 	Line   int    // 1-based
 	Column int    // 1-based
-	Err    error  // one of the Err… values above
+	Err    error  // wraps one of the Err… values above
 }
 
 func (e *PolicyError) Error() string {

@@ -36,11 +36,12 @@ type named struct {
 // annotation, unique in the set and 1-128 characters of [A-Za-z0-9._:-], so
 // that decisions and receipts can name it; @approval, when present, MUST be
 // @approval("required") on a permit policy. Other annotations are kept and
-// ignored. Empty text is a valid set that denies everything.
+// ignored. A policy may read only the attributes and context members of the
+// entity model. Empty text is a valid set that denies everything.
 //
 // Errors are ErrTextTooLarge, ErrSyntax (wrapping the Cedar parser's message,
 // which gives line and column), or a *PolicyError wrapping ErrMissingID,
-// ErrBadID, ErrDuplicateID or ErrBadApproval.
+// ErrBadID, ErrDuplicateID, ErrBadApproval or ErrUnknownAttribute.
 func Parse(src []byte) (*Set, error) {
 	if len(src) > MaxTextBytes {
 		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrTextTooLarge, len(src), MaxTextBytes)
@@ -60,6 +61,9 @@ func Parse(src []byte) (*Set, error) {
 	for _, p := range list {
 		id, required, err := checkAnnotations(p)
 		if err != nil {
+			return nil, err
+		}
+		if err := checkAttributes(p, string(id)); err != nil {
 			return nil, err
 		}
 		if seen[id] {

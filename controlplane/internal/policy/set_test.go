@@ -34,6 +34,19 @@ func TestParseErrors(t *testing.T) {
 		{"approval without value", `@id("a") @approval permit (principal, action, resource);`, ErrBadApproval, ""},
 		{"approval on a forbid", `@id("a") @approval("required") forbid (principal, action, resource);`, ErrBadApproval, ""},
 		{"too large", strings.Repeat(" ", MaxTextBytes+1), ErrTextTooLarge, ""},
+		{"context typo", "@id(\"ok\") permit (principal, action, resource);\n@id(\"a\")\nforbid (principal, action, resource)\nwhen { context.parms.amount > 10 };",
+			ErrUnknownAttribute, `policy "a" at line 2, column 1: policy: no such attribute in the Writ entity model: context.parms`},
+		{"context typo in has", `@id("a") forbid (principal, action, resource) when { context has parms && context.parms.x };`,
+			ErrUnknownAttribute, "context.parms"},
+		{"context typo by index", `@id("a") forbid (principal, action, resource) when { context["parms"] == {} };`,
+			ErrUnknownAttribute, "context.parms"},
+		{"principal typo", `@id("a") permit (principal, action, resource) when { principal.tenat == "acme" };`,
+			ErrUnknownAttribute, "principal.tenat"},
+		{"resource typo deep inside", `@id("a") permit (principal, action, resource) unless {
+			if context.node == "" then [1, resource.capabilites.contains("x")].isEmpty() else false };`,
+			ErrUnknownAttribute, "resource.capabilites"},
+		{"action has no attributes", `@id("a") permit (principal, action, resource) when { action.name == "invoke" };`,
+			ErrUnknownAttribute, "action.name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := Parse([]byte(tc.src))
@@ -74,6 +87,13 @@ permit (principal, action, resource);
 	if !s.approval["a.1:x-y_z"] || s.approval["b"] {
 		t.Errorf("got approval map %v, want only a.1:x-y_z", s.approval)
 	}
+	mustParse(t, `@id("members") permit (principal, action, resource) when {
+		principal has tenant && principal.name == context.principal && context.decision == "approve" &&
+		resource.name == "" && resource.tenant == "" && resource.sandbox == "" && !resource.requires_approval &&
+		resource.capabilities == context.capabilities && context.intent_id == "" && context.tenant == "" &&
+		context.run_id == "" && context.channel == "" && context.device == "" && context.node == "" &&
+		context.labels has site && context.intent_context.any.depth == 1 &&
+		context.params has anything && context.params.anything.at.all == 1 && {a: 1}.a == 1 };`)
 	empty := mustParse(t, "")
 	if len(empty.IDs()) != 0 {
 		t.Errorf("got ids %q for empty text, want none", empty.IDs())
