@@ -1,0 +1,195 @@
+package raftnode
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/raft"
+	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
+	"github.com/writhq/writ/controlplane/internal/fsm"
+)
+
+// Config describes one server's Raft.
+type Config struct {
+	ID        string
+	Dir       string       // data directory; Raft keeps raft/wal and raft/snapshots in it
+	Bind      string       // host:port to listen on for Raft
+	Advertise net.Addr     // address peers dial; defaults to the bound address
+	TLS       *tls.Config  // certificate (writ://server/ID), RootCAs and ClientCAs
+	Bootstrap bool         // form a new cluster of Peers (or of this server alone)
+	Peers     []raft.Server
+	Logger    *slog.Logger
+	// Tuning; zero values take Raft's defaults.
+	HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout time.Duration
+	SnapshotThreshold                                      uint64
+}
+
+// Validate reports a configuration that cannot run.
+func (c *Config) Validate() error {
+	switch {
+	case c.ID == "":
+		return errors.New("raftnode: an ID is required")
+	case c.Dir == "":
+		return errors.New("raftnode: a data directory is required")
+	case c.Bind == "":
+		return errors.New("raftnode: a bind address is required")
+	case c.TLS == nil:
+		return errors.New("raftnode: TLS is required; Raft traffic is never plaintext")
+	}
+	return nil
+}
+
+// Node is a running Raft server with its FSM.
+type Node struct {
+	Raft *raft.Raft
+	FSM  *fsm.FSM
+	log  *wal.WAL
+	meta *metadb.BoltMetaDB
+	tr   *raft.NetworkTransport
+}
+
+// Start opens the durable stores and starts Raft.
+func Start(cfg Config, f *fsm.FSM) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	walDir := filepath.Join(cfg.Dir, "raft", "wal")
+	if err := os.MkdirAll(walDir, 0o700); err != nil {
+		return nil, err
+	}
+	hl := hclogFor(cfg.Logger, "raft")
+	// The WAL does not close a meta store it opened itself, which would leave
+	// its file locked after Shutdown: open it here and close it there.
+	meta := &metadb.BoltMetaDB{}
+	w, err := wal.Open(walDir, wal.WithLogger(hl), wal.WithMetaStore(meta))
+	if err != nil {
+		meta.Close()
+		return nil, fmt.Errorf("raftnode: opening the log: %w", err)
+	}
+	closeStores := func() {
+		w.Close()
+		meta.Close()
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(filepath.Join(cfg.Dir, "raft"), 3, hl)
+	if err != nil {
+		closeStores()
+		return nil, err
+	}
+	stream, err := newTLSStream(cfg.Bind, cfg.Advertise, cfg.TLS, cfg.Logger)
+	if err != nil {
+		closeStores()
+		return nil, err
+	}
+	tr := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: stream, MaxPool: 3, Timeout: 10 * time.Second, Logger: hl,
+	})
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.Logger = hl
+	if cfg.HeartbeatTimeout > 0 {
+		rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	}
+	if cfg.ElectionTimeout > 0 {
+		rc.ElectionTimeout = cfg.ElectionTimeout
+	}
+	if cfg.LeaderLeaseTimeout > 0 {
+		rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	}
+	if cfg.SnapshotThreshold > 0 {
+		rc.SnapshotThreshold = cfg.SnapshotThreshold
+	}
+	if cfg.Bootstrap {
+		has, err := raft.HasExistingState(w, w, snaps)
+		if err != nil {
+			tr.Close()
+			closeStores()
+			return nil, err
+		}
+		if !has {
+			peers := cfg.Peers
+			if len(peers) == 0 {
+				peers = []raft.Server{{ID: rc.LocalID, Address: tr.LocalAddr()}}
+			}
+			if err := raft.BootstrapCluster(rc, w, w, snaps, tr, raft.Configuration{Servers: peers}); err != nil {
+				tr.Close()
+				closeStores()
+				return nil, fmt.Errorf("raftnode: bootstrap: %w", err)
+			}
+		}
+	}
+	r, err := raft.NewRaft(rc, f, w, w, snaps, tr)
+	if err != nil {
+		tr.Close()
+		closeStores()
+		return nil, err
+	}
+	return &Node{Raft: r, FSM: f, log: w, meta: meta, tr: tr}, nil
+}
+
+// Addr is the address peers reach this node's Raft at.
+func (n *Node) Addr() raft.ServerAddress { return n.tr.LocalAddr() }
+
+// ErrNotLeader is returned by Apply on a server that is not the leader.
+var ErrNotLeader = errors.New("raftnode: not the leader")
+
+// Apply proposes one command and waits until it is applied here, returning
+// the FSM's result and the entry's index.
+func (n *Node) Apply(ctx context.Context, t fsm.MsgType, cmd any) (fsm.Result, uint64, error) {
+	data, err := fsm.Encode(t, cmd)
+	if err != nil {
+		return fsm.Result{}, 0, err
+	}
+	timeout := 10 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	fut := n.Raft.Apply(data, timeout)
+	if err := fut.Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			return fsm.Result{}, 0, ErrNotLeader
+		}
+		return fsm.Result{}, 0, err
+	}
+	res, _ := fut.Response().(fsm.Result)
+	return res, fut.Index(), nil
+}
+
+// WaitLeader waits until some server leads, and returns its id.
+func (n *Node) WaitLeader(ctx context.Context) (string, error) {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if _, id := n.Raft.LeaderWithID(); id != "" {
+			return string(id), nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Shutdown stops Raft and closes the stores.
+func (n *Node) Shutdown() error {
+	err := n.Raft.Shutdown().Error()
+	n.tr.Close()
+	if cerr := n.log.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := n.meta.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
