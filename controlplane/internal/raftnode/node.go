@@ -20,16 +20,16 @@ import (
 // Config describes one server's Raft.
 type Config struct {
 	ID        string
-	Dir       string       // data directory; Raft keeps raft/wal and raft/snapshots in it
-	Bind      string       // host:port to listen on for Raft
-	Advertise net.Addr     // address peers dial; defaults to the bound address
-	TLS       *tls.Config  // certificate (writ://server/ID), RootCAs and ClientCAs
-	Bootstrap bool         // form a new cluster of Peers (or of this server alone)
+	Dir       string      // data directory; Raft keeps raft/wal and raft/snapshots in it
+	Bind      string      // host:port to listen on for Raft
+	Advertise net.Addr    // address peers dial; defaults to the bound address
+	TLS       *tls.Config // certificate (writ://server/ID), RootCAs and ClientCAs
+	Bootstrap bool        // form a new cluster of Peers (or of this server alone)
 	Peers     []raft.Server
 	Logger    *slog.Logger
 	// Tuning; zero values take Raft's defaults.
 	HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout time.Duration
-	SnapshotThreshold                                      uint64
+	SnapshotThreshold                                     uint64
 }
 
 // Validate reports a configuration that cannot run.

@@ -128,8 +128,8 @@ func TestPeerAuthorization(t *testing.T) {
 	addr := string(n.Addr())
 	other := newTestCA(t)
 	for name, cfg := range map[string]*tls.Config{
-		"no certificate":     {RootCAs: ca.pool, InsecureSkipVerify: true},
-		"another CA":         other.tls(t, pki.RoleServer, "s9"),
+		"no certificate":      {RootCAs: ca.pool, InsecureSkipVerify: true},
+		"another CA":          other.tls(t, pki.RoleServer, "s9"),
 		"an agent of this CA": ca.tls(t, pki.RoleNode, "node-1"),
 	} {
 		t.Run(name, func(t *testing.T) {
