@@ -45,7 +45,7 @@ func (c Config) Validate() error {
 	case !filepath.IsAbs(c.WorkspaceDir) || filepath.Clean(c.WorkspaceDir) != c.WorkspaceDir || c.WorkspaceDir == "/":
 		return fmt.Errorf("bwrap: WorkspaceDir %q must be a clean absolute path other than /", c.WorkspaceDir)
 	case strings.Contains(c.CgroupParent, "..") || strings.HasPrefix(c.CgroupParent, "/"):
-		return fmt.Errorf("bwrap: CgroupParent %q must be a relative path without ..", c.CgroupParent)
+		return fmt.Errorf("bwrap: CgroupParent %q must be a relative path with no \"..\" in it", c.CgroupParent)
 	case c.UID < 0 || c.GID < 0:
 		return errors.New("bwrap: negative UID or GID")
 	case c.AddressSpaceSlack < 0:

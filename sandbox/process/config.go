@@ -46,7 +46,7 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	if strings.ContainsAny(c.CgroupParent, "\x00") || strings.Contains(c.CgroupParent, "..") ||
 		strings.HasPrefix(c.CgroupParent, "/") {
-		return fmt.Errorf("process: CgroupParent %q must be a relative path without ..", c.CgroupParent)
+		return fmt.Errorf("process: CgroupParent %q must be a relative path with no \"..\" in it", c.CgroupParent)
 	}
 	if c.AddressSpaceSlack < 0 {
 		return errors.New("process: negative AddressSpaceSlack")

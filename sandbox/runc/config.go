@@ -52,7 +52,7 @@ func (c Config) Validate() error {
 	case !filepath.IsAbs(c.StateDir):
 		return fmt.Errorf("runc: StateDir %q must be an absolute path", c.StateDir)
 	case c.CgroupParent == "" || strings.Contains(c.CgroupParent, "..") || strings.HasPrefix(c.CgroupParent, "/"):
-		return fmt.Errorf("runc: CgroupParent %q must be a relative path without ..", c.CgroupParent)
+		return fmt.Errorf("runc: CgroupParent %q must be a relative path with no \"..\" in it", c.CgroupParent)
 	case !filepath.IsAbs(c.WorkspaceDir) || c.WorkspaceDir == "/" || filepath.Clean(c.WorkspaceDir) != c.WorkspaceDir:
 		return fmt.Errorf("runc: WorkspaceDir %q must be a clean absolute path other than /", c.WorkspaceDir)
 	case c.AddressSpaceSlack < 0:
