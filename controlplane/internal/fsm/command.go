@@ -92,13 +92,12 @@ type PutApproverKey struct {
 	Approver string `json:"approver"`
 }
 
-// PutTool registers a tool manifest, identified by its hash.
+// PutTool registers a tool: its canonical registration (controlplane/internal/
+// tools.Spec) and the hash of its manifest, which identifies it to agents.
 type PutTool struct {
-	Name     string          `json:"name"`
-	Hash     string          `json:"hash"`
-	Manifest json.RawMessage `json:"manifest"`
-	// RequiresApproval is read from the manifest by the leader.
-	RequiresApproval bool `json:"requires_approval"`
+	Name string          `json:"name"`
+	Hash string          `json:"hash"`
+	Spec json.RawMessage `json:"spec"`
 }
 
 // PutPolicy installs a new version of the Cedar policy set.

@@ -273,7 +273,7 @@ func TestReplayIsByteIdentical(t *testing.T) {
 	step(MsgPutTenant, PutTenant{Tenant: "acme", RunBudget: 50})
 	step(MsgPutIntentKey, PutIntentKey{Tenant: "acme", KeyID: "orch-1", Sealed: []byte("sealed")})
 	step(MsgPutApproverKey, PutApproverKey{Tenant: "acme", KeyID: "alice", Public: make([]byte, 32), Approver: "alice"})
-	step(MsgPutTool, PutTool{Name: "echo", Hash: "sha256:t", Manifest: []byte(`{"name":"echo"}`)})
+	step(MsgPutTool, PutTool{Name: "echo", Hash: "sha256:t", Spec: []byte(`{"name":"echo"}`)})
 	step(MsgPutPolicy, PutPolicy{Text: "permit(principal, action, resource);", Hash: "sha256:p"})
 	var mid int
 	for i := 0; i < 200; i++ {

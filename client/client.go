@@ -1,0 +1,132 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/writhq/writ/protocol"
+)
+
+// Client talks to a Writ control plane's HTTP API.
+type Client struct {
+	base  string
+	http  *http.Client
+	token string
+}
+
+// New returns a client for the server at addr (such as http://127.0.0.1:7070).
+// token, when set, is sent as the admin bearer token.
+func New(addr, token string) *Client {
+	return &Client{base: strings.TrimRight(addr, "/"), token: token, http: &http.Client{Timeout: 90 * time.Second}}
+}
+
+// IntentResponse is the API's answer about an intent.
+type IntentResponse struct {
+	IntentID string                `json:"intent_id"`
+	State    string                `json:"state"`
+	Policy   *Policy               `json:"policy,omitempty"`
+	Approval *protocol.ApprovalRef `json:"approval,omitempty"`
+	Error    *protocol.ErrorBody   `json:"error,omitempty"`
+}
+
+// Policy is how policy decided an intent.
+type Policy struct {
+	Hash     string   `json:"hash"`
+	Decision string   `json:"decision"`
+	Policies []string `json:"policies"`
+}
+
+// Error is an API error: the HTTP status and the stable code.
+type Error struct {
+	Status  int
+	Code    protocol.Code
+	Message string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s (%d): %s", e.Code, e.Status, e.Message) }
+
+// Submit posts a signed intent, with an approval when one is given, and
+// waits up to wait for a final state.
+func (c *Client) Submit(ctx context.Context, intent, approval []byte, wait time.Duration) (*IntentResponse, error) {
+	body := map[string]json.RawMessage{"intent": intent}
+	if len(approval) > 0 {
+		body["approval"] = approval
+	}
+	b, _ := json.Marshal(body)
+	var r IntentResponse
+	return &r, c.do(ctx, http.MethodPost, "/v1/intents"+waitQuery(wait), b, &r)
+}
+
+// Intent returns an intent's state, waiting up to wait for a final one.
+func (c *Client) Intent(ctx context.Context, id string, wait time.Duration) (*IntentResponse, error) {
+	var r IntentResponse
+	return &r, c.do(ctx, http.MethodGet, "/v1/intents/"+url.PathEscape(id)+waitQuery(wait), nil, &r)
+}
+
+// Approve posts a signed approval.
+func (c *Client) Approve(ctx context.Context, approval []byte) (*IntentResponse, error) {
+	var r IntentResponse
+	return &r, c.do(ctx, http.MethodPost, "/v1/approvals", approval, &r)
+}
+
+// Health returns the server's health answer.
+func (c *Client) Health(ctx context.Context) (map[string]any, error) {
+	var r map[string]any
+	return r, c.do(ctx, http.MethodGet, "/v1/health", nil, &r)
+}
+
+// Admin sends an admin call (PUT or DELETE under /v1/admin/).
+func (c *Client) Admin(ctx context.Context, method, path string, body []byte) error {
+	return c.do(ctx, method, "/v1/admin/"+strings.TrimLeft(path, "/"), body, nil)
+}
+
+func waitQuery(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	return "?wait=" + d.String()
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode >= 300 {
+		var e struct {
+			Error protocol.ErrorBody `json:"error"`
+		}
+		if json.Unmarshal(b, &e) != nil || e.Error.Code == "" {
+			return &Error{Status: resp.StatusCode, Code: "internal", Message: strings.TrimSpace(string(b))}
+		}
+		return &Error{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(b, out)
+}

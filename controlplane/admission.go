@@ -1,0 +1,132 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/writhq/writ/controlplane/internal/fsm"
+	"github.com/writhq/writ/controlplane/internal/policy"
+	"github.com/writhq/writ/controlplane/internal/raftnode"
+	"github.com/writhq/writ/protocol"
+)
+
+// apiError is an answer that is not an intent response: a refusal before or
+// instead of admission. Nothing was recorded.
+type apiError struct {
+	code protocol.Code
+	msg  string
+}
+
+func (e *apiError) Error() string { return string(e.code) + ": " + e.msg }
+
+func refusal(code protocol.Code, msg string) *apiError { return &apiError{code, msg} }
+
+func fromProtocol(err error) *apiError {
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		return refusal(pe.Code, pe.Message)
+	}
+	return refusal(codeInternal, "internal error")
+}
+
+// admit verifies, authorizes and proposes one intent — DESIGN.md "The path of
+// one intent", steps 2 to 4. It returns the intent's id once the FSM has
+// applied the entry. An intent that fails authentication is refused here and
+// never reaches Raft; every authenticated attempt is recorded, failures
+// included, so that it has an outcome.
+func (s *Server) admit(ctx context.Context, raw []byte) (string, *apiError) {
+	in, err := s.verifier.VerifyIntent(raw, intentKeys{s.fsm, s.keys})
+	switch protocol.CodeOf(err) {
+	case "":
+	case protocol.CodeMalformed, protocol.CodeUnknownKey, protocol.CodeBadSignature:
+		return "", fromProtocol(err)
+	default:
+		// Authenticated, but not acceptable (payload hash, TTL, skew, expiry):
+		// recorded as rejected.
+		decoded, derr := protocol.DecodeIntent(raw, s.verifier.Config().MaxBytes)
+		if derr != nil {
+			return "", fromProtocol(derr)
+		}
+		var pe *protocol.Error
+		errors.As(err, &pe)
+		return s.propose(ctx, decoded, fsm.Decision{Error: &protocol.ErrorBody{Code: pe.Code, Message: pe.Message}})
+	}
+	return s.propose(ctx, in, s.decide(in))
+}
+
+// decide makes the leader's decision on a verified intent: the tool exists,
+// the params fit its schema, and policy allows it (and says whether approval
+// is needed).
+func (s *Server) decide(in *protocol.Intent) fsm.Decision {
+	set := s.catalog.policySet()
+	tool, ok := s.catalog.tool(in.Tool)
+	if !ok {
+		return fsm.Decision{PolicyHash: set.Hash(), Error: &protocol.ErrorBody{Code: codeUnknownTool, Message: "no tool " + in.Tool + " is registered"}}
+	}
+	if err := tool.Validate(in.Params); err != nil {
+		return fsm.Decision{PolicyHash: set.Hash(), Error: &protocol.ErrorBody{Code: codeParamsInvalid, Message: err.Error()}}
+	}
+	req, err := policy.NewInvokeRequest(in, policyTool(tool))
+	if err != nil {
+		return fsm.Decision{PolicyHash: set.Hash(), Error: &protocol.ErrorBody{Code: fsm.CodePolicyDenied, Message: err.Error()}}
+	}
+	d := set.Invoke(req)
+	out := fsm.Decision{Allow: d.Allow, ApprovalRequired: d.Allow && (d.ApprovalRequired || tool.RequiresApproval), PolicyHash: set.Hash(), Policies: d.Policies}
+	if !d.Allow {
+		msg := "no policy permits this intent"
+		if len(d.Policies) > 0 {
+			msg = "denied by policy"
+		}
+		out.Error = &protocol.ErrorBody{Code: fsm.CodePolicyDenied, Message: msg}
+	}
+	return out
+}
+
+func (s *Server) propose(ctx context.Context, in *protocol.Intent, d fsm.Decision) (string, *apiError) {
+	canon, err := protocol.Canonicalize(mustMarshal(in))
+	if err != nil {
+		return "", fromProtocol(err)
+	}
+	expires, _ := protocol.ParseTime(in.ExpiresAt)
+	res, _, err := s.node.Apply(ctx, fsm.MsgAdmit, &fsm.Admit{
+		At: s.now(), Intent: canon, ID: in.ID, Tenant: in.Tenant, Principal: in.Principal, RunID: in.RunID,
+		Tool: in.Tool, PayloadHash: in.PayloadHash, IdempotencyKey: in.IdempotencyKey, ExpiresAt: expires, Decision: d,
+	})
+	if err != nil {
+		return "", raftError(err)
+	}
+	if res.Err != nil {
+		return "", refusal(res.Err.Code, res.Err.Message)
+	}
+	return res.IntentID, nil
+}
+
+func raftError(err error) *apiError {
+	if errors.Is(err, raftnode.ErrNotLeader) {
+		return refusal(codeNoLeader, "this server is not the leader; retry")
+	}
+	return refusal(codeInternal, "the write was not committed")
+}
+
+// wait blocks until the intent reaches a final state, ctx ends, or d passes,
+// woken by the FSM's notifications rather than by polling.
+func (s *Server) wait(ctx context.Context, id string, d time.Duration) (fsm.Intent, bool) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		in, changed, ok := s.fsm.Intent(id)
+		if !ok || fsm.Final(in.State) || d <= 0 {
+			return in, ok
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			in, _, ok := s.fsm.Intent(id)
+			return in, ok
+		case <-ctx.Done():
+			in, _, ok := s.fsm.Intent(id)
+			return in, ok
+		}
+	}
+}

@@ -1,0 +1,152 @@
+package controlplane
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/writhq/writ/protocol"
+)
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/intents", s.handleSubmit)
+	mux.HandleFunc("GET /v1/intents/{id}", s.handleGetIntent)
+	mux.HandleFunc("POST /v1/approvals", s.handleApproval)
+	mux.HandleFunc("GET /v1/tools", s.handleTools)
+	mux.HandleFunc("GET /v1/health", s.handleHealth)
+	s.adminRoutes(mux)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, codeNotFound, "no such endpoint")
+	})
+	return mux
+}
+
+// readBody reads at most limit bytes; a larger body is malformed.
+func readBody(w http.ResponseWriter, r *http.Request, limit int) ([]byte, *apiError) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(limit)))
+	if err != nil {
+		return nil, refusal(protocol.CodeMalformed, "body is unreadable or over the size limit")
+	}
+	return b, nil
+}
+
+// waitFor reads ?wait= (a Go duration, at most MaxWait).
+func (s *Server) waitFor(r *http.Request) (time.Duration, *apiError) {
+	q := r.URL.Query().Get("wait")
+	if q == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(q)
+	if err != nil || d < 0 {
+		return 0, refusal(protocol.CodeMalformed, "wait must be a duration such as 30s")
+	}
+	return min(d, s.cfg.MaxWait), nil
+}
+
+type submitBody struct {
+	Intent   json.RawMessage `json:"intent"`
+	Approval json.RawMessage `json:"approval,omitempty"`
+}
+
+func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
+	wait, aerr := s.waitFor(r)
+	if aerr != nil {
+		writeError(w, aerr.code, aerr.msg)
+		return
+	}
+	// Room for an intent and an approval, each at the protocol's limit.
+	body, aerr := readBody(w, r, 2*s.verifier.Config().MaxBytes+1024)
+	if aerr != nil {
+		writeError(w, aerr.code, aerr.msg)
+		return
+	}
+	var sb submitBody
+	dec := json.NewDecoder(bytesReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&sb); err != nil || len(sb.Intent) == 0 {
+		writeError(w, protocol.CodeMalformed, `body must be {"intent": {…}, "approval": {…}?}`)
+		return
+	}
+	id, aerr := s.admit(r.Context(), sb.Intent)
+	if aerr != nil {
+		s.log.Info("intent refused", "code", aerr.code)
+		writeError(w, aerr.code, aerr.msg)
+		return
+	}
+	if len(sb.Approval) > 0 {
+		if _, aerr := s.approve(r.Context(), sb.Approval); aerr != nil {
+			writeError(w, aerr.code, aerr.msg)
+			return
+		}
+	}
+	s.answer(w, r.Context(), id, wait)
+}
+
+func (s *Server) answer(w http.ResponseWriter, ctx context.Context, id string, wait time.Duration) {
+	in, ok := s.wait(ctx, id, wait)
+	if !ok {
+		writeError(w, codeNotFound, "no intent "+id)
+		return
+	}
+	s.log.Info("intent", "intent_id", in.ID, "state", in.State)
+	writeJSON(w, http.StatusOK, responseFor(in))
+}
+
+func (s *Server) handleGetIntent(w http.ResponseWriter, r *http.Request) {
+	wait, aerr := s.waitFor(r)
+	if aerr != nil {
+		writeError(w, aerr.code, aerr.msg)
+		return
+	}
+	s.answer(w, r.Context(), r.PathValue("id"), wait)
+}
+
+func (s *Server) handleApproval(w http.ResponseWriter, r *http.Request) {
+	body, aerr := readBody(w, r, s.verifier.Config().MaxBytes)
+	if aerr != nil {
+		writeError(w, aerr.code, aerr.msg)
+		return
+	}
+	id, aerr := s.approve(r.Context(), body)
+	if aerr != nil {
+		writeError(w, aerr.code, aerr.msg)
+		return
+	}
+	s.answer(w, r.Context(), id, 0)
+}
+
+type toolView struct {
+	Name             string          `json:"name"`
+	Description      string          `json:"description,omitempty"`
+	InputSchema      json.RawMessage `json:"input_schema"`
+	Tier             string          `json:"sandbox"`
+	Capabilities     []string        `json:"capabilities"`
+	RequiresApproval bool            `json:"requires_approval"`
+	ManifestHash     string          `json:"manifest_hash"`
+}
+
+func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
+	out := []toolView{}
+	for _, rec := range s.fsm.Tools() {
+		t, ok := s.catalog.tool(rec.Name)
+		if !ok {
+			continue
+		}
+		caps := t.Capabilities
+		if caps == nil {
+			caps = []string{}
+		}
+		out = append(out, toolView{t.Name, t.Description, json.RawMessage(t.InputSchema), t.Tier, caps, t.RequiresApproval, t.Hash})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tools": out})
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	_, leader := s.node.Raft.LeaderWithID()
+	writeJSON(w, http.StatusOK, map[string]any{
+		"status": "ok", "server": s.cfg.ID, "leader": string(leader), "raft_index": s.fsm.Index(),
+	})
+}

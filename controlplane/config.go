@@ -1,0 +1,74 @@
+package controlplane
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/writhq/writ/controlplane/internal/fsm"
+	"github.com/writhq/writ/protocol"
+)
+
+// Config configures one server.
+type Config struct {
+	// ID names the server in the cluster; it is its Raft id.
+	ID string
+	// DataDir holds the Raft log and snapshots, the keyring and the TLS files.
+	DataDir string
+	// HTTPAddr serves the API; RaftAddr serves Raft over mutual TLS.
+	HTTPAddr, RaftAddr string
+	// Bootstrap forms a new single-server cluster when DataDir is empty.
+	Bootstrap bool
+	// Dev allows plain HTTP, and only on a loopback address. Outside dev mode
+	// the API is served over TLS.
+	Dev bool
+	// AdminTokenHashes are the SHA-256 hashes (protocol hash form) of the
+	// tokens that may use the admin API.
+	AdminTokenHashes []string
+	// Verify sets the intent TTL, clock skew and body size limits.
+	Verify protocol.Config
+	// FSM sets the replicated retention windows; every server MUST agree.
+	FSM fsm.Config
+	// MaxWait bounds ?wait= (PROTOCOL.md: at most 60 s).
+	MaxWait time.Duration
+	// TickInterval is how often the leader proposes its clock, which expires
+	// intents and prunes what has passed its retention.
+	TickInterval time.Duration
+	Logger       *slog.Logger
+}
+
+// DefaultConfig returns a server configuration with the protocol's defaults.
+func DefaultConfig() Config {
+	return Config{
+		HTTPAddr: "127.0.0.1:7070", RaftAddr: "127.0.0.1:7071",
+		Verify: protocol.DefaultConfig(), FSM: fsm.DefaultConfig(),
+		MaxWait: 60 * time.Second, TickInterval: time.Second,
+	}
+}
+
+// Validate refuses configurations that are unsafe or cannot run.
+func (c *Config) Validate() error {
+	switch {
+	case c.ID == "":
+		return errors.New("controlplane: the server needs an id")
+	case c.DataDir == "":
+		return errors.New("controlplane: the server needs a data directory")
+	case c.MaxWait <= 0 || c.MaxWait > 60*time.Second:
+		return errors.New("controlplane: MaxWait must be in (0, 60s]")
+	case c.TickInterval <= 0:
+		return errors.New("controlplane: TickInterval must be positive")
+	}
+	if c.Dev {
+		host, _, err := net.SplitHostPort(c.HTTPAddr)
+		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+			return errors.New("controlplane: dev mode serves plain HTTP, so only on a loopback address")
+		}
+	} else {
+		return errors.New("controlplane: only dev mode is available in this build; the TLS API and clusters arrive with the rest of the control-plane issue")
+	}
+	if err := c.Verify.Validate(); err != nil {
+		return err
+	}
+	return c.FSM.Validate()
+}

@@ -1,0 +1,180 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/writhq/writ/controlplane/internal/policy"
+	"github.com/writhq/writ/ledger"
+	"github.com/writhq/writ/protocol"
+)
+
+// DevCredentials is dev.json (PROTOCOL.md §6): what a developer needs to
+// submit and approve intents against `writ dev`.
+type DevCredentials struct {
+	Addr         string     `json:"addr"`
+	Tenant       string     `json:"tenant"`
+	Orchestrator DevHMACKey `json:"orchestrator"`
+	Approver     DevEdKey   `json:"approver"`
+	AdminToken   string     `json:"admin_token"`
+	LedgerKey    string     `json:"ledger_key"`
+	// LedgerSeed is the seed of the checkpoint signing key (dev only).
+	LedgerSeed string `json:"ledger_seed"`
+}
+
+// DevHMACKey is an orchestrator key: its id and base64 secret.
+type DevHMACKey struct {
+	KeyID  string `json:"key_id"`
+	Secret string `json:"secret"`
+}
+
+// DevEdKey is an approver key: its id, identity, and base64 32-byte seed.
+type DevEdKey struct {
+	KeyID    string `json:"key_id"`
+	Approver string `json:"approver"`
+	Seed     string `json:"seed"`
+	Public   string `json:"public"`
+}
+
+// DevConfig configures `writ dev`.
+type DevConfig struct {
+	DataDir  string
+	HTTPAddr string // default 127.0.0.1:7070
+	RaftAddr string // default 127.0.0.1:7071
+	// ToolsDir holds echo.wasm, which the echo tools' manifests name.
+	ToolsDir string
+	Base     Config // limits and logger; ID, addresses and mode are set by Dev
+}
+
+// StartDev starts a single-server cluster for development: plain HTTP on
+// loopback, tenant "dev" with an orchestrator and an approver key, the tools
+// echo and echo_approval, and the permissive dev policy. Credentials are
+// created on first start and kept in DataDir/dev.json (mode 0600).
+func StartDev(ctx context.Context, dc DevConfig) (*Server, *DevCredentials, error) {
+	if dc.HTTPAddr == "" {
+		dc.HTTPAddr = "127.0.0.1:7070"
+	}
+	if dc.RaftAddr == "" {
+		dc.RaftAddr = "127.0.0.1:7071"
+	}
+	if err := os.MkdirAll(dc.DataDir, 0o700); err != nil {
+		return nil, nil, err
+	}
+	creds, err := devCredentials(filepath.Join(dc.DataDir, "dev.json"), dc.HTTPAddr)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := dc.Base
+	if cfg.MaxWait == 0 {
+		cfg = DefaultConfig()
+		cfg.Logger = dc.Base.Logger
+	}
+	cfg.ID, cfg.DataDir, cfg.HTTPAddr, cfg.RaftAddr = "dev", dc.DataDir, dc.HTTPAddr, dc.RaftAddr
+	cfg.Dev, cfg.Bootstrap = true, true
+	sum := sha256.Sum256([]byte(creds.AdminToken))
+	cfg.AdminTokenHashes = []string{protocol.FormatHash(sum)}
+	s, err := New(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	go s.Serve()
+	if err := s.WaitLeader(ctx); err != nil {
+		s.Close(context.Background())
+		return nil, nil, err
+	}
+	if err := s.registerDev(ctx, creds, dc.ToolsDir); err != nil {
+		s.Close(context.Background())
+		return nil, nil, err
+	}
+	return s, creds, nil
+}
+
+func (s *Server) registerDev(ctx context.Context, c *DevCredentials, toolsDir string) error {
+	secret, _ := base64.StdEncoding.DecodeString(c.Orchestrator.Secret)
+	pub, _ := base64.StdEncoding.DecodeString(c.Approver.Public)
+	echo := filepath.Join(toolsDir, "echo.wasm")
+	steps := []func() *apiError{
+		func() *apiError { return s.PutTenant(ctx, c.Tenant, 0) },
+		func() *apiError { return s.PutIntentKey(ctx, c.Tenant, c.Orchestrator.KeyID, secret) },
+		func() *apiError { return s.PutApproverKey(ctx, c.Tenant, c.Approver.KeyID, pub, c.Approver.Approver) },
+		func() *apiError { return s.PutTool(ctx, devTool("echo", echo, false)) },
+		func() *apiError { return s.PutTool(ctx, devTool("echo_approval", echo, true)) },
+		func() *apiError { return s.PutPolicy(ctx, []byte(policy.DevPolicy)) },
+	}
+	for _, step := range steps {
+		if aerr := step(); aerr != nil {
+			return aerr
+		}
+	}
+	return nil
+}
+
+func devTool(name, module string, approval bool) []byte {
+	return mustMarshal(map[string]any{
+		"name":              name,
+		"description":       "returns its params as its output",
+		"input_schema":      map[string]any{"type": "object"},
+		"requires_approval": approval,
+		"manifest":          map[string]any{"name": name, "tier": "wasm", "module": module},
+	})
+}
+
+// devCredentials reads dev.json, or creates it with fresh keys.
+func devCredentials(path, addr string) (*DevCredentials, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		var c DevCredentials
+		if err := json.Unmarshal(b, &c); err != nil {
+			return nil, fmt.Errorf("%s: %v", path, err)
+		}
+		if c.Addr != "http://"+addr {
+			return nil, fmt.Errorf("%s was written for %s, not http://%s", path, c.Addr, addr)
+		}
+		return &c, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	random := func(n int) []byte {
+		b := make([]byte, n)
+		if _, err := rand.Read(b); err != nil {
+			panic(err)
+		}
+		return b
+	}
+	seed := random(ed25519.SeedSize)
+	ledgerSeed := random(32)
+	origin := "localhost/writ-dev/" + hex.EncodeToString(random(4))
+	_, vkey, err := ledger.NewSigner(origin, ledgerSeed)
+	if err != nil {
+		return nil, err
+	}
+	c := &DevCredentials{
+		Addr: "http://" + addr, Tenant: "dev",
+		Orchestrator: DevHMACKey{KeyID: "dev-orchestrator", Secret: base64.StdEncoding.EncodeToString(random(32))},
+		Approver: DevEdKey{KeyID: "dev-approver", Approver: "dev-approver", Seed: base64.StdEncoding.EncodeToString(seed),
+			Public: base64.StdEncoding.EncodeToString(ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey))},
+		AdminToken: hex.EncodeToString(random(32)),
+		LedgerKey:  vkey, LedgerSeed: base64.StdEncoding.EncodeToString(ledgerSeed),
+	}
+	out, _ := json.MarshalIndent(c, "", "  ")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Write(append(out, '\n')); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return c, f.Close()
+}

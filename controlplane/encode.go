@@ -1,0 +1,18 @@
+package controlplane
+
+import (
+	"bytes"
+	"io"
+
+	"github.com/go-json-experiment/json"
+)
+
+func mustMarshal(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only our own well-formed structs are marshaled
+	}
+	return b
+}
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

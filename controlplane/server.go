@@ -1,0 +1,197 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/writhq/writ/controlplane/internal/fsm"
+	"github.com/writhq/writ/controlplane/internal/keyring"
+	"github.com/writhq/writ/controlplane/internal/pki"
+	"github.com/writhq/writ/controlplane/internal/raftnode"
+	"github.com/writhq/writ/protocol"
+)
+
+// Server is one control-plane server: Raft, the FSM, and the HTTP API.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	fsm      *fsm.FSM
+	node     *raftnode.Node
+	keys     *keyring.Keyring
+	verifier *protocol.Verifier
+	catalog  *catalog
+	http     *http.Server
+	ln       net.Listener
+
+	stop chan struct{}
+	done sync.WaitGroup
+}
+
+// New opens the data directory and starts Raft. Serve starts the API.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, err
+	}
+	kr, err := keyring.Load(filepath.Join(cfg.DataDir, "keyring"), cfg.Bootstrap)
+	if err != nil {
+		return nil, err
+	}
+	tlsCfg, err := serverTLS(cfg)
+	if err != nil {
+		return nil, err
+	}
+	f, err := fsm.New(cfg.FSM)
+	if err != nil {
+		return nil, err
+	}
+	verifyCfg := cfg.Verify
+	if verifyCfg.Now == nil {
+		verifyCfg.Now = time.Now
+	}
+	v, err := protocol.NewVerifier(verifyCfg)
+	if err != nil {
+		return nil, err
+	}
+	node, err := raftnode.Start(raftnode.Config{
+		ID: cfg.ID, Dir: cfg.DataDir, Bind: cfg.RaftAddr, TLS: tlsCfg, Bootstrap: cfg.Bootstrap, Logger: log,
+	}, f)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: log, fsm: f, node: node, keys: kr, verifier: v, catalog: newCatalog(f), stop: make(chan struct{})}
+	s.http = &http.Server{
+		Handler:           s.routes(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      cfg.MaxWait + 15*time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	return s, nil
+}
+
+// serverTLS loads the server's Raft certificate, creating a cluster CA and
+// certificate on first start of a bootstrapping (dev) server.
+func serverTLS(cfg Config) (*tls.Config, error) {
+	dir := filepath.Join(cfg.DataDir, "tls")
+	caPath, caKey := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "ca.key")
+	certPath, keyPath := filepath.Join(dir, "server.pem"), filepath.Join(dir, "server.key")
+	if _, err := os.Stat(caPath); errors.Is(err, os.ErrNotExist) && cfg.Bootstrap {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		now := time.Now()
+		ca, caKeyPEM, err := pki.NewCA("writ cluster CA", now, 10*365*24*time.Hour)
+		if err != nil {
+			return nil, err
+		}
+		certPEM, keyPEM, err := ca.Issue(pki.RoleServer, cfg.ID, []string{"127.0.0.1", "localhost"}, now, 365*24*time.Hour)
+		if err != nil {
+			return nil, err
+		}
+		for path, b := range map[string][]byte{caPath: ca.PEM, caKey: caKeyPEM, certPath: certPEM, keyPath: keyPEM} {
+			if err := os.WriteFile(path, b, 0o600); err != nil {
+				return nil, err
+			}
+		}
+	}
+	caPEM, err := os.ReadFile(caPath)
+	if err != nil {
+		return nil, fmt.Errorf("controlplane: cluster CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, errors.New("controlplane: cluster CA file holds no certificate")
+	}
+	pair, err := tls.LoadX509KeyPair(certPath, keyPath)
+	if err != nil {
+		return nil, fmt.Errorf("controlplane: server certificate: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{pair}, RootCAs: pool, ClientCAs: pool}, nil
+}
+
+// Serve listens on the HTTP address and serves the API until Close.
+func (s *Server) Serve() error {
+	ln, err := net.Listen("tcp", s.cfg.HTTPAddr)
+	if err != nil {
+		return err
+	}
+	s.ln = ln
+	s.done.Add(1)
+	go s.tickLoop()
+	err = s.http.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Addr is the address the API listens on, once Serve has started.
+func (s *Server) Addr() net.Addr {
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// WaitLeader waits until the cluster has a leader.
+func (s *Server) WaitLeader(ctx context.Context) error {
+	_, err := s.node.WaitLeader(ctx)
+	return err
+}
+
+// Close stops the API and Raft.
+func (s *Server) Close(ctx context.Context) error {
+	close(s.stop)
+	err := s.http.Shutdown(ctx)
+	s.done.Wait()
+	if rerr := s.node.Shutdown(); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// tickLoop proposes the leader's clock, so that expiry and pruning happen in
+// the log, identically everywhere.
+func (s *Server) tickLoop() {
+	defer s.done.Done()
+	t := time.NewTicker(s.cfg.TickInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			if !s.isLeader() {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if _, _, err := s.node.Apply(ctx, fsm.MsgTick, fsm.Tick{At: s.now()}); err != nil && !errors.Is(err, raftnode.ErrNotLeader) {
+				s.log.Warn("tick", "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+func (s *Server) isLeader() bool { return s.node.Raft.State().String() == "Leader" }
+
+func (s *Server) now() time.Time { return s.verifier.Config().Now().UTC() }
