@@ -65,4 +65,6 @@ func (s *Server) approvalPolicy() protocol.ApprovalPolicy {
 
 type approvalPolicyFunc func(*protocol.Intent, *protocol.Approval) bool
 
-func (f approvalPolicyFunc) MayApprove(in *protocol.Intent, a *protocol.Approval) bool { return f(in, a) }
+func (f approvalPolicyFunc) MayApprove(in *protocol.Intent, a *protocol.Approval) bool {
+	return f(in, a)
+}

@@ -38,12 +38,12 @@ func responseFor(in fsm.Intent) intentResponse {
 
 // Error codes of the API beyond the protocol's.
 const (
-	codeUnauthorized   protocol.Code = "unauthorized"
-	codeNoLeader       protocol.Code = "no_leader"
-	codeInternal       protocol.Code = "internal"
-	codeUnknownTool    protocol.Code = "unknown_tool"
-	codeParamsInvalid  protocol.Code = "params_invalid"
-	codeNotFound       protocol.Code = "not_found"
+	codeUnauthorized  protocol.Code = "unauthorized"
+	codeNoLeader      protocol.Code = "no_leader"
+	codeInternal      protocol.Code = "internal"
+	codeUnknownTool   protocol.Code = "unknown_tool"
+	codeParamsInvalid protocol.Code = "params_invalid"
+	codeNotFound      protocol.Code = "not_found"
 )
 
 // statusOf maps a code to its HTTP status: client faults are 4xx, server 5xx.
