@@ -39,22 +39,8 @@ build: ## build bin/writ and the WASM tools of writ dev
 	$(GO) build -o $(BIN)/writ ./cmd/writ
 	GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -o $(BIN)/tools/echo.wasm ./sandbox/tools/echo
 
-# Until `writ dev` (the control-plane issue) exists, dev walks through what the
-# binary does today: keys, a signed intent, its verification, an approval.
-dev: build ## start a local Writ and print how to submit an intent
-	@mkdir -p .dev && cd .dev && set -e; \
-	W=$(BIN)/writ; \
-	echo "== writ dev: the control plane is not built yet; this walks through signing and verifying."; \
-	$$W keygen hmac --id orch-1 --force -o text; \
-	$$W keygen ed25519 --id alice --force -o text; \
-	$$W intent sign --key orch-1=orch-1.key --tenant dev --principal support-bot --run run-1 \
-	  --tool echo --params '{"msg":"hello world"}' -o text > intent.json; \
-	echo "== a signed intent (.dev/intent.json):"; cat intent.json; \
-	echo "== verify it:  bin/writ intent verify --key orch-1=.dev/orch-1.key < .dev/intent.json"; \
-	$$W intent verify --key orch-1=orch-1.key < intent.json; \
-	$$W approval sign --intent intent.json --key alice=alice.key --approver alice > approval.json; \
-	echo "== approve it: bin/writ approval verify --intent .dev/intent.json --approver-key alice=$$(cat alice.pub):alice < .dev/approval.json"; \
-	$$W approval verify --intent intent.json --approver-key alice=$$(cat alice.pub):alice < approval.json
+dev: build ## start a local Writ (writ dev, state in .dev/) and print how to submit an intent
+	$(BIN)/writ dev --data-dir $(CURDIR)/.dev
 
 test: deps ## run every test, then each fuzz target for 10 s (CI=true: missing dependencies fail)
 	$(GO) test -count=1 ./...

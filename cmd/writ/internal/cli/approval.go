@@ -14,7 +14,7 @@ import (
 
 func newApproval(e *env) *cobra.Command {
 	cmd := &cobra.Command{Use: "approval", Short: "Sign and verify approvals of intents"}
-	cmd.AddCommand(newApprovalSign(e), newApprovalVerify(e))
+	cmd.AddCommand(newApprovalSign(e), newApprovalVerify(e), newApprovalSubmit(e))
 	return cmd
 }
 

@@ -1,0 +1,152 @@
+package main_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startWritDev runs `writ dev` and waits for it to say it serves.
+func startWritDev(t *testing.T, dir, addr, raftAddr string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(writBin, "dev", "--data-dir", dir, "--addr", addr, "--raft-addr", raftAddr, "--tools-dir", dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "Writ dev server on") {
+				ready <- true
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("writ dev did not start within 30s")
+	}
+	return cmd
+}
+
+func stopWritDev(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("writ dev exited with %v after SIGINT", err)
+		}
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("writ dev did not stop after SIGINT")
+	}
+}
+
+// TestDevEndToEnd runs the real binary: writ dev, then intents signed and
+// submitted with the CLI, an approval, a replayed approval, and a restart
+// that keeps everything.
+func TestDevEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	addr, raftAddr := freePort(t), freePort(t)
+	server := "http://" + addr
+	dev := startWritDev(t, dir, addr, raftAddr)
+	var creds struct {
+		Tenant       string `json:"tenant"`
+		Orchestrator struct {
+			KeyID string `json:"key_id"`
+		} `json:"orchestrator"`
+		Approver struct {
+			KeyID    string `json:"key_id"`
+			Approver string `json:"approver"`
+		} `json:"approver"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "dev.json"))
+	if err != nil || json.Unmarshal(b, &creds) != nil {
+		t.Fatalf("dev.json: %v", err)
+	}
+	if fi, _ := os.Stat(filepath.Join(dir, "dev.json")); fi.Mode().Perm() != 0o600 {
+		t.Errorf("dev.json mode %v, want 0600", fi.Mode().Perm())
+	}
+	sign := func(tool string) string {
+		out, code := run(t, "", "intent", "sign", "--key", creds.Orchestrator.KeyID+"="+filepath.Join(dir, "orchestrator.key"),
+			"--tenant", creds.Tenant, "--principal", "support-bot", "--run", "run-1", "--tool", tool, "--params", `{"msg":"hi"}`)
+		if code != 0 {
+			t.Fatalf("intent sign: exit %d", code)
+		}
+		return out
+	}
+	state := func(out string) string {
+		var r struct {
+			IntentID, State string
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("answer %q: %v", out, err)
+		}
+		return r.State
+	}
+	out, code := run(t, sign("echo"), "intent", "submit", "--server", server)
+	if code != 0 || state(out) != "dispatched" {
+		t.Fatalf("submit echo: %q exit %d", out, code)
+	}
+	pending := sign("echo_approval")
+	out, code = run(t, pending, "intent", "submit", "--server", server)
+	if code != 0 || state(out) != "pending_approval" {
+		t.Fatalf("submit echo_approval: %q exit %d", out, code)
+	}
+	pendingFile := writeFile(t, t.TempDir(), "pending.json", pending)
+	approval, code := run(t, "", "approval", "sign", "--intent", pendingFile, "--key",
+		creds.Approver.KeyID+"="+filepath.Join(dir, "approver.key"), "--approver", creds.Approver.Approver)
+	if code != 0 {
+		t.Fatalf("approval sign: exit %d", code)
+	}
+	out, code = run(t, approval, "approval", "submit", "--server", server)
+	if code != 0 || state(out) != "dispatched" {
+		t.Fatalf("approval submit: %q exit %d", out, code)
+	}
+	out, code = run(t, approval, "approval", "submit", "--server", server)
+	if code != 1 || !strings.Contains(out, `"approval_replayed"`) {
+		t.Fatalf("approval replayed: %q exit %d", out, code)
+	}
+	stopWritDev(t, dev)
+
+	// Restarted on the same directory, it knows what it knew.
+	dev = startWritDev(t, dir, addr, raftAddr)
+	defer stopWritDev(t, dev)
+	var p struct{ ID string }
+	json.Unmarshal([]byte(pending), &p)
+	out, code = run(t, "", "intent", "get", p.ID, "--server", server)
+	if code != 0 || state(out) != "dispatched" {
+		t.Fatalf("after restart: %q exit %d", out, code)
+	}
+	out, code = run(t, approval, "approval", "submit", "--server", server)
+	if code != 1 || !strings.Contains(out, `"approval_replayed"`) {
+		t.Fatalf("approval replayed after restart: %q exit %d", out, code)
+	}
+}

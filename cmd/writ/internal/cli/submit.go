@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/writhq/writ/client"
+	"github.com/writhq/writ/protocol"
+)
+
+const defaultServer = "http://127.0.0.1:7070"
+
+func newIntentSubmit(e *env) *cobra.Command {
+	var server, approvalFile string
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "submit [--server URL] [--wait 30s] [--approval FILE] < intent.json",
+		Short: "Submit a signed intent read from standard input; print the server's answer",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			raw, err := readInput(e.in, protocol.DefaultMaxBytes)
+			if err != nil {
+				return err
+			}
+			var approval []byte
+			if approvalFile != "" {
+				if approval, err = readSmallFile(approvalFile, protocol.DefaultMaxBytes); err != nil {
+					return err
+				}
+			}
+			r, err := client.New(server, "").Submit(context.Background(), raw, approval, wait)
+			return e.answer(r, err)
+		},
+	}
+	cmd.Flags().StringVar(&server, "server", defaultServer, "the control plane's API address")
+	cmd.Flags().StringVar(&approvalFile, "approval", "", "an approval to submit with the intent")
+	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for a final state (at most 60s)")
+	return cmd
+}
+
+func newIntentGet(e *env) *cobra.Command {
+	var server string
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "get ID [--server URL] [--wait 30s]",
+		Short: "Print an intent's state",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			r, err := client.New(server, "").Intent(context.Background(), args[0], wait)
+			return e.answer(r, err)
+		},
+	}
+	cmd.Flags().StringVar(&server, "server", defaultServer, "the control plane's API address")
+	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for a final state (at most 60s)")
+	return cmd
+}
+
+func newApprovalSubmit(e *env) *cobra.Command {
+	var server string
+	cmd := &cobra.Command{
+		Use:   "submit [--server URL] < approval.json",
+		Short: "Submit a signed approval read from standard input",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			raw, err := readInput(e.in, protocol.DefaultMaxBytes)
+			if err != nil {
+				return err
+			}
+			r, err := client.New(server, "").Approve(context.Background(), raw)
+			return e.answer(r, err)
+		},
+	}
+	cmd.Flags().StringVar(&server, "server", defaultServer, "the control plane's API address")
+	return cmd
+}
+
+// answer prints an intent response, or an API error as {"error": …} with exit 1.
+func (e *env) answer(r *client.IntentResponse, err error) error {
+	var ae *client.Error
+	if errors.As(err, &ae) {
+		if e.output == "text" {
+			fmt.Fprintf(e.out, "refused: %s: %s\n", ae.Code, ae.Message)
+		} else {
+			e.printJSON(map[string]protocol.ErrorBody{"error": {Code: ae.Code, Message: ae.Message}})
+		}
+		return exitError{1}
+	}
+	if err != nil {
+		return err
+	}
+	if e.output == "text" {
+		fmt.Fprintf(e.out, "%s: %s", r.IntentID, r.State)
+		if r.Error != nil {
+			fmt.Fprintf(e.out, " (%s: %s)", r.Error.Code, r.Error.Message)
+		}
+		fmt.Fprintln(e.out)
+		return nil
+	}
+	return e.printJSON(r)
+}
