@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+	"github.com/writhq/writ/protocol"
+	"github.com/writhq/writ/sandbox"
+	"github.com/writhq/writ/sandbox/tiers"
+)
+
+func newSandbox(e *env) *cobra.Command {
+	cmd := &cobra.Command{Use: "sandbox", Short: "Run tools in Writ's sandbox tiers on this host"}
+	cmd.AddCommand(newSandboxRun(e))
+	return cmd
+}
+
+// sandboxOutcome is what `writ sandbox run` prints: the fields a result
+// carries, with output as text, or as base64 when it is not UTF-8.
+type sandboxOutcome struct {
+	Status         string `json:"status"`
+	ExitCode       int    `json:"exit_code"`
+	Output         string `json:"output"`
+	OutputEncoding string `json:"output_encoding,omitempty"`
+	OutputHash     string `json:"output_hash"`
+	OutputBytes    int64  `json:"output_bytes"`
+	Truncated      bool   `json:"truncated"`
+	Tier           string `json:"tier"`
+	Reason         string `json:"reason,omitempty"`
+}
+
+func newSandboxRun(e *env) *cobra.Command {
+	var tier, manifestFile, rootfs, workspace string
+	cmd := &cobra.Command{
+		Use:   "run --tier TIER --manifest FILE [--workspace DIR] [--rootfs DIR] < params.json",
+		Short: "Run one invocation of a tool in a sandbox tier, params from standard input",
+		Long: `Run one invocation of the tool a manifest describes (docs/tools.md) in the given
+tier, with params (a JSON object) read from standard input, and print the outcome
+as JSON: status, exit_code, output, output_hash, output_bytes, truncated, tier.
+A tier that this host cannot run refuses; nothing falls back to a weaker tier.
+Exit status 0 when the tool ran and exited 0, 1 otherwise.`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if tier == "" || manifestFile == "" {
+				return errors.New("--tier and --manifest are required")
+			}
+			b, err := readSmallFile(manifestFile, 1<<20)
+			if err != nil {
+				return err
+			}
+			m, err := sandbox.ParseManifest(b)
+			if err != nil {
+				return err
+			}
+			if m.Tier != tier {
+				return fmt.Errorf("the manifest names tier %q, not %q; a tool runs only in its own tier", m.Tier, tier)
+			}
+			params, err := readInput(e.in, protocol.DefaultMaxBytes)
+			if err != nil {
+				return err
+			}
+			cfg := tiers.DefaultConfig()
+			cfg.Runc.RootFS = rootfs
+			d, err := tiers.New(tier, cfg)
+			if err != nil {
+				return err
+			}
+			if workspace == "" {
+				if workspace, err = os.MkdirTemp("", "writ-workspace-"); err != nil {
+					return err
+				}
+				defer os.RemoveAll(workspace)
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+			defer stop()
+			out, err := d.Run(ctx, sandbox.Invocation{Manifest: m, Params: params, Workspace: workspace})
+			if err != nil && !errors.Is(err, sandbox.ErrRefused) {
+				return err
+			}
+			if perr := e.printJSON(outcomeView(out)); perr != nil {
+				return perr
+			}
+			if out.Status != "ok" || out.ExitCode != 0 {
+				return exitError{1}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&tier, "tier", "", "wasm, bwrap, runc or process")
+	cmd.Flags().StringVar(&manifestFile, "manifest", "", "the tool manifest (JSON)")
+	cmd.Flags().StringVar(&rootfs, "rootfs", "", "root filesystem directory for the runc tier")
+	cmd.Flags().StringVar(&workspace, "workspace", "", "the tool's workspace (default: a fresh temporary directory)")
+	return cmd
+}
+
+func outcomeView(o sandbox.Outcome) sandboxOutcome {
+	v := sandboxOutcome{
+		Status: string(o.Status), ExitCode: o.ExitCode, OutputHash: o.OutputHash, OutputBytes: o.OutputBytes,
+		Truncated: o.Truncated, Tier: o.Tier, Reason: o.Reason, Output: string(o.Output),
+	}
+	if !utf8.Valid(o.Output) {
+		v.Output, v.OutputEncoding = base64.StdEncoding.EncodeToString(o.Output), "base64"
+	}
+	return v
+}

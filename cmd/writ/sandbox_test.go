@@ -1,0 +1,44 @@
+package main_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// TestSandboxRunEcho runs the echo WASM tool through `writ sandbox run` and
+// checks its output against the shared vectors' signed result, which records
+// what echo writes for {"msg":"hello world"}.
+func TestSandboxRunEcho(t *testing.T) {
+	dir := t.TempDir()
+	module := filepath.Join(dir, "echo.wasm")
+	build := exec.Command("go", "build", "-o", module, "../../sandbox/tools/echo")
+	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building echo.wasm: %v\n%s", err, out)
+	}
+	manifest := writeFile(t, dir, "echo.json", `{"name":"echo","tier":"wasm","module":"`+module+`"}`)
+	out, code := run(t, `{"msg":"hello world"}`, "sandbox", "run", "--tier", "wasm", "--manifest", manifest)
+	if code != 0 {
+		t.Fatalf("sandbox run: %q exit %d", out, code)
+	}
+	var got struct {
+		Status, Output, Tier string
+		OutputHash           string `json:"output_hash"`
+		OutputBytes          int64  `json:"output_bytes"`
+		Truncated            bool
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	// From ../shared/vectors/dispatch_result.json, "valid result".
+	const wantHash = "sha256:b7a36c52572fa7e7222335d1e13944ebaa4d58491636feb39734f299d7195bbb"
+	if got.Status != "ok" || got.Output != `{"msg":"hello world"}` || got.OutputHash != wantHash || got.OutputBytes != 21 || got.Tier != "wasm" {
+		t.Errorf("got %+v", got)
+	}
+	if out, code := run(t, `{}`, "sandbox", "run", "--tier", "process", "--manifest", manifest); code != 2 {
+		t.Errorf("a manifest run in another tier: %q exit %d, want a refusal (2)", out, code)
+	}
+}
