@@ -36,7 +36,9 @@ type converter struct {
 // depends only on the JSON values, not on their spelling, member order or
 // whitespace, so the same canonical intent always gives the same record.
 func (c *converter) object(raw []byte) (cedar.Record, error) {
-	dec := jsontext.NewDecoder(bytes.NewReader(raw))
+	// A bytes.Buffer is read in place, without the decoder's own copy; the
+	// decoder only reads it, so raw is not changed.
+	dec := jsontext.NewDecoder(bytes.NewBuffer(raw))
 	if dec.PeekKind() != '{' {
 		if _, err := dec.ReadToken(); err != nil {
 			return cedar.Record{}, fmt.Errorf("%w: %v", ErrJSON, err)
