@@ -2,7 +2,6 @@ package bwrap
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -84,21 +83,9 @@ func (d *Driver) Available() error {
 // Run implements sandbox.Driver.
 func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outcome, error) {
 	tier := d.Name()
-	m := inv.Manifest.WithDefaults()
-	if err := m.Validate(); err != nil {
+	m, err := sandbox.Preflight(d, inv)
+	if err != nil {
 		return sandbox.Refuse(tier, err)
-	}
-	if m.Tier != tier {
-		return sandbox.Refuse(tier, fmt.Errorf("%w: manifest is for the %s tier", sandbox.ErrInvalidManifest, m.Tier))
-	}
-	if err := d.Available(); err != nil {
-		return sandbox.Refuse(tier, err)
-	}
-	if len(m.Network) > 0 {
-		return sandbox.Refuse(tier, errors.New("network allowlists need the egress proxy, which is not available"))
-	}
-	if st, err := os.Stat(inv.Workspace); err != nil || !st.IsDir() || !filepath.IsAbs(inv.Workspace) {
-		return sandbox.Refuse(tier, fmt.Errorf("workspace %q is not an absolute directory", inv.Workspace))
 	}
 	for _, p := range append(slices.Clone(m.ReadOnly), m.Command.Path) {
 		if p == "/" || overlaps(p, d.cfg.WorkspaceDir) || overlaps(p, "/proc") || overlaps(p, "/dev") {

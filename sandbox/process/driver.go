@@ -2,10 +2,7 @@ package process
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/writhq/writ/sandbox"
@@ -82,20 +79,8 @@ func (d *Driver) CgroupVersion() int {
 // Run implements sandbox.Driver.
 func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outcome, error) {
 	tier := d.Name()
-	m := inv.Manifest.WithDefaults()
-	if err := m.Validate(); err != nil {
-		return sandbox.Refuse(tier, err)
-	}
-	if m.Tier != tier {
-		return sandbox.Refuse(tier, fmt.Errorf("%w: manifest is for the %s tier", sandbox.ErrInvalidManifest, m.Tier))
-	}
-	if err := d.Available(); err != nil {
-		return sandbox.Refuse(tier, err)
-	}
-	if len(m.Network) > 0 {
-		return sandbox.Refuse(tier, errors.New("network allowlists need the egress proxy, which is not available"))
-	}
-	if err := workspace(inv.Workspace); err != nil {
+	m, err := sandbox.Preflight(d, inv)
+	if err != nil {
 		return sandbox.Refuse(tier, err)
 	}
 	cmd, err := command.Prepare(m, inv.Params, d.detect)
@@ -120,15 +105,4 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 		return out, fmt.Errorf("process: %w", err)
 	}
 	return out, nil
-}
-
-func workspace(dir string) error {
-	if !filepath.IsAbs(dir) {
-		return fmt.Errorf("workspace %q is not an absolute path", dir)
-	}
-	st, err := os.Stat(dir)
-	if err != nil || !st.IsDir() {
-		return fmt.Errorf("workspace %q is not a directory", dir)
-	}
-	return nil
 }

@@ -3,7 +3,6 @@ package runc
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -92,21 +91,9 @@ func (d *Driver) Available() error {
 // Run implements sandbox.Driver.
 func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outcome, error) {
 	tier := d.Name()
-	m := inv.Manifest.WithDefaults()
-	if err := m.Validate(); err != nil {
+	m, err := sandbox.Preflight(d, inv)
+	if err != nil {
 		return sandbox.Refuse(tier, err)
-	}
-	if m.Tier != tier {
-		return sandbox.Refuse(tier, fmt.Errorf("%w: manifest is for the %s tier", sandbox.ErrInvalidManifest, m.Tier))
-	}
-	if err := d.Available(); err != nil {
-		return sandbox.Refuse(tier, err)
-	}
-	if len(m.Network) > 0 {
-		return sandbox.Refuse(tier, errors.New("network allowlists need the egress proxy, which is not available"))
-	}
-	if st, err := os.Stat(inv.Workspace); err != nil || !st.IsDir() || !filepath.IsAbs(inv.Workspace) {
-		return sandbox.Refuse(tier, fmt.Errorf("workspace %q is not an absolute directory", inv.Workspace))
 	}
 	id := containerID()
 	dir := filepath.Join(d.cfg.StateDir, "bundles", id)

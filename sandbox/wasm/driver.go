@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -78,24 +77,12 @@ func (d *Driver) Close(ctx context.Context) error {
 // time); pids and open_files do not apply.
 func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outcome, error) {
 	tier := d.Name()
-	m := inv.Manifest.WithDefaults()
-	if err := m.Validate(); err != nil {
+	m, err := sandbox.Preflight(d, inv)
+	if err != nil {
 		return sandbox.Refuse(tier, err)
-	}
-	if m.Tier != tier {
-		return sandbox.Refuse(tier, fmt.Errorf("%w: manifest is for the %s tier", sandbox.ErrInvalidManifest, m.Tier))
-	}
-	if d.err != nil {
-		return sandbox.Refuse(tier, d.err)
-	}
-	if len(m.Network) > 0 {
-		return sandbox.Refuse(tier, errors.New("the wasm tier has no network; network allowlists need another tier"))
 	}
 	if len(m.ReadOnly) > 0 {
 		return sandbox.Refuse(tier, errors.New("the wasm tier grants only the workspace; read_only paths need another tier"))
-	}
-	if st, err := os.Stat(inv.Workspace); err != nil || !st.IsDir() || !filepath.IsAbs(inv.Workspace) {
-		return sandbox.Refuse(tier, fmt.Errorf("workspace %q is not an absolute directory", inv.Workspace))
 	}
 	params, err := sandbox.ParseParams(inv.Params)
 	if err != nil {
