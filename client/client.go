@@ -28,20 +28,7 @@ func New(addr, token string) *Client {
 }
 
 // IntentResponse is the API's answer about an intent.
-type IntentResponse struct {
-	IntentID string                `json:"intent_id"`
-	State    string                `json:"state"`
-	Policy   *Policy               `json:"policy,omitempty"`
-	Approval *protocol.ApprovalRef `json:"approval,omitempty"`
-	Error    *protocol.ErrorBody   `json:"error,omitempty"`
-}
-
-// Policy is how policy decided an intent.
-type Policy struct {
-	Hash     string   `json:"hash"`
-	Decision string   `json:"decision"`
-	Policies []string `json:"policies"`
-}
+type IntentResponse = protocol.IntentResponse
 
 // Error is an API error: the HTTP status and the stable code.
 type Error struct {
@@ -117,9 +104,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 		return err
 	}
 	if resp.StatusCode >= 300 {
-		var e struct {
-			Error protocol.ErrorBody `json:"error"`
-		}
+		var e protocol.ErrorResponse
 		if json.Unmarshal(b, &e) != nil || e.Error.Code == "" {
 			return &Error{Status: resp.StatusCode, Code: "internal", Message: strings.TrimSpace(string(b))}
 		}

@@ -9,29 +9,14 @@ import (
 	"github.com/writhq/writ/protocol"
 )
 
-// intentResponse is the one shape of every answer about an intent.
-type intentResponse struct {
-	IntentID string                `json:"intent_id"`
-	State    string                `json:"state"`
-	Policy   *policyView           `json:"policy,omitempty"`
-	Approval *protocol.ApprovalRef `json:"approval,omitempty"`
-	Error    *protocol.ErrorBody   `json:"error,omitempty"`
-}
-
-type policyView struct {
-	Hash     string   `json:"hash"`
-	Decision string   `json:"decision"`
-	Policies []string `json:"policies"`
-}
-
-func responseFor(in fsm.Intent) intentResponse {
-	r := intentResponse{IntentID: in.ID, State: in.State, Approval: in.Approval, Error: in.Error}
+func responseFor(in fsm.Intent) protocol.IntentResponse {
+	r := protocol.IntentResponse{IntentID: in.ID, State: in.State, Approval: in.Approval, Error: in.Error}
 	if in.Decision.PolicyHash != "" {
 		d := "deny"
 		if in.Decision.Allow {
 			d = "allow"
 		}
-		r.Policy = &policyView{Hash: in.Decision.PolicyHash, Decision: d, Policies: in.Decision.Policies}
+		r.Policy = &protocol.PolicyDecision{Hash: in.Decision.PolicyHash, Decision: d, Policies: in.Decision.Policies}
 	}
 	return r
 }
@@ -78,5 +63,5 @@ func writeError(w http.ResponseWriter, code protocol.Code, message string) {
 	if code == codeNoLeader {
 		w.Header().Set("Retry-After", strconv.Itoa(1))
 	}
-	writeJSON(w, statusOf(code), map[string]protocol.ErrorBody{"error": {Code: code, Message: message}})
+	writeJSON(w, statusOf(code), protocol.ErrorResponse{Error: protocol.ErrorBody{Code: code, Message: message}})
 }

@@ -84,7 +84,7 @@ func (e *env) answer(r *client.IntentResponse, err error) error {
 		if e.output == "text" {
 			fmt.Fprintf(e.out, "refused: %s: %s\n", ae.Code, ae.Message)
 		} else {
-			e.printJSON(map[string]protocol.ErrorBody{"error": {Code: ae.Code, Message: ae.Message}})
+			e.printJSON(protocol.ErrorResponse{Error: protocol.ErrorBody{Code: ae.Code, Message: ae.Message}})
 		}
 		return exitError{1}
 	}
