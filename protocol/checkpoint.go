@@ -20,7 +20,7 @@ type Checkpoint struct {
 }
 
 // MaxCheckpointBytes bounds a checkpoint body; real ones are about 100 bytes.
-const MaxCheckpointBytes = 4096
+const MaxCheckpointBytes = 1 << 16
 
 // Marshal returns the checkpoint body: origin, size and base64 root, one per
 // line, then any extension lines, each ending in a newline.
@@ -40,8 +40,10 @@ func (c Checkpoint) Marshal() []byte {
 }
 
 // ParseCheckpoint parses a checkpoint body strictly: a non-empty origin, a
-// decimal size without leading zeros, the base64 of a 32-byte root, optional
-// non-empty extension lines, every line ending in a newline.
+// decimal size without sign or leading zeros, the padded standard base64 of a
+// 32-byte root, optional extension lines; no line empty or holding a control
+// character, every line ending in a newline. The ledger package reads
+// checkpoints with it.
 func ParseCheckpoint(text []byte) (Checkpoint, error) {
 	var c Checkpoint
 	if len(text) > MaxCheckpointBytes || !utf8.Valid(text) {
@@ -54,9 +56,12 @@ func ParseCheckpoint(text []byte) (Checkpoint, error) {
 	if len(lines) < 3 {
 		return c, malformed("checkpoint needs origin, size and root lines")
 	}
-	for _, l := range lines {
-		if l == "" || strings.ContainsAny(l, "\r\x00") {
-			return c, malformed("checkpoint lines must be non-empty text")
+	for i, l := range lines {
+		if l == "" {
+			return c, malformed("checkpoint line %d is empty", i+1)
+		}
+		if strings.ContainsFunc(l, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			return c, malformed("checkpoint line %d has a control character", i+1)
 		}
 	}
 	c.Origin = lines[0]
