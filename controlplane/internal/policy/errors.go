@@ -13,6 +13,9 @@ var (
 	ErrSyntax = errors.New("policy: syntax error")
 	// ErrTextTooLarge: the policy text is longer than MaxTextBytes.
 	ErrTextTooLarge = errors.New("policy: policy text too large")
+	// ErrTooNested: brackets, if-then-else or unary operators nested past
+	// MaxNesting; refused before parsing, with a position.
+	ErrTooNested = errors.New("policy: policy text nested too deeply")
 	// ErrMissingID: a policy has no @id annotation, so no decision could name it.
 	ErrMissingID = errors.New(`policy: policy has no @id("...") annotation`)
 	// ErrBadID: an @id is not 1-128 characters of [A-Za-z0-9._:-].

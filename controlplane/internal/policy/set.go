@@ -39,12 +39,15 @@ type named struct {
 // ignored. A policy may read only the attributes and context members of the
 // entity model. Empty text is a valid set that denies everything.
 //
-// Errors are ErrTextTooLarge, ErrSyntax (wrapping the Cedar parser's message,
+// Errors are ErrTextTooLarge, ErrTooNested, ErrSyntax (wrapping the Cedar parser's message,
 // which gives line and column), or a *PolicyError wrapping ErrMissingID,
 // ErrBadID, ErrDuplicateID, ErrBadApproval or ErrUnknownAttribute.
 func Parse(src []byte) (*Set, error) {
 	if len(src) > MaxTextBytes {
 		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrTextTooLarge, len(src), MaxTextBytes)
+	}
+	if err := checkNesting(src); err != nil {
+		return nil, err
 	}
 	list, err := cedar.NewPolicyListFromBytes("", src)
 	if err != nil {

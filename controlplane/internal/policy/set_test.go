@@ -34,6 +34,19 @@ func TestParseErrors(t *testing.T) {
 		{"approval without value", `@id("a") @approval permit (principal, action, resource);`, ErrBadApproval, ""},
 		{"approval on a forbid", `@id("a") @approval("required") forbid (principal, action, resource);`, ErrBadApproval, ""},
 		{"too large", strings.Repeat(" ", MaxTextBytes+1), ErrTextTooLarge, ""},
+		{"parentheses too deep", "@id(\"a\")\npermit (principal, action, resource) when { " + nested("(", ")", MaxNesting) + " };",
+			ErrTooNested, "line 2, column 172"},
+		{"a megabyte of parentheses", `@id("a") permit (principal, action, resource) when { ` + nested("(", ")", 500000) + ` };`,
+			ErrTextTooLarge, ""},
+		{"half a megabyte of parentheses", `@id("a") permit (principal, action, resource) when { ` + strings.Repeat("(", 500000) + `true };`,
+			ErrTooNested, ""},
+		{"sets too deep", `@id("a") permit (principal, action, resource) when { ` + nested("[", "]", MaxNesting) + `.isEmpty() };`,
+			ErrTooNested, ""},
+		{"if-then-else too deep", `@id("a") permit (principal, action, resource) when { ` +
+			strings.Repeat("if true then ", MaxNesting+1) + "true" + strings.Repeat(" else false", MaxNesting+1) + " };",
+			ErrTooNested, ""},
+		{"too many unary operators", `@id("a") permit (principal, action, resource) when { ` + strings.Repeat("! ", maxUnary+1) + `true };`,
+			ErrTooNested, "more than 8"},
 		{"context typo", "@id(\"ok\") permit (principal, action, resource);\n@id(\"a\")\nforbid (principal, action, resource)\nwhen { context.parms.amount > 10 };",
 			ErrUnknownAttribute, `policy "a" at line 2, column 1: policy: no such attribute in the Writ entity model: context.parms`},
 		{"context typo in has", `@id("a") forbid (principal, action, resource) when { context has parms && context.parms.x };`,
@@ -60,7 +73,7 @@ func TestParseErrors(t *testing.T) {
 				t.Errorf("got error %q, want it to contain %q", err, tc.message)
 			}
 			var pe *PolicyError
-			wholeText := tc.want == ErrSyntax || tc.want == ErrTextTooLarge
+			wholeText := tc.want == ErrSyntax || tc.want == ErrTextTooLarge || tc.want == ErrTooNested
 			if isPolicyErr := errors.As(err, &pe); isPolicyErr == wholeText {
 				t.Errorf("got *PolicyError=%v for %v, want a *PolicyError exactly for per-policy errors", isPolicyErr, err)
 			}
@@ -97,6 +110,28 @@ permit (principal, action, resource);
 	empty := mustParse(t, "")
 	if len(empty.IDs()) != 0 {
 		t.Errorf("got ids %q for empty text, want none", empty.IDs())
+	}
+}
+
+// nested is depth+1 levels of open and close around true.
+func nested(open, close string, depth int) string {
+	return strings.Repeat(open, depth+1) + "true" + strings.Repeat(close, depth+1)
+}
+
+func TestNestingLimitsOnlyWhatNests(t *testing.T) {
+	for _, body := range []string{
+		nested("(", ")", MaxNesting-2), // with the braces of when { }
+		strings.Repeat("if true then ", MaxNesting-1) + "true" + strings.Repeat(" else false", MaxNesting-1),
+		strings.Repeat("! ", maxUnary) + "true",
+		`context.params.s == "` + strings.Repeat(`((([[[{{{\"`, 100) + `"`,
+		`context.params.iffy == 1 && context.params.elsewhere == 2 && context.params["if"] == 3`,
+		"1 - -1 == 2 && " + strings.Repeat("true && ", 10000) + "true",
+		"true // " + strings.Repeat("(", 1000) + "\n && true",
+	} {
+		src := `@id("a") permit (principal, action, resource) when { ` + body + ` };`
+		if _, err := Parse([]byte(src)); err != nil {
+			t.Errorf("got error %v for %.80q…, want none", err, body)
+		}
 	}
 }
 
