@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/writhq/writ/controlplane/internal/fsm"
 	"github.com/writhq/writ/controlplane/internal/keyring"
 	"github.com/writhq/writ/controlplane/internal/pki"
@@ -192,6 +193,6 @@ func (s *Server) tickLoop() {
 	}
 }
 
-func (s *Server) isLeader() bool { return s.node.Raft.State().String() == "Leader" }
+func (s *Server) isLeader() bool { return s.node.Raft.State() == raft.Leader }
 
 func (s *Server) now() time.Time { return s.verifier.Config().Now().UTC() }

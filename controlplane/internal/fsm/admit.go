@@ -16,9 +16,11 @@ const (
 
 // applyAdmit records an intent exactly once. The same idempotency key with the
 // same payload returns the original intent; with another payload, or an intent
-// id already used, it is refused. An admitted intent that the leader did not
-// allow, or that exceeds its run's budget, is recorded in its final state, so
-// that every authenticated attempt has an outcome and repeats get the same one.
+// id already used, it is refused. Every authenticated attempt is recorded with
+// its outcome. An intent that policy decided on — allowed or denied — binds its
+// idempotency key, so that repeats get the same answer; an intent rejected
+// before any decision (bad times, an unknown tool, invalid params, no budget
+// left) does not, so that a corrected retry with the same key can proceed.
 func (f *FSM) applyAdmit(index uint64, c *Admit) (Result, []string) {
 	now := f.advance(c.At)
 	s := f.state
@@ -69,7 +71,11 @@ func (f *FSM) applyAdmit(index uint64, c *Admit) (Result, []string) {
 		f.idx.expiry.add(in.ExpiresAt, in.ID)
 	}
 	s.Intents[in.ID] = in
-	s.Idempotency[idemKey] = &IdemEntry{IntentID: in.ID, PayloadHash: c.PayloadHash, At: now}
-	f.idx.idem.add(now, idemKey)
+	if in.State == StateRejected {
+		f.idx.rejected.add(now, in.ID)
+	} else {
+		s.Idempotency[idemKey] = &IdemEntry{IntentID: in.ID, PayloadHash: c.PayloadHash, At: now}
+		f.idx.idem.add(now, idemKey)
+	}
 	return Result{IntentID: in.ID}, []string{in.ID}
 }

@@ -351,3 +351,37 @@ type memSink struct{ bytes.Buffer }
 func (*memSink) ID() string    { return "mem" }
 func (*memSink) Cancel() error { return nil }
 func (*memSink) Close() error  { return nil }
+
+// TestRejectionDoesNotBindKey: an intent rejected before any decision leaves
+// its idempotency key free for a corrected retry; a policy decision binds it.
+func TestRejectionDoesNotBindKey(t *testing.T) {
+	f, b := newFSM(t), &logBuilder{t: t}
+	invalid := func(a *Admit) {
+		a.Decision = Decision{Error: &protocol.ErrorBody{Code: "params_invalid", Message: "msg is required"}}
+	}
+	apply(t, f, b, MsgAdmit, admit("bad", "k", "p", t0, invalid))
+	r := apply(t, f, b, MsgAdmit, admit("good", "k", "p", t0.Add(time.Second)))
+	if r.Err != nil || r.Duplicate || r.IntentID != "good" {
+		t.Fatalf("retry after a rejection: got %+v, want a new intent", r)
+	}
+	if s := state(t, f, "bad").State; s != StateRejected {
+		t.Errorf("rejected attempt: got %s", s)
+	}
+	if r := apply(t, f, b, MsgAdmit, admit("bad", "k2", "p", t0, invalid)); r.Err == nil || r.Err.Code != CodeIdempotencyConflict {
+		t.Errorf("a rejected attempt's id reused: got %+v, want idempotency_conflict", r)
+	}
+	denied := func(a *Admit) { a.Decision = Decision{PolicyHash: "sha256:p"} }
+	apply(t, f, b, MsgAdmit, admit("no", "kd", "p", t0, denied))
+	if r := apply(t, f, b, MsgAdmit, admit("no-again", "kd", "p", t0.Add(time.Second))); !r.Duplicate || r.IntentID != "no" {
+		t.Errorf("retry after a denial: got %+v, want the denied intent", r)
+	}
+	apply(t, f, b, MsgTick, Tick{At: t0.Add(24*time.Hour + time.Second)})
+	if _, _, ok := f.Intent("bad"); ok {
+		t.Error("rejected attempt kept past the retention")
+	}
+	got, _ := f.Encode()
+	want, _ := replay(t, b.logs).Encode()
+	if string(got) != string(want) {
+		t.Error("replay differs")
+	}
+}

@@ -49,13 +49,20 @@ type indexes struct {
 	idem   timedHeap // idempotency entries by admission time
 	runs   timedHeap // run counters by last use
 	nonces timedHeap // consumed nonces by when they may be forgotten
+	// rejected holds intents rejected before a decision, which bind no
+	// idempotency key, by admission time.
+	rejected timedHeap
 }
 
 func buildIndexes(s *State) *indexes {
 	x := &indexes{}
 	for _, id := range sortedKeys(s.Intents) {
-		if in := s.Intents[id]; !Final(in.State) {
+		in := s.Intents[id]
+		if !Final(in.State) {
 			x.expiry = append(x.expiry, timedKey{in.ExpiresAt, id})
+		}
+		if in.State == StateRejected {
+			x.rejected = append(x.rejected, timedKey{in.AdmittedAt, id})
 		}
 	}
 	for _, k := range sortedKeys(s.Idempotency) {
@@ -67,7 +74,7 @@ func buildIndexes(s *State) *indexes {
 	for _, k := range sortedKeys(s.Runs) {
 		x.runs = append(x.runs, timedKey{s.Runs[k].LastAt, k})
 	}
-	for _, h := range []*timedHeap{&x.expiry, &x.idem, &x.runs, &x.nonces} {
+	for _, h := range []*timedHeap{&x.expiry, &x.idem, &x.runs, &x.nonces, &x.rejected} {
 		heap.Init(h)
 	}
 	return x

@@ -43,6 +43,15 @@ func (f *FSM) applyTick(index uint64, at time.Time) []string {
 		}
 	}
 	for {
+		e, ok := f.idx.rejected.due(now.Add(-retention))
+		if !ok {
+			break
+		}
+		if in := s.Intents[e.key]; in != nil && in.State == StateRejected && in.AdmittedAt.Equal(e.at) {
+			delete(s.Intents, e.key)
+		}
+	}
+	for {
 		e, ok := f.idx.runs.due(now.Add(-retention))
 		if !ok {
 			break
