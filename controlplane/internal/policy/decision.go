@@ -7,7 +7,8 @@ import (
 	cedar "github.com/cedar-policy/cedar-go"
 )
 
-// Decision is the outcome of one authorization. The zero Decision denies.
+// Decision is the outcome of one authorization. The zero Decision denies;
+// Invoke and Approve always fill Policies.
 type Decision struct {
 	// Allow is true only when some permit policy is satisfied, no forbid
 	// policy is, and no policy failed to evaluate.
@@ -54,7 +55,7 @@ func (s *Set) authorize(entities cedar.EntityMap, req cedar.Request, approvable 
 	return d
 }
 
-// refused is the decision on a request that was never built.
+// refused is the decision on a request that cannot be decided at all.
 func refused(why string) Decision {
 	return Decision{Policies: []string{}, Errors: []string{why}}
 }

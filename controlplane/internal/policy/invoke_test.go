@@ -118,6 +118,9 @@ func TestInvoke(t *testing.T) {
 		{"an erroring permit denies despite another permit", acmeInvoke + `
 			@id("p") permit (principal, action, resource) when { context.params.amount > 10 };`,
 			intent(`{}`), echoTool(), want{policies: []string{"p"}, errors: true}},
+		{"approve-only context member read on invoke fails closed", acmeInvoke + `
+			@id("f") forbid (principal, action, resource) when { context.decision == "deny" };`,
+			intent(`{}`), echoTool(), want{policies: []string{"f"}, errors: true}},
 		{"has guard avoids the error", acmeInvoke + `
 			@id("f") forbid (principal, action, resource) when { context.params has amount && context.params.amount > 10 };`,
 			intent(`{}`), echoTool(), want{allow: true, policies: []string{"acme.invoke"}}},

@@ -23,8 +23,8 @@ type Set struct {
 	approval map[cedar.PolicyID]bool
 }
 
-// ordered is the set's policies sorted by id. It is what cedar.Authorize
-// walks, so that diagnostics come out in the same order on every run.
+// ordered is the set's policies sorted by id: what cedar.Authorize walks.
+// A slice walks in the same order every time, unlike cedar-go's map.
 type ordered []named
 
 type named struct {
@@ -39,9 +39,11 @@ type named struct {
 // ignored. A policy may read only the attributes and context members of the
 // entity model. Empty text is a valid set that denies everything.
 //
-// Errors are ErrTextTooLarge, ErrTooNested, ErrSyntax (wrapping the Cedar parser's message,
-// which gives line and column), or a *PolicyError wrapping ErrMissingID,
-// ErrBadID, ErrDuplicateID, ErrBadApproval or ErrUnknownAttribute.
+// Errors are ErrTextTooLarge; ErrTooNested (past MaxNesting, with a
+// position); ErrSyntax, wrapping the Cedar parser's message, which gives line
+// and column; or a *PolicyError, giving where the policy starts and wrapping
+// ErrMissingID, ErrBadID, ErrDuplicateID, ErrBadApproval or
+// ErrUnknownAttribute.
 func Parse(src []byte) (*Set, error) {
 	if len(src) > MaxTextBytes {
 		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrTextTooLarge, len(src), MaxTextBytes)
