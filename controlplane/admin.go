@@ -109,7 +109,7 @@ func (s *Server) handlePutApprover(w http.ResponseWriter, r *http.Request) *apiE
 
 func (s *Server) handleDeleteKey(t fsm.MsgType) func(http.ResponseWriter, *http.Request) *apiError {
 	return func(w http.ResponseWriter, r *http.Request) *apiError {
-		return s.apply(r.Context(), t, fsm.DeleteKey{Tenant: r.PathValue("tenant"), KeyID: r.PathValue("key")})
+		return s.adminApply(r.Context(), t, fsm.DeleteKey{Tenant: r.PathValue("tenant"), KeyID: r.PathValue("key")})
 	}
 }
 
@@ -129,8 +129,8 @@ func (s *Server) handlePutPolicy(w http.ResponseWriter, r *http.Request) *apiErr
 	return s.PutPolicy(r.Context(), body)
 }
 
-func (s *Server) apply(ctx context.Context, t fsm.MsgType, cmd any) *apiError {
-	if _, _, err := s.node.Apply(ctx, t, cmd); err != nil {
+func (s *Server) adminApply(ctx context.Context, t fsm.MsgType, cmd any) *apiError {
+	if _, err := s.apply(ctx, t, cmd); err != nil {
 		return raftError(err)
 	}
 	return nil
@@ -141,7 +141,7 @@ func (s *Server) PutTenant(ctx context.Context, tenant string, runBudget int64) 
 	if !validID(tenant) || runBudget < 0 {
 		return refusal(protocol.CodeMalformed, "tenant must be an id and run_budget not negative")
 	}
-	return s.apply(ctx, fsm.MsgPutTenant, fsm.PutTenant{Tenant: tenant, RunBudget: runBudget})
+	return s.adminApply(ctx, fsm.MsgPutTenant, fsm.PutTenant{Tenant: tenant, RunBudget: runBudget})
 }
 
 // PutIntentKey registers an orchestrator HMAC secret, sealed before it is
@@ -150,7 +150,7 @@ func (s *Server) PutIntentKey(ctx context.Context, tenant, keyID string, secret 
 	if !validID(tenant) || !validID(keyID) || len(secret) < 32 {
 		return refusal(protocol.CodeMalformed, "tenant and key id must be ids, the secret at least 32 bytes")
 	}
-	return s.apply(ctx, fsm.MsgPutIntentKey, fsm.PutIntentKey{Tenant: tenant, KeyID: keyID, Sealed: s.keys.Seal(secret, sealContext(tenant, keyID))})
+	return s.adminApply(ctx, fsm.MsgPutIntentKey, fsm.PutIntentKey{Tenant: tenant, KeyID: keyID, Sealed: s.keys.Seal(secret, sealContext(tenant, keyID))})
 }
 
 // PutApproverKey registers an approver's Ed25519 public key and identity.
@@ -158,7 +158,7 @@ func (s *Server) PutApproverKey(ctx context.Context, tenant, keyID string, pub [
 	if !validID(tenant) || !validID(keyID) || len(pub) != ed25519.PublicKeySize || approver == "" {
 		return refusal(protocol.CodeMalformed, "tenant and key id must be ids, the key 32 bytes, the approver named")
 	}
-	return s.apply(ctx, fsm.MsgPutApproverKey, fsm.PutApproverKey{Tenant: tenant, KeyID: keyID, Public: pub, Approver: approver})
+	return s.adminApply(ctx, fsm.MsgPutApproverKey, fsm.PutApproverKey{Tenant: tenant, KeyID: keyID, Public: pub, Approver: approver})
 }
 
 // PutTool registers a tool (controlplane/internal/tools.Spec as JSON).
@@ -171,7 +171,7 @@ func (s *Server) PutTool(ctx context.Context, spec []byte) *apiError {
 	if err != nil {
 		return fromProtocol(err)
 	}
-	return s.apply(ctx, fsm.MsgPutTool, fsm.PutTool{Name: t.Name, Hash: t.Hash, Spec: canon})
+	return s.adminApply(ctx, fsm.MsgPutTool, fsm.PutTool{Name: t.Name, Hash: t.Hash, Spec: canon})
 }
 
 // PutPolicy installs a Cedar policy set, refused unless it parses.
@@ -180,7 +180,7 @@ func (s *Server) PutPolicy(ctx context.Context, text []byte) *apiError {
 	if err != nil {
 		return refusal(protocol.CodeMalformed, err.Error())
 	}
-	return s.apply(ctx, fsm.MsgPutPolicy, fsm.PutPolicy{Text: string(text), Hash: set.Hash()})
+	return s.adminApply(ctx, fsm.MsgPutPolicy, fsm.PutPolicy{Text: string(text), Hash: set.Hash()})
 }
 
 func validID(s string) bool {

@@ -89,7 +89,7 @@ func (s *Server) propose(ctx context.Context, in *protocol.Intent, d fsm.Decisio
 		return "", fromProtocol(err)
 	}
 	expires, _ := protocol.ParseTime(in.ExpiresAt)
-	res, _, err := s.node.Apply(ctx, fsm.MsgAdmit, &fsm.Admit{
+	res, err := s.apply(ctx, fsm.MsgAdmit, &fsm.Admit{
 		At: s.now(), Intent: canon, ID: in.ID, Tenant: in.Tenant, Principal: in.Principal, RunID: in.RunID,
 		Tool: in.Tool, PayloadHash: in.PayloadHash, IdempotencyKey: in.IdempotencyKey, ExpiresAt: expires, Decision: d,
 	})
@@ -100,6 +100,16 @@ func (s *Server) propose(ctx context.Context, in *protocol.Intent, d fsm.Decisio
 		return "", refusal(res.Err.Code, res.Err.Message)
 	}
 	return res.IntentID, nil
+}
+
+// apply proposes a command and times it until it is applied here.
+func (s *Server) apply(ctx context.Context, t fsm.MsgType, cmd any) (fsm.Result, error) {
+	start := time.Now()
+	res, _, err := s.node.Apply(ctx, t, cmd)
+	if err == nil {
+		s.metrics.applySeconds.Observe(time.Since(start).Seconds())
+	}
+	return res, err
 }
 
 func raftError(err error) *apiError {

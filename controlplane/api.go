@@ -2,7 +2,9 @@ package controlplane
 
 import (
 	"context"
+
 	"encoding/json"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"io"
 	"net/http"
 	"time"
@@ -17,6 +19,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/approvals", s.handleApproval)
 	mux.HandleFunc("GET /v1/tools", s.handleTools)
 	mux.HandleFunc("GET /v1/health", s.handleHealth)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	s.adminRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, codeNotFound, "no such endpoint")
@@ -51,6 +54,37 @@ type submitBody struct {
 	Approval json.RawMessage `json:"approval,omitempty"`
 }
 
+// enter admits a request to verification and proposal: sources that keep
+// failing authentication are refused before any work, and past MaxInFlight
+// requests are refused at once. Waiting for an outcome (?wait=) happens after
+// leave, so long polls do not hold capacity.
+func (s *Server) enter(w http.ResponseWriter, r *http.Request) (leave func(), ok bool) {
+	if s.fails.blocked(source(r)) {
+		s.metrics.refused.WithLabelValues(string(codeOverloaded)).Inc()
+		writeOverloaded(w, "too many requests from this address failed authentication")
+		return nil, false
+	}
+	if !s.gate.enter() {
+		s.metrics.refused.WithLabelValues(string(codeOverloaded)).Inc()
+		writeOverloaded(w, "the server is at capacity; retry")
+		return nil, false
+	}
+	s.metrics.inFlight.Inc()
+	return func() { s.metrics.inFlight.Dec(); s.gate.leave() }, true
+}
+
+// refuse answers a request refused without recording anything, and counts
+// authentication failures against their source.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, aerr *apiError) {
+	switch aerr.code {
+	case protocol.CodeMalformed, protocol.CodeUnknownKey, protocol.CodeBadSignature, protocol.CodeApprovalInvalid:
+		s.fails.failed(source(r))
+	}
+	s.metrics.refused.WithLabelValues(string(aerr.code)).Inc()
+	s.log.Info("request refused", "path", r.URL.Path, "code", aerr.code)
+	writeError(w, aerr.code, aerr.msg)
+}
+
 func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	wait, aerr := s.waitFor(r)
 	if aerr != nil {
@@ -70,17 +104,25 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, protocol.CodeMalformed, `body must be {"intent": {…}, "approval": {…}?}`)
 		return
 	}
-	id, aerr := s.admit(r.Context(), sb.Intent)
-	if aerr != nil {
-		s.log.Info("intent refused", "code", aerr.code)
-		writeError(w, aerr.code, aerr.msg)
+	leave, ok := s.enter(w, r)
+	if !ok {
 		return
 	}
-	if len(sb.Approval) > 0 {
-		if _, aerr := s.approve(r.Context(), sb.Approval); aerr != nil {
-			writeError(w, aerr.code, aerr.msg)
-			return
+	id, aerr := s.admit(r.Context(), sb.Intent)
+	if aerr == nil && len(sb.Approval) > 0 {
+		_, aerr = s.approve(r.Context(), sb.Approval)
+	}
+	leave()
+	if aerr != nil {
+		s.refuse(w, r, aerr)
+		return
+	}
+	if in, _, ok := s.fsm.Intent(id); ok {
+		code := ""
+		if in.Error != nil {
+			code = string(in.Error.Code)
 		}
+		s.metrics.admissions.WithLabelValues(in.State, code).Inc()
 	}
 	s.answer(w, r.Context(), id, wait)
 }
@@ -110,9 +152,14 @@ func (s *Server) handleApproval(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr.code, aerr.msg)
 		return
 	}
+	leave, ok := s.enter(w, r)
+	if !ok {
+		return
+	}
 	id, aerr := s.approve(r.Context(), body)
+	leave()
 	if aerr != nil {
-		writeError(w, aerr.code, aerr.msg)
+		s.refuse(w, r, aerr)
 		return
 	}
 	s.answer(w, r.Context(), id, 0)

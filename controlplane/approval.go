@@ -33,7 +33,7 @@ func (s *Server) approve(ctx context.Context, raw []byte) (string, *apiError) {
 		return "", fromProtocol(err)
 	}
 	expires, _ := protocol.ParseTime(a.ExpiresAt)
-	res, _, err := s.node.Apply(ctx, fsm.MsgApprove, &fsm.Approve{
+	res, err := s.apply(ctx, fsm.MsgApprove, &fsm.Approve{
 		At: s.now(), Approval: canon, ID: a.ID, IntentID: a.IntentID, Tenant: a.Tenant, Approver: a.Approver,
 		Decision: a.Decision, Nonce: a.Nonce, NonceExpiresAt: expires, Hash: protocol.HashBytes(canon),
 	})

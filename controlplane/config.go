@@ -35,7 +35,15 @@ type Config struct {
 	// TickInterval is how often the leader proposes its clock, which expires
 	// intents and prunes what has passed its retention.
 	TickInterval time.Duration
-	Logger       *slog.Logger
+	// MaxInFlight bounds admissions and approvals being processed; past it
+	// requests get 429 overloaded at once.
+	MaxInFlight int
+	// FailuresPerSecond and FailureBurst limit, per source address, requests
+	// that fail authentication; past them the source gets 429 before any
+	// verification work.
+	FailuresPerSecond float64
+	FailureBurst      int
+	Logger            *slog.Logger
 }
 
 // DefaultConfig returns a server configuration with the protocol's defaults.
@@ -44,6 +52,7 @@ func DefaultConfig() Config {
 		HTTPAddr: "127.0.0.1:7070", RaftAddr: "127.0.0.1:7071",
 		Verify: protocol.DefaultConfig(), FSM: fsm.DefaultConfig(),
 		MaxWait: 60 * time.Second, TickInterval: time.Second,
+		MaxInFlight: 1024, FailuresPerSecond: 5, FailureBurst: 20,
 	}
 }
 
@@ -58,6 +67,8 @@ func (c *Config) Validate() error {
 		return errors.New("controlplane: MaxWait must be in (0, 60s]")
 	case c.TickInterval <= 0:
 		return errors.New("controlplane: TickInterval must be positive")
+	case c.MaxInFlight <= 0 || c.FailuresPerSecond <= 0 || c.FailureBurst <= 0:
+		return errors.New("controlplane: MaxInFlight, FailuresPerSecond and FailureBurst must be positive")
 	}
 	if c.Dev {
 		host, _, err := net.SplitHostPort(c.HTTPAddr)

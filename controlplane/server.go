@@ -33,6 +33,9 @@ type Server struct {
 	catalog  *catalog
 	http     *http.Server
 	ln       net.Listener
+	gate     gate
+	fails    *failLimiter
+	metrics  *metrics
 
 	stop chan struct{}
 	done sync.WaitGroup
@@ -76,7 +79,12 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, fsm: f, node: node, keys: kr, verifier: v, catalog: newCatalog(f), stop: make(chan struct{})}
+	s := &Server{
+		cfg: cfg, log: log, fsm: f, node: node, keys: kr, verifier: v, catalog: newCatalog(f), stop: make(chan struct{}),
+		gate: make(gate, cfg.MaxInFlight), fails: newFailLimiter(cfg.FailuresPerSecond, cfg.FailureBurst, 100_000),
+		metrics: newMetrics(node.Raft),
+	}
+	s.observeLeader()
 	s.http = &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -87,6 +95,27 @@ func New(cfg Config) (*Server, error) {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	return s, nil
+}
+
+// observeLeader counts leader changes seen by this server.
+func (s *Server) observeLeader() {
+	ch := make(chan raft.Observation, 16)
+	s.node.Raft.RegisterObserver(raft.NewObserver(ch, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	}))
+	s.done.Add(1)
+	go func() {
+		defer s.done.Done()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-ch:
+				s.metrics.leaderChange.Inc()
+			}
+		}
+	}()
 }
 
 // serverTLS loads the server's Raft certificate, creating a cluster CA and

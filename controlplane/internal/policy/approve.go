@@ -10,10 +10,8 @@ import (
 // ApproveRequest asks whether an approval's approver may decide on an intent.
 // Build it with NewApproveRequest; the zero value is refused.
 type ApproveRequest struct {
-	built    bool
-	approver cedar.Entity
-	tool     cedar.Entity
-	context  cedar.Record
+	built bool
+	req   request
 }
 
 // NewApproveRequest maps an approval of an intent onto the entity model:
@@ -42,10 +40,8 @@ func NewApproveRequest(in *protocol.Intent, ap *protocol.Approval, tool Tool) (A
 	ctx["principal"] = cedar.String(in.Principal)
 	ctx["decision"] = cedar.String(ap.Decision)
 	return ApproveRequest{
-		built:    true,
-		approver: person(TypeApprover, ap.Approver, ap.Tenant),
-		tool:     tool.entity(),
-		context:  cedar.NewRecord(ctx),
+		built: true,
+		req:   newRequest(person(TypeApprover, ap.Approver, ap.Tenant), actionApprove, tool.entity(), ctx),
 	}, nil
 }
 
@@ -60,10 +56,5 @@ func (s *Set) Approve(req ApproveRequest) Decision {
 	if s == nil {
 		return refused("no policy set")
 	}
-	return s.authorize(entities(req.approver, req.tool), cedar.Request{
-		Principal: req.approver.UID,
-		Action:    actionApprove,
-		Resource:  req.tool.UID,
-		Context:   req.context,
-	}, false)
+	return s.authorize(req.req, false)
 }

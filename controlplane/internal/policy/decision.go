@@ -31,8 +31,8 @@ type Decision struct {
 // an evaluation error anywhere denies (Cedar itself would skip the failing
 // policy, which for a forbid means allowing what it meant to refuse), and a
 // satisfied permit carrying @approval("required") requires approval.
-func (s *Set) authorize(entities cedar.EntityMap, req cedar.Request, approvable bool) Decision {
-	allow, diag := cedar.Authorize(s.policies, entities, req)
+func (s *Set) authorize(req request, approvable bool) Decision {
+	allow, diag := cedar.Authorize(s.policies, req.entities, req.cedar)
 	if len(diag.Errors) > 0 {
 		d := Decision{Policies: make([]string, 0, len(diag.Errors))}
 		for _, e := range diag.Errors {

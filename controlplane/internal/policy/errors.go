@@ -32,7 +32,7 @@ var (
 
 	// ErrInput is the parent of every error about a request's JSON input.
 	ErrInput = errors.New("policy: input not mappable to Cedar")
-	// ErrNotObject: params, an intent context or a record was not a JSON object.
+	// ErrNotObject: params or an intent context is not a JSON object.
 	ErrNotObject = fmt.Errorf("%w: not a JSON object", ErrInput)
 	// ErrTooDeep: JSON nested deeper than MaxDepth.
 	ErrTooDeep = fmt.Errorf("%w: nested too deeply", ErrInput)

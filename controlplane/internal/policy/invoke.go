@@ -12,10 +12,26 @@ import (
 // to the intent, and may be evaluated against any number of sets,
 // concurrently.
 type InvokeRequest struct {
-	built     bool
-	principal cedar.Entity
-	tool      cedar.Entity
-	context   cedar.Record
+	built bool
+	req   request
+}
+
+// request is what Cedar is asked, built once by a constructor.
+type request struct {
+	entities cedar.EntityMap
+	cedar    cedar.Request
+}
+
+func newRequest(principal cedar.Entity, action cedar.EntityUID, tool cedar.Entity, ctx cedar.RecordMap) request {
+	return request{
+		entities: cedar.EntityMap{principal.UID: principal, tool.UID: tool},
+		cedar: cedar.Request{
+			Principal: principal.UID,
+			Action:    action,
+			Resource:  tool.UID,
+			Context:   cedar.NewRecord(ctx),
+		},
+	}
 }
 
 // NewInvokeRequest maps an intent and the manifest of its tool onto the entity
@@ -39,10 +55,8 @@ func NewInvokeRequest(in *protocol.Intent, tool Tool) (InvokeRequest, error) {
 		return InvokeRequest{}, err
 	}
 	return InvokeRequest{
-		built:     true,
-		principal: person(TypeAgent, in.Principal, in.Tenant),
-		tool:      tool.entity(),
-		context:   cedar.NewRecord(ctx),
+		built: true,
+		req:   newRequest(person(TypeAgent, in.Principal, in.Tenant), actionInvoke, tool.entity(), ctx),
 	}, nil
 }
 
@@ -56,18 +70,5 @@ func (s *Set) Invoke(req InvokeRequest) Decision {
 	if s == nil {
 		return refused("no policy set")
 	}
-	return s.authorize(entities(req.principal, req.tool), cedar.Request{
-		Principal: req.principal.UID,
-		Action:    actionInvoke,
-		Resource:  req.tool.UID,
-		Context:   req.context,
-	}, true)
-}
-
-func entities(es ...cedar.Entity) cedar.EntityMap {
-	m := make(cedar.EntityMap, len(es))
-	for _, e := range es {
-		m[e.UID] = e
-	}
-	return m
+	return s.authorize(req.req, true)
 }

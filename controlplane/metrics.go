@@ -1,0 +1,45 @@
+package controlplane
+
+import (
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the server's Prometheus metrics, on a registry of its own so
+// that several servers can run in one process (tests).
+type metrics struct {
+	reg          *prometheus.Registry
+	admissions   *prometheus.CounterVec
+	applySeconds prometheus.Histogram
+	inFlight     prometheus.Gauge
+	leaderChange prometheus.Counter
+	refused      *prometheus.CounterVec
+}
+
+func newMetrics(node *raft.Raft) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		admissions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "writ_admissions_total", Help: "Intents recorded, by final or waiting state and error code.",
+		}, []string{"state", "code"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "writ_requests_refused_total", Help: "Requests refused without recording anything, by code.",
+		}, []string{"code"}),
+		applySeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "writ_raft_apply_seconds", Help: "Time from proposing an entry to its being applied here.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+		}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "writ_admissions_in_flight", Help: "Admissions and approvals being processed (the queue depth).",
+		}),
+		leaderChange: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "writ_leader_changes_total", Help: "Times this server saw the leader change.",
+		}),
+	}
+	raftIndex := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "writ_raft_applied_index", Help: "The last Raft index applied on this server.",
+	}, func() float64 { return float64(node.AppliedIndex()) })
+	m.reg.MustRegister(m.admissions, m.refused, m.applySeconds, m.inFlight, m.leaderChange, raftIndex,
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}
