@@ -1,0 +1,70 @@
+package main_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestAdminCLI manages a running writ dev with the admin commands: a tenant
+// with a run budget, its orchestrator key, a tool, a policy; then intents of
+// that tenant run against them.
+func TestAdminCLI(t *testing.T) {
+	dir := t.TempDir()
+	addr, raftAddr := freePort(t), freePort(t)
+	server := "http://" + addr
+	dev := startWritDev(t, dir, addr, raftAddr)
+	defer stopWritDev(t, dev)
+	var creds struct {
+		AdminToken string `json:"admin_token"`
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "dev.json"))
+	if err := json.Unmarshal(b, &creds); err != nil || creds.AdminToken == "" {
+		t.Fatalf("dev.json: %v", err)
+	}
+	admin := func(args ...string) (string, int) {
+		return run(t, "", append(args, "--server", server, "--token", creds.AdminToken)...)
+	}
+	keys := t.TempDir()
+	if _, code := run(t, "", "keygen", "hmac", "--id", "acme-orch", "--dir", keys); code != 0 {
+		t.Fatal("keygen")
+	}
+	policy := writeFile(t, keys, "policy.cedar", `@id("acme.invoke")
+permit (principal, action == Writ::Action::"invoke", resource == Writ::Tool::"greet")
+when { principal.tenant == "acme" };
+`)
+	tool := writeFile(t, keys, "greet.json", `{"name":"greet","input_schema":{"type":"object","required":["name"]},"manifest":{"name":"greet","tier":"wasm","module":"/opt/greet.wasm"}}`)
+	for _, args := range [][]string{
+		{"tenant", "put", "acme", "--run-budget", "1"},
+		{"key", "add", "--tenant", "acme", "--id", "acme-orch", "--secret-file", filepath.Join(keys, "acme-orch.key")},
+		{"tool", "apply", "-f", tool},
+		{"policy", "apply", "-f", policy},
+	} {
+		if out, code := admin(args...); code != 0 || out != "{\"ok\":true}\n" {
+			t.Fatalf("writ %s: %q exit %d", strings.Join(args, " "), out, code)
+		}
+	}
+	if out, code := run(t, "", "tenant", "put", "x", "--server", server, "--token", "wrong"); code != 1 || !strings.Contains(out, "unauthorized") {
+		t.Fatalf("wrong token: %q exit %d", out, code)
+	}
+	if out, code := admin("policy", "apply", "-f", tool); code != 1 || !strings.Contains(out, "malformed") {
+		t.Fatalf("a policy that does not parse: %q exit %d", out, code)
+	}
+	submit := func(params string) string {
+		intent, code := run(t, "", "intent", "sign", "--key", "acme-orch="+filepath.Join(keys, "acme-orch.key"),
+			"--tenant", "acme", "--principal", "bot", "--run", "run-1", "--tool", "greet", "--params", params)
+		if code != 0 {
+			t.Fatal("intent sign")
+		}
+		out, _ := run(t, intent, "intent", "submit", "--server", server)
+		return out
+	}
+	if out := submit(`{"name":"ada"}`); !strings.Contains(out, `"state":"dispatched"`) || !strings.Contains(out, `"acme.invoke"`) {
+		t.Fatalf("first intent: %s", out)
+	}
+	if out := submit(`{"name":"bob"}`); !strings.Contains(out, `"state":"rejected"`) || !strings.Contains(out, `"budget_exhausted"`) {
+		t.Fatalf("second intent of a run with a budget of 1: %s", out)
+	}
+}

@@ -1,0 +1,185 @@
+package cli
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+
+	"github.com/spf13/cobra"
+	"github.com/writhq/writ/client"
+)
+
+// adminFlags are the flags every admin command takes.
+type adminFlags struct{ server, token string }
+
+func (a *adminFlags) register(cmd *cobra.Command) {
+	cmd.PersistentFlags().StringVar(&a.server, "server", defaultServer, "the control plane's API address")
+	cmd.PersistentFlags().StringVar(&a.token, "token", "", "admin token (default: $WRIT_TOKEN)")
+}
+
+// call sends one admin call and reports it.
+func (a *adminFlags) call(e *env, method, path string, body []byte) error {
+	token := a.token
+	if token == "" {
+		token = os.Getenv("WRIT_TOKEN")
+	}
+	if token == "" {
+		return errors.New("an admin token is required: --token or WRIT_TOKEN")
+	}
+	err := client.New(a.server, token).Admin(context.Background(), method, path, body)
+	var ae *client.Error
+	if errors.As(err, &ae) {
+		e.printJSON(map[string]any{"ok": false, "error": map[string]string{"code": string(ae.Code), "message": ae.Message}})
+		return exitError{1}
+	}
+	if err != nil {
+		return err
+	}
+	if e.output == "text" {
+		fmt.Fprintln(e.out, "ok")
+		return nil
+	}
+	return e.printJSON(map[string]bool{"ok": true})
+}
+
+func newTool(e *env) *cobra.Command {
+	var a adminFlags
+	var file string
+	cmd := &cobra.Command{Use: "tool", Short: "Register tools (admin)"}
+	a.register(cmd)
+	apply := &cobra.Command{
+		Use:   "apply -f FILE",
+		Short: "Register or replace a tool from its registration (docs/controlplane.md)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			b, err := readSmallFile(file, 1<<20)
+			if err != nil {
+				return err
+			}
+			return a.call(e, "PUT", "tools", b)
+		},
+	}
+	apply.Flags().StringVarP(&file, "file", "f", "", "the tool registration, JSON")
+	apply.MarkFlagRequired("file")
+	cmd.AddCommand(apply)
+	return cmd
+}
+
+func newPolicy(e *env) *cobra.Command {
+	var a adminFlags
+	var file string
+	cmd := &cobra.Command{Use: "policy", Short: "Install the Cedar policy set (admin)"}
+	a.register(cmd)
+	apply := &cobra.Command{
+		Use:   "apply -f FILE",
+		Short: "Install a Cedar policy set; refused unless it parses and every policy has an @id",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			b, err := readSmallFile(file, 1<<20)
+			if err != nil {
+				return err
+			}
+			return a.call(e, "PUT", "policy", b)
+		},
+	}
+	apply.Flags().StringVarP(&file, "file", "f", "", "the policy text")
+	apply.MarkFlagRequired("file")
+	cmd.AddCommand(apply)
+	return cmd
+}
+
+func newTenant(e *env) *cobra.Command {
+	var a adminFlags
+	var budget int64
+	cmd := &cobra.Command{Use: "tenant", Short: "Manage tenants (admin)"}
+	a.register(cmd)
+	put := &cobra.Command{
+		Use:   "put TENANT [--run-budget N]",
+		Short: "Create or update a tenant and the intents one run may have admitted (0: no limit)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			b, _ := json.Marshal(map[string]int64{"run_budget": budget})
+			return a.call(e, "PUT", "tenants/"+url.PathEscape(args[0]), b)
+		},
+	}
+	put.Flags().Int64Var(&budget, "run-budget", 0, "intents one run may have admitted; 0 is no limit")
+	cmd.AddCommand(put)
+	return cmd
+}
+
+func newKey(e *env) *cobra.Command {
+	var a adminFlags
+	var tenant, id, secretFile, public, approver string
+	cmd := &cobra.Command{Use: "key", Short: "Register and remove orchestrator and approver keys (admin)"}
+	a.register(cmd)
+	cmd.PersistentFlags().StringVar(&tenant, "tenant", "", "the tenant the key belongs to")
+	cmd.PersistentFlags().StringVar(&id, "id", "", "the key id")
+	path := func(kind string) string {
+		return "tenants/" + url.PathEscape(tenant) + "/" + kind + "/" + url.PathEscape(id)
+	}
+	need := func() error {
+		if tenant == "" || id == "" {
+			return errors.New("--tenant and --id are required")
+		}
+		return nil
+	}
+	add := &cobra.Command{
+		Use:   "add --tenant T --id ID --secret-file FILE",
+		Short: "Register an orchestrator HMAC key (the secret is sealed before it is stored)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if err := need(); err != nil {
+				return err
+			}
+			secret, err := readKeyFile(secretFile)
+			if err != nil {
+				return err
+			}
+			b, _ := json.Marshal(map[string]string{"secret": base64.StdEncoding.EncodeToString(secret)})
+			return a.call(e, "PUT", path("keys"), b)
+		},
+	}
+	add.Flags().StringVar(&secretFile, "secret-file", "", "the key file written by writ keygen hmac")
+	addApprover := &cobra.Command{
+		Use:   "add-approver --tenant T --id ID --public B64 --approver NAME",
+		Short: "Register an approver's Ed25519 public key, bound to the identity it signs as",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if err := need(); err != nil {
+				return err
+			}
+			b, _ := json.Marshal(map[string]string{"public": public, "approver": approver})
+			return a.call(e, "PUT", path("approvers"), b)
+		},
+	}
+	addApprover.Flags().StringVar(&public, "public", "", "the standard base64 of the 32-byte public key")
+	addApprover.Flags().StringVar(&approver, "approver", "", "the approver identity")
+	del := &cobra.Command{
+		Use:   "delete --tenant T --id ID",
+		Short: "Remove an orchestrator key",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if err := need(); err != nil {
+				return err
+			}
+			return a.call(e, "DELETE", path("keys"), nil)
+		},
+	}
+	delApprover := &cobra.Command{
+		Use:   "delete-approver --tenant T --id ID",
+		Short: "Remove an approver key",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if err := need(); err != nil {
+				return err
+			}
+			return a.call(e, "DELETE", path("approvers"), nil)
+		},
+	}
+	cmd.AddCommand(add, addApprover, del, delApprover)
+	return cmd
+}
