@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/writhq/writ/controlplane/internal/fsm"
@@ -75,8 +76,14 @@ func (s *Server) decide(in *protocol.Intent) fsm.Decision {
 	out := fsm.Decision{Allow: d.Allow, ApprovalRequired: d.Allow && (d.ApprovalRequired || tool.RequiresApproval), PolicyHash: set.Hash(), Policies: d.Policies}
 	if !d.Allow {
 		msg := "no policy permits this intent"
-		if len(d.Policies) > 0 {
-			msg = "denied by policy"
+		switch {
+		case len(d.Errors) > 0:
+			// Policy errors name policies and positions: for operators, in
+			// the log; the orchestrator learns which policies decided.
+			s.log.Warn("policy evaluation failed; denied", "intent_id", in.ID, "policies", d.Policies, "errors", d.Errors)
+			msg = "denied: policy evaluation failed in " + strings.Join(d.Policies, ", ")
+		case len(d.Policies) > 0:
+			msg = "denied by " + strings.Join(d.Policies, ", ")
 		}
 		out.Error = &protocol.ErrorBody{Code: fsm.CodePolicyDenied, Message: msg}
 	}

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // metrics are the server's Prometheus metrics, on a registry of its own so
@@ -40,6 +41,6 @@ func newMetrics(node *raft.Raft) *metrics {
 		Name: "writ_raft_applied_index", Help: "The last Raft index applied on this server.",
 	}, func() float64 { return float64(node.AppliedIndex()) })
 	m.reg.MustRegister(m.admissions, m.refused, m.applySeconds, m.inFlight, m.leaderChange, raftIndex,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -61,7 +61,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := fsm.New(cfg.FSM)
+	f, err := fsm.New(cfg.FSM, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -48,6 +48,8 @@ func (t MsgType) String() string {
 		return "approve"
 	case MsgTick:
 		return "tick"
+	case MsgPutCheckpoint:
+		return "put_checkpoint"
 	}
 	return fmt.Sprintf("msg(%d)", uint8(t))
 }

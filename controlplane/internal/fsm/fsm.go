@@ -55,18 +55,21 @@ type FSM struct {
 	state *State
 	idx   *indexes
 
+	ledger       Ledger // nil: no receipts (tests of the state machine alone)
+	checkpointed bool   // a checkpoint was applied by the current command
+
 	watch watchers
 }
 
 var _ raft.FSM = (*FSM)(nil)
 
-// New returns an empty FSM.
-func New(cfg Config) (*FSM, error) {
+// New returns an empty FSM that appends receipts to lg (nil for none).
+func New(cfg Config, lg Ledger) (*FSM, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	s := newState()
-	return &FSM{cfg: cfg, state: s, idx: buildIndexes(s)}, nil
+	return &FSM{cfg: cfg, state: s, idx: buildIndexes(s), ledger: lg}, nil
 }
 
 // Apply applies one committed log entry. A command that cannot be decoded is
@@ -83,14 +86,28 @@ func (f *FSM) Apply(l *raft.Log) any {
 	for _, id := range changed {
 		f.watch.notify(id)
 	}
+	if f.checkpointed {
+		f.checkpointed = false
+		f.watch.notify(CheckpointWatch)
+	}
 	return res
 }
+
+// CheckpointWatch is the watch key that a new checkpoint wakes.
+const CheckpointWatch = "\x00checkpoint"
 
 func (f *FSM) applyLocked(l *raft.Log) (Result, []string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	res, changed := f.apply(l.Index, MsgType(l.Data[0]), l.Data[1:])
 	f.state.Index = l.Index
+	// Receipts are appended in the order intents became final here, which is
+	// log order, and sorted within one entry.
+	for _, id := range sortedUnique(changed) {
+		if in := f.state.Intents[id]; in != nil && Final(in.State) && in.Receipt == nil {
+			f.recordReceipt(in)
+		}
+	}
 	return res, changed
 }
 
@@ -141,6 +158,10 @@ func (f *FSM) apply(index uint64, t MsgType, data []byte) (res Result, changed [
 		var c Tick
 		decode(&c)
 		return Result{}, f.applyTick(index, c.At)
+	case MsgPutCheckpoint:
+		var c PutCheckpoint
+		decode(&c)
+		f.applyCheckpoint(&c)
 	default:
 		panic(fmt.Sprintf("fsm: unknown command type %d at index %d", t, index))
 	}

@@ -32,7 +32,7 @@ func (b *logBuilder) add(mt MsgType, cmd any) *raft.Log {
 
 func newFSM(t testing.TB) *FSM {
 	t.Helper()
-	f, err := New(DefaultConfig())
+	f, err := New(DefaultConfig(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

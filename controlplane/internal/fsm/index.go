@@ -88,3 +88,19 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+func sortedUnique(ids []string) []string {
+	if len(ids) < 2 {
+		return ids
+	}
+	out := append([]string(nil), ids...)
+	sort.Strings(out)
+	j := 1
+	for i := 1; i < len(out); i++ {
+		if out[i] != out[j-1] {
+			out[j] = out[i]
+			j++
+		}
+	}
+	return out[:j]
+}

@@ -40,6 +40,10 @@ type State struct {
 	Runs map[string]*Run `json:"runs"`
 	// Nonces maps consumed approval nonces to the time they may be forgotten.
 	Nonces map[string]time.Time `json:"nonces"`
+	// Receipts counts the receipts appended to the ledger; the next one's
+	// index. Checkpoints counts the checkpoints installed.
+	Receipts    uint64 `json:"receipts"`
+	Checkpoints uint64 `json:"checkpoints"`
 }
 
 // Tenant holds a tenant's settings and keys.
@@ -78,6 +82,8 @@ type Intent struct {
 	Error       *protocol.ErrorBody   `json:"error,omitempty"`
 	Approval    *protocol.ApprovalRef `json:"approval,omitempty"`
 	ApprovalRaw json.RawMessage       `json:"approval_raw,omitempty"`
+	// Receipt is the ledger index of the intent's receipt, once final.
+	Receipt *uint64 `json:"receipt,omitempty"`
 }
 
 // Run counts the intents admitted in one run. It is forgotten one idempotency

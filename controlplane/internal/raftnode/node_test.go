@@ -50,7 +50,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 
 func startNode(t *testing.T, ca *testCA, id, dir string, bootstrap bool) *Node {
 	t.Helper()
-	f, err := fsm.New(fsm.DefaultConfig())
+	f, err := fsm.New(fsm.DefaultConfig(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

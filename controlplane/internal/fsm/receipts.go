@@ -1,0 +1,115 @@
+package fsm
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/writhq/writ/ledger"
+	"github.com/writhq/writ/protocol"
+)
+
+// Ledger is the receipt log the FSM appends to: *ledger.Log. Appends happen in
+// Apply, in log order, so every replica holds the same leaves at the same
+// indexes; the FSM's state counts them, so replaying entries a durable store
+// already holds checks them instead of appending them twice.
+type Ledger interface {
+	Size() int64
+	Append(leaves ...[]byte) (int64, error)
+	Leaf(index int64) ([]byte, error)
+	SetCheckpoint(signed []byte) error
+}
+
+// PutCheckpoint installs a checkpoint the leader signed over leaves already
+// applied, on every replica.
+type PutCheckpoint struct {
+	Note []byte `json:"note"`
+}
+
+// MsgPutCheckpoint carries a signed checkpoint.
+const MsgPutCheckpoint MsgType = 19
+
+// recordReceipt appends the receipt of an intent that has just reached its
+// final state. A store that holds a different leaf at that index, or fails to
+// append, stops the server: the receipt log must never silently differ from
+// the Raft log.
+func (f *FSM) recordReceipt(in *Intent) {
+	if f.ledger == nil {
+		return
+	}
+	s := f.state
+	index := s.Receipts
+	r := &protocol.Receipt{
+		Type: protocol.ReceiptType, Index: index, IntentID: in.ID, Tenant: in.Tenant, Principal: in.Principal,
+		Tool: in.Tool, PayloadHash: in.PayloadHash, IdempotencyKey: in.IdempotencyKey, Outcome: outcomeOf(in.State),
+		Error: in.Error, Approval: in.Approval, RecordedAt: protocol.FormatTime(s.Clock),
+	}
+	if in.Decision.PolicyHash != "" {
+		d := "deny"
+		if in.Decision.Allow {
+			d = "allow"
+		}
+		pol := in.Decision.Policies
+		if pol == nil {
+			pol = []string{}
+		}
+		r.Policy = &protocol.PolicyDecision{Hash: in.Decision.PolicyHash, Decision: d, Policies: pol}
+	}
+	leaf, err := r.Leaf()
+	if err != nil {
+		panic(fmt.Sprintf("fsm: receipt %d of intent %s: %v", index, in.ID, err))
+	}
+	f.putLeaf(int64(index), leaf)
+	s.Receipts++
+	in.Receipt = &index
+}
+
+// putLeaf appends leaf at index, or checks the leaf a durable store already
+// holds there.
+func (f *FSM) putLeaf(index int64, leaf []byte) {
+	size := f.ledger.Size()
+	switch {
+	case index < size:
+		stored, err := f.ledger.Leaf(index)
+		if err != nil || !bytes.Equal(stored, leaf) {
+			panic(fmt.Sprintf("fsm: the receipt log holds another receipt at %d than the Raft log makes (%v)", index, err))
+		}
+	case index == size:
+		if _, err := f.ledger.Append(leaf); err != nil {
+			panic(fmt.Sprintf("fsm: appending receipt %d: %v", index, err))
+		}
+	default:
+		panic(fmt.Sprintf("fsm: the receipt log has %d receipts, the state %d", size, index))
+	}
+}
+
+// applyCheckpoint installs a checkpoint. One older than the store's latest is
+// an entry replayed after a restart, and changes nothing; one that disagrees
+// with the store's tree breaks the ledger, which then refuses to serve.
+func (f *FSM) applyCheckpoint(c *PutCheckpoint) {
+	if f.ledger == nil {
+		return
+	}
+	err := f.ledger.SetCheckpoint(c.Note)
+	if err != nil && !errors.Is(err, ledger.ErrRollback) {
+		panic(fmt.Sprintf("fsm: checkpoint: %v", err))
+	}
+	f.state.Checkpoints++
+	f.checkpointed = true
+}
+
+func outcomeOf(state string) string {
+	switch state {
+	case StateCompleted:
+		return protocol.OutcomeCompleted
+	case StateFailed:
+		return protocol.OutcomeFailed
+	case StateDenied:
+		return protocol.OutcomeDenied
+	case StateExpired:
+		return protocol.OutcomeExpired
+	case StateUnknown:
+		return protocol.OutcomeUnknown
+	}
+	return protocol.OutcomeRejected
+}

@@ -1,0 +1,179 @@
+package fsm
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/writhq/writ/ledger"
+	"github.com/writhq/writ/protocol"
+)
+
+func memLedger(t *testing.T) *ledger.Log {
+	t.Helper()
+	l, err := ledger.Open(context.Background(), ledger.NewMemStore(), ledger.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func withLedger(t *testing.T, l Ledger) *FSM {
+	t.Helper()
+	f, err := New(DefaultConfig(), l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// receiptLog makes a log with outcomes of every kind.
+func receiptLog(t *testing.T) *logBuilder {
+	b := &logBuilder{t: t}
+	b.add(MsgAdmit, admit("ok", "k1", "p", t0))
+	b.add(MsgAdmit, admit("no", "k2", "p", t0, func(a *Admit) { a.Decision = Decision{PolicyHash: "sha256:p"} }))
+	b.add(MsgAdmit, admit("bad", "k3", "p", t0, func(a *Admit) {
+		a.Decision = Decision{Error: &protocol.ErrorBody{Code: "params_invalid", Message: "x"}}
+	}))
+	b.add(MsgAdmit, admit("wait", "k4", "p", t0, func(a *Admit) { a.Decision.ApprovalRequired = true }))
+	b.add(MsgAdmit, admit("deny", "k5", "p", t0, func(a *Admit) { a.Decision.ApprovalRequired = true }))
+	b.add(MsgApprove, approve("deny", "n1", protocol.DecisionDeny, t0.Add(time.Minute)))
+	b.add(MsgTick, Tick{At: t0.Add(11 * time.Minute)})
+	return b
+}
+
+func TestReceiptsForFinalOutcomes(t *testing.T) {
+	l := memLedger(t)
+	f := withLedger(t, l)
+	b := receiptLog(t)
+	for _, e := range b.logs {
+		f.Apply(e)
+	}
+	want := map[string]string{"no": "denied", "bad": "rejected", "deny": "denied", "wait": "expired", "ok": "expired"}
+	if l.Size() != int64(len(want)) {
+		t.Fatalf("ledger holds %d receipts, want %d", l.Size(), len(want))
+	}
+	for id, outcome := range want {
+		in := state(t, f, id)
+		if in.Receipt == nil {
+			t.Fatalf("%s has no receipt", id)
+		}
+		leaf, _ := l.Leaf(int64(*in.Receipt))
+		r, err := protocol.DecodeReceipt(leaf, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.IntentID != id || r.Outcome != outcome || r.Index != *in.Receipt {
+			t.Errorf("%s: receipt %+v, want outcome %s", id, r, outcome)
+		}
+	}
+	// A fresh replica makes the same leaves.
+	l2 := memLedger(t)
+	g := withLedger(t, l2)
+	for _, e := range b.logs {
+		g.Apply(e)
+	}
+	r1, _ := l.Root(l.Size())
+	r2, _ := l2.Root(l2.Size())
+	if r1 != r2 {
+		t.Fatal("two replicas built different receipt logs")
+	}
+	// A restarted replica replays over the receipts it already holds.
+	h := withLedger(t, l)
+	for _, e := range b.logs {
+		h.Apply(e)
+	}
+	if l.Size() != int64(len(want)) {
+		t.Fatalf("replay over a durable ledger appended again: %d receipts", l.Size())
+	}
+}
+
+func TestReceiptLogDisagreementStops(t *testing.T) {
+	l := memLedger(t)
+	if _, err := l.Append([]byte(`{"not":"this receipt"}`)); err != nil {
+		t.Fatal(err)
+	}
+	f := withLedger(t, l)
+	b := &logBuilder{t: t}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a ledger holding another receipt was accepted")
+		}
+	}()
+	f.Apply(b.add(MsgAdmit, admit("no", "k", "p", t0, func(a *Admit) { a.Decision = Decision{PolicyHash: "sha256:p"} })))
+}
+
+func TestSnapshotCarriesReceipts(t *testing.T) {
+	l := memLedger(t)
+	f := withLedger(t, l)
+	for _, e := range receiptLog(t).logs {
+		f.Apply(e)
+	}
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &memSink{}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	empty := memLedger(t)
+	g := withLedger(t, empty)
+	if err := g.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
+		t.Fatal(err)
+	}
+	if empty.Size() != l.Size() {
+		t.Fatalf("restored ledger has %d receipts, want %d", empty.Size(), l.Size())
+	}
+	a, _ := l.Root(l.Size())
+	b, _ := empty.Root(empty.Size())
+	if a != b {
+		t.Fatal("restored ledger differs")
+	}
+	want, _ := f.Encode()
+	got, _ := g.Encode()
+	if !bytes.Equal(got, want) {
+		t.Fatal("restored state differs")
+	}
+}
+
+func TestCheckpointsThroughTheLog(t *testing.T) {
+	signer, vkey, err := ledger.NewSigner("writ.test/fsm", make([]byte, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := ledger.Open(context.Background(), ledger.NewMemStore(), ledger.Config{VerifierKey: vkey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := withLedger(t, l)
+	b := receiptLog(t)
+	for _, e := range b.logs {
+		f.Apply(e)
+	}
+	root, _ := l.Root(l.Size())
+	note, err := ledger.SignCheckpoint(ledger.Checkpoint{Origin: signer.Name(), Size: l.Size(), Root: root}, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, woken, _ := f.Intent(CheckpointWatch)
+	f.Apply(b.add(MsgPutCheckpoint, PutCheckpoint{Note: note}))
+	select {
+	case <-woken:
+	default:
+		t.Error("a checkpoint did not wake its watchers")
+	}
+	v, _ := ledger.NewVerifier(vkey)
+	rp, err := l.ProveReceipt(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ledger.VerifyReceipt(v, rp); err != nil {
+		t.Fatalf("receipt 0 does not verify: %v", err)
+	}
+	// Replayed after a restart, an older checkpoint changes nothing.
+	f.Apply(&raft.Log{Index: b.logs[len(b.logs)-1].Index, Type: raft.LogCommand, Data: b.logs[len(b.logs)-1].Data})
+}
