@@ -63,6 +63,13 @@ func (c *Client) Approve(ctx context.Context, approval []byte) (*IntentResponse,
 	return &r, c.do(ctx, http.MethodPost, "/v1/approvals", approval, &r)
 }
 
+// Receipt returns GET /v1/receipts/{index}: the receipt, its inclusion proof
+// and the signed checkpoint it is proved against, as JSON.
+func (c *Client) Receipt(ctx context.Context, index uint64) (json.RawMessage, error) {
+	var r json.RawMessage
+	return r, c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/receipts/%d", index), nil, &r)
+}
+
 // Health returns the server's health answer.
 func (c *Client) Health(ctx context.Context) (map[string]any, error) {
 	var r map[string]any

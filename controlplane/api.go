@@ -21,6 +21,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/health", s.handleHealth)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	s.adminRoutes(mux)
+	s.ledgerRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, codeNotFound, "no such endpoint")
 	})
@@ -128,13 +129,18 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) answer(w http.ResponseWriter, ctx context.Context, id string, wait time.Duration) {
+	deadline := time.Now().Add(wait)
 	in, ok := s.wait(ctx, id, wait)
 	if !ok {
 		writeError(w, codeNotFound, "no intent "+id)
 		return
 	}
+	resp := responseFor(in)
+	if in.Receipt != nil {
+		s.attachReceipt(ctx, &resp, *in.Receipt, time.Until(deadline))
+	}
 	s.log.Info("intent", "intent_id", in.ID, "state", in.State)
-	writeJSON(w, http.StatusOK, responseFor(in))
+	writeJSON(w, http.StatusOK, resp)
 }
 
 func (s *Server) handleGetIntent(w http.ResponseWriter, r *http.Request) {

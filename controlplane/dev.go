@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/writhq/writ/controlplane/internal/policy"
 	"github.com/writhq/writ/ledger"
@@ -83,6 +84,16 @@ func StartDev(ctx context.Context, dc DevConfig) (*Server, *DevCredentials, erro
 	cfg.Dev, cfg.Bootstrap = true, true
 	sum := sha256.Sum256([]byte(creds.AdminToken))
 	cfg.AdminTokenHashes = []string{protocol.FormatHash(sum)}
+	seed, err := base64.StdEncoding.DecodeString(creds.LedgerSeed)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dev.json: ledger_seed: %v", err)
+	}
+	origin, _, _ := strings.Cut(creds.LedgerKey, "+")
+	signer, vkey, err := ledger.NewSigner(origin, seed)
+	if err != nil || vkey != creds.LedgerKey {
+		return nil, nil, fmt.Errorf("dev.json: ledger_seed does not make ledger_key")
+	}
+	cfg.LedgerSigner, cfg.LedgerVerifierKey = signer, vkey
 	s, err := New(cfg)
 	if err != nil {
 		return nil, nil, err

@@ -19,6 +19,7 @@ import (
 	"github.com/writhq/writ/controlplane/internal/keyring"
 	"github.com/writhq/writ/controlplane/internal/pki"
 	"github.com/writhq/writ/controlplane/internal/raftnode"
+	"github.com/writhq/writ/ledger"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -28,6 +29,7 @@ type Server struct {
 	log      *slog.Logger
 	fsm      *fsm.FSM
 	node     *raftnode.Node
+	ledger   *ledger.Log
 	keys     *keyring.Keyring
 	verifier *protocol.Verifier
 	catalog  *catalog
@@ -61,8 +63,13 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := fsm.New(cfg.FSM, nil)
+	lg, err := openLedger(cfg, log)
 	if err != nil {
+		return nil, err
+	}
+	f, err := fsm.New(cfg.FSM, lg)
+	if err != nil {
+		lg.Close()
 		return nil, err
 	}
 	verifyCfg := cfg.Verify
@@ -71,16 +78,18 @@ func New(cfg Config) (*Server, error) {
 	}
 	v, err := protocol.NewVerifier(verifyCfg)
 	if err != nil {
+		lg.Close()
 		return nil, err
 	}
 	node, err := raftnode.Start(raftnode.Config{
 		ID: cfg.ID, Dir: cfg.DataDir, Bind: cfg.RaftAddr, TLS: tlsCfg, Bootstrap: cfg.Bootstrap, Logger: log,
 	}, f)
 	if err != nil {
+		lg.Close()
 		return nil, err
 	}
 	s := &Server{
-		cfg: cfg, log: log, fsm: f, node: node, keys: kr, verifier: v, catalog: newCatalog(f), stop: make(chan struct{}),
+		cfg: cfg, log: log, fsm: f, node: node, ledger: lg, keys: kr, verifier: v, catalog: newCatalog(f), stop: make(chan struct{}),
 		gate: make(gate, cfg.MaxInFlight), fails: newFailLimiter(cfg.FailuresPerSecond, cfg.FailureBurst, 100_000),
 		metrics: newMetrics(node.Raft),
 	}
@@ -165,8 +174,9 @@ func (s *Server) Serve() error {
 		return err
 	}
 	s.ln = ln
-	s.done.Add(1)
+	s.done.Add(2)
 	go s.tickLoop()
+	go s.publishLoop()
 	err = s.http.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
@@ -196,7 +206,65 @@ func (s *Server) Close(ctx context.Context) error {
 	if rerr := s.node.Shutdown(); err == nil {
 		err = rerr
 	}
+	if lerr := s.ledger.Close(); err == nil {
+		err = lerr
+	}
 	return err
+}
+
+// openLedger opens the receipt log in DataDir/ledger, checking it against its
+// last signed checkpoint; a log that disagrees with one refuses to open.
+func openLedger(cfg Config, log *slog.Logger) (*ledger.Log, error) {
+	store, err := ledger.OpenDisk(ledger.DiskConfig{Dir: filepath.Join(cfg.DataDir, "ledger"), Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("controlplane: receipt log: %w", err)
+	}
+	lc := ledger.DefaultConfig()
+	lc.VerifierKey = cfg.LedgerVerifierKey
+	lg, err := ledger.Open(context.Background(), store, lc)
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("controlplane: receipt log: %w", err)
+	}
+	return lg, nil
+}
+
+// publishLoop has the leader sign a checkpoint of the receipts applied so far
+// whenever there are new ones, and put it through Raft, so that no replica
+// shows a checkpoint ahead of what is committed.
+func (s *Server) publishLoop() {
+	defer s.done.Done()
+	t := time.NewTicker(s.cfg.PublishInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		if !s.isLeader() {
+			continue
+		}
+		size := s.ledger.Size()
+		if c, _, ok := s.ledger.Latest(); (ok && c.Size >= size) || size == 0 {
+			continue
+		}
+		root, err := s.ledger.Root(size)
+		if err != nil {
+			s.log.Error("checkpoint: root", "err", err)
+			continue
+		}
+		note, err := ledger.SignCheckpoint(ledger.Checkpoint{Origin: s.cfg.LedgerSigner.Name(), Size: size, Root: root}, s.cfg.LedgerSigner)
+		if err != nil {
+			s.log.Error("checkpoint: sign", "err", err)
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if _, err := s.apply(ctx, fsm.MsgPutCheckpoint, fsm.PutCheckpoint{Note: note}); err != nil && !errors.Is(err, raftnode.ErrNotLeader) {
+			s.log.Warn("checkpoint", "err", err)
+		}
+		cancel()
+	}
 }
 
 // tickLoop proposes the leader's clock, so that expiry and pruning happen in

@@ -3,6 +3,7 @@ package main_test
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -134,6 +135,34 @@ func TestDevEndToEnd(t *testing.T) {
 	if code != 1 || !strings.Contains(out, `"approval_replayed"`) {
 		t.Fatalf("approval replayed: %q exit %d", out, code)
 	}
+	// A denial ends an intent with a receipt that verifies offline.
+	denied := sign("echo_approval")
+	deniedFile := writeFile(t, t.TempDir(), "denied.json", denied)
+	deny, code := run(t, "", "approval", "sign", "--intent", deniedFile, "--key",
+		creds.Approver.KeyID+"="+filepath.Join(dir, "approver.key"), "--approver", creds.Approver.Approver, "--decision", "deny")
+	if code != 0 {
+		t.Fatal("approval sign --decision deny")
+	}
+	out, code = run(t, denied, "intent", "submit", "--server", server, "--wait", "5s", "--approval", writeFile(t, t.TempDir(), "deny.json", deny))
+	var final struct {
+		State        string  `json:"state"`
+		ReceiptIndex *uint64 `json:"receipt_index"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &final) != nil || final.State != "denied" || final.ReceiptIndex == nil {
+		t.Fatalf("denied intent: %q exit %d", out, code)
+	}
+	receipt, code := run(t, "", "receipt", "get", fmt.Sprint(*final.ReceiptIndex), "--server", server)
+	if code != 0 {
+		t.Fatalf("receipt get: %q exit %d", receipt, code)
+	}
+	var ledgerKey struct {
+		LedgerKey string `json:"ledger_key"`
+	}
+	json.Unmarshal(b, &ledgerKey)
+	out, code = run(t, "", "verify", "receipt", writeFile(t, t.TempDir(), "receipt.json", receipt), "--key", ledgerKey.LedgerKey)
+	if code != 0 || !strings.HasPrefix(out, `{"valid":true`) {
+		t.Fatalf("verify receipt: %q exit %d", out, code)
+	}
 	stopWritDev(t, dev)
 
 	// Restarted on the same directory, it knows what it knew.
@@ -148,5 +177,11 @@ func TestDevEndToEnd(t *testing.T) {
 	out, code = run(t, approval, "approval", "submit", "--server", server)
 	if code != 1 || !strings.Contains(out, `"approval_replayed"`) {
 		t.Fatalf("approval replayed after restart: %q exit %d", out, code)
+	}
+	// The receipt log survived the restart and still proves the receipt.
+	receipt, code = run(t, "", "receipt", "get", fmt.Sprint(*final.ReceiptIndex), "--server", server)
+	out, _ = run(t, "", "verify", "receipt", writeFile(t, t.TempDir(), "receipt2.json", receipt), "--key", ledgerKey.LedgerKey)
+	if code != 0 || !strings.HasPrefix(out, `{"valid":true`) {
+		t.Fatalf("receipt after restart: %q / %q", receipt, out)
 	}
 }

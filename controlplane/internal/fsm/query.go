@@ -89,3 +89,6 @@ func (f *FSM) NonceConsumed(nonce string) bool {
 	_, ok := f.state.Nonces[nonce]
 	return ok
 }
+
+// CheckpointChanged returns a channel closed when the next checkpoint is applied.
+func (f *FSM) CheckpointChanged() <-chan struct{} { return f.watch.watch(CheckpointWatch) }

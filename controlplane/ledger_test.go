@@ -1,0 +1,104 @@
+package controlplane_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/writhq/writ/ledger"
+	"github.com/writhq/writ/protocol"
+)
+
+func getJSON(t *testing.T, url string, v any) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if v != nil && resp.StatusCode == 200 {
+		if err := json.Unmarshal(b, v); err != nil {
+			t.Fatalf("%s: %v: %s", url, err, b)
+		}
+	}
+	return resp.StatusCode
+}
+
+// TestReceiptsVerifyOffline: every final outcome gets a receipt; an answer
+// with ?wait= carries it with its proof and checkpoint, and they verify with
+// nothing but the ledger's verifier key.
+func TestReceiptsVerifyOffline(t *testing.T) {
+	d := startDev(t)
+	ctx := context.Background()
+	addr := "http://" + d.s.Addr().String()
+	v, err := ledger.NewVerifier(d.creds.LedgerKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var indexes []uint64
+	for i, raw := range [][]byte{
+		d.intent(t, "no_such_tool", `{}`),
+		d.intent(t, "echo_approval", `{}`),
+		d.intent(t, "echo", `{}`, func(in *protocol.Intent) { in.ExpiresAt = protocol.FormatTime(time.Now().Add(time.Hour)) }),
+	} {
+		var apr []byte
+		if i == 1 {
+			apr = d.approval(t, raw, "deny")
+		}
+		r, err := d.c.Submit(ctx, raw, apr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.ReceiptIndex == nil || len(r.Receipt) == 0 || r.Checkpoint == "" {
+			t.Fatalf("final intent %s (%s) came without its receipt: %+v", r.IntentID, r.State, r)
+		}
+		proof, err := ledger.ParseProof(r.Proof)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rp := &ledger.ReceiptProof{Receipt: json.RawMessage(r.Receipt), Index: int64(*r.ReceiptIndex), Proof: proof, Checkpoint: r.Checkpoint}
+		if _, err := ledger.VerifyReceipt(v, rp); err != nil {
+			t.Fatalf("receipt of %s does not verify: %v", r.IntentID, err)
+		}
+		rc, err := protocol.DecodeReceipt(r.Receipt, 0)
+		if err != nil || rc.IntentID != r.IntentID || rc.Outcome != r.State {
+			t.Fatalf("receipt %+v for intent %s in state %s", rc, r.IntentID, r.State)
+		}
+		indexes = append(indexes, *r.ReceiptIndex)
+	}
+	// The same receipt from GET /v1/receipts/{index}.
+	var rp ledger.ReceiptProof
+	if code := getJSON(t, addr+"/v1/receipts/1", &rp); code != 200 {
+		t.Fatalf("GET /v1/receipts/1: %d", code)
+	}
+	if _, err := ledger.VerifyReceipt(v, &rp); err != nil {
+		t.Fatalf("GET /v1/receipts/1 does not verify: %v", err)
+	}
+	if code := getJSON(t, addr+"/v1/receipts/99", nil); code != 404 {
+		t.Errorf("a receipt beyond the log: %d, want 404", code)
+	}
+	var cp struct {
+		Checkpoint string `json:"checkpoint"`
+		Size       int64  `json:"size"`
+	}
+	if code := getJSON(t, addr+"/v1/ledger/checkpoint", &cp); code != 200 || cp.Size < 3 {
+		t.Fatalf("checkpoint: %d %+v", code, cp)
+	}
+	var cons struct {
+		From, To int64
+		Proof    []string
+	}
+	if code := getJSON(t, addr+"/v1/ledger/consistency?from=1&to=3", &cons); code != 200 || cons.To != 3 {
+		t.Fatalf("consistency: %d %+v", code, cons)
+	}
+	if code := getJSON(t, addr+"/v1/ledger/consistency?from=3&to=1", nil); code != 400 {
+		t.Errorf("consistency backwards: %d, want 400", code)
+	}
+	if indexes[0] == indexes[1] || indexes[1] == indexes[2] {
+		t.Errorf("receipt indexes repeat: %v", indexes)
+	}
+}

@@ -1,0 +1,102 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/writhq/writ/ledger"
+	"github.com/writhq/writ/protocol"
+)
+
+func (s *Server) ledgerRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /v1/receipts/{index}", s.handleReceipt)
+	mux.HandleFunc("GET /v1/ledger/checkpoint", s.handleCheckpoint)
+	mux.HandleFunc("GET /v1/ledger/consistency", s.handleConsistency)
+}
+
+func (s *Server) ledgerError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, ledger.ErrIndexOutOfRange), errors.Is(err, ledger.ErrNotFound):
+		writeError(w, codeNotFound, err.Error())
+	default:
+		// A corrupt or broken log refuses to serve; say so in the server's log.
+		s.log.Error("ledger", "err", err)
+		writeError(w, codeInternal, "the receipt log cannot serve this")
+	}
+}
+
+func (s *Server) handleReceipt(w http.ResponseWriter, r *http.Request) {
+	i, err := strconv.ParseInt(r.PathValue("index"), 10, 64)
+	if err != nil || i < 0 {
+		writeError(w, protocol.CodeMalformed, "index must be a non-negative integer")
+		return
+	}
+	rp, err := s.ledger.ProveReceipt(i)
+	if err != nil {
+		s.ledgerError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rp)
+}
+
+func (s *Server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
+	c, note, ok := s.ledger.Latest()
+	if !ok {
+		writeError(w, codeNotFound, "no checkpoint has been published yet")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"checkpoint": string(note), "size": c.Size, "root": c.Root})
+}
+
+func (s *Server) handleConsistency(w http.ResponseWriter, r *http.Request) {
+	from, err1 := strconv.ParseInt(r.URL.Query().Get("from"), 10, 64)
+	to, err2 := strconv.ParseInt(r.URL.Query().Get("to"), 10, 64)
+	c, _, ok := s.ledger.Latest()
+	if err1 != nil || err2 != nil || from < 0 || from > to {
+		writeError(w, protocol.CodeMalformed, "from and to must be sizes with from ≤ to")
+		return
+	}
+	if !ok || to > c.Size {
+		writeError(w, codeNotFound, "to is beyond the latest checkpoint")
+		return
+	}
+	proof, err := s.ledger.ConsistencyProof(from, to)
+	if err != nil {
+		s.ledgerError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"from": from, "to": to, "proof": proof})
+}
+
+// attachReceipt adds an intent's receipt, its proof and the checkpoint it is
+// proved against, waiting up to wait for a checkpoint that covers it (woken by
+// the FSM when one is applied, not by polling).
+func (s *Server) attachReceipt(ctx context.Context, resp *protocol.IntentResponse, index uint64, wait time.Duration) {
+	resp.ReceiptIndex = &index
+	timer := time.NewTimer(max(wait, 0))
+	defer timer.Stop()
+	for {
+		changed := s.fsm.CheckpointChanged()
+		rp, err := s.ledger.ProveReceipt(int64(index))
+		if err == nil {
+			resp.Receipt = jsontext.Value(rp.Receipt)
+			resp.Proof = rp.Proof.Strings()
+			resp.Checkpoint = rp.Checkpoint
+			return
+		}
+		if wait <= 0 || !(errors.Is(err, ledger.ErrIndexOutOfRange) || errors.Is(err, ledger.ErrNotFound)) {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
