@@ -70,6 +70,29 @@ func (c *Client) Receipt(ctx context.Context, index uint64) (json.RawMessage, er
 	return r, c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/receipts/%d", index), nil, &r)
 }
 
+// Checkpoint is GET /v1/ledger/checkpoint.
+type Checkpoint struct {
+	Checkpoint  string `json:"checkpoint"`
+	Size        int64  `json:"size"`
+	Root        string `json:"root"`
+	VerifierKey string `json:"verifier_key"`
+}
+
+// Checkpoint returns the ledger's latest signed checkpoint.
+func (c *Client) Checkpoint(ctx context.Context) (*Checkpoint, error) {
+	var r Checkpoint
+	return &r, c.do(ctx, http.MethodGet, "/v1/ledger/checkpoint", nil, &r)
+}
+
+// Consistency returns the consistency proof between two tree sizes.
+func (c *Client) Consistency(ctx context.Context, from, to int64) ([]string, error) {
+	var r struct {
+		Proof []string `json:"proof"`
+	}
+	err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/ledger/consistency?from=%d&to=%d", from, to), nil, &r)
+	return r.Proof, err
+}
+
 // Health returns the server's health answer.
 func (c *Client) Health(ctx context.Context) (map[string]any, error) {
 	var r map[string]any

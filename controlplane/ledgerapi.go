@@ -49,7 +49,9 @@ func (s *Server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 		writeError(w, codeNotFound, "no checkpoint has been published yet")
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"checkpoint": string(note), "size": c.Size, "root": c.Root})
+	writeJSON(w, http.StatusOK, map[string]any{
+		"checkpoint": string(note), "size": c.Size, "root": c.Root, "verifier_key": s.cfg.LedgerVerifierKey,
+	})
 }
 
 func (s *Server) handleConsistency(w http.ResponseWriter, r *http.Request) {

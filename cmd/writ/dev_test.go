@@ -163,6 +163,14 @@ func TestDevEndToEnd(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, `{"valid":true`) {
 		t.Fatalf("verify receipt: %q exit %d", out, code)
 	}
+	// The whole ledger exports as a bundle that verifies with no server.
+	bundle := filepath.Join(t.TempDir(), "bundle.json")
+	if out, code := run(t, "", "ledger", "export", "--server", server, "--out", bundle); code != 0 {
+		t.Fatalf("ledger export: %q exit %d", out, code)
+	}
+	if out, code := run(t, "", "verify", "bundle", bundle, "--key", ledgerKey.LedgerKey); code != 0 || !strings.HasPrefix(out, `{"valid":true`) {
+		t.Fatalf("verify bundle: %q exit %d", out, code)
+	}
 	stopWritDev(t, dev)
 
 	// Restarted on the same directory, it knows what it knew.

@@ -61,7 +61,7 @@ func newRoot(e *env) *cobra.Command {
 		},
 	}
 	root.PersistentFlags().StringVarP(&e.output, "output", "o", "json", "output format: json or text")
-	root.AddCommand(newVersion(e), newKeygen(e), newIntent(e), newApproval(e), newDev(e), newSandbox(e), newVerify(e), newTool(e), newPolicy(e), newTenant(e), newKey(e), newReceipt(e))
+	root.AddCommand(newVersion(e), newKeygen(e), newIntent(e), newApproval(e), newDev(e), newSandbox(e), newVerify(e), newTool(e), newPolicy(e), newTenant(e), newKey(e), newReceipt(e), newLedger(e))
 	return root
 }
 
