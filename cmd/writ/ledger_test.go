@@ -18,7 +18,6 @@ import (
 // current step: a server that can be made to lie.
 type fakeLedgerServer struct {
 	mu     sync.Mutex
-	signer interface{ Name() string }
 	steps  []fakeStep
 	next   int
 }
