@@ -37,7 +37,7 @@ func fromProtocol(err error) *apiError {
 // never reaches Raft; every authenticated attempt is recorded, failures
 // included, so that it has an outcome.
 func (s *Server) admit(ctx context.Context, raw []byte) (string, *apiError) {
-	in, err := s.verifier.VerifyIntent(raw, intentKeys{s.fsm, s.keys})
+	in, canon, err := s.verifier.VerifyIntentCanonical(raw, intentKeys{s.fsm, s.keys})
 	switch protocol.CodeOf(err) {
 	case "":
 	case protocol.CodeMalformed, protocol.CodeUnknownKey, protocol.CodeBadSignature:
@@ -51,9 +51,13 @@ func (s *Server) admit(ctx context.Context, raw []byte) (string, *apiError) {
 		}
 		var pe *protocol.Error
 		errors.As(err, &pe)
-		return s.propose(ctx, decoded, fsm.Decision{Error: &protocol.ErrorBody{Code: pe.Code, Message: pe.Message}})
+		canon, cerr := protocol.Canonicalize(raw)
+		if cerr != nil {
+			return "", fromProtocol(cerr)
+		}
+		return s.propose(ctx, decoded, canon, fsm.Decision{Error: &protocol.ErrorBody{Code: pe.Code, Message: pe.Message}})
 	}
-	return s.propose(ctx, in, s.decide(in))
+	return s.propose(ctx, in, canon, s.decide(in))
 }
 
 // decide makes the leader's decision on a verified intent: the tool exists,
@@ -90,11 +94,8 @@ func (s *Server) decide(in *protocol.Intent) fsm.Decision {
 	return out
 }
 
-func (s *Server) propose(ctx context.Context, in *protocol.Intent, d fsm.Decision) (string, *apiError) {
-	canon, err := protocol.Canonicalize(mustMarshal(in))
-	if err != nil {
-		return "", fromProtocol(err)
-	}
+// propose puts the intent, in its canonical form, and the decision through Raft.
+func (s *Server) propose(ctx context.Context, in *protocol.Intent, canon []byte, d fsm.Decision) (string, *apiError) {
 	expires, _ := protocol.ParseTime(in.ExpiresAt)
 	res, err := s.apply(ctx, fsm.MsgAdmit, &fsm.Admit{
 		At: s.now(), Intent: canon, ID: in.ID, Tenant: in.Tenant, Principal: in.Principal, RunID: in.RunID,

@@ -1,10 +1,12 @@
 package fsm
 
 import (
-	"encoding/json"
+	"bytes"
 	"fmt"
 	"time"
 
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -54,13 +56,15 @@ func (t MsgType) String() string {
 	return fmt.Sprintf("msg(%d)", uint8(t))
 }
 
-// Encode returns a log entry: the type byte, then the command as JSON.
+// Encode returns a log entry: the type byte, then the command as JSON
+// (encoding/json/v2 semantics, which decodes the entry again in Apply).
 func Encode(t MsgType, cmd any) ([]byte, error) {
-	b, err := json.Marshal(cmd)
-	if err != nil {
+	var buf bytes.Buffer
+	buf.WriteByte(byte(t))
+	if err := json.MarshalWrite(&buf, cmd); err != nil {
 		return nil, err
 	}
-	return append([]byte{byte(t)}, b...), nil
+	return buf.Bytes(), nil
 }
 
 // PutTenant creates or updates a tenant's settings.
@@ -97,9 +101,9 @@ type PutApproverKey struct {
 // PutTool registers a tool: its canonical registration (controlplane/internal/
 // tools.Spec) and the hash of its manifest, which identifies it to agents.
 type PutTool struct {
-	Name string          `json:"name"`
-	Hash string          `json:"hash"`
-	Spec json.RawMessage `json:"spec"`
+	Name string         `json:"name"`
+	Hash string         `json:"hash"`
+	Spec jsontext.Value `json:"spec"`
 }
 
 // PutPolicy installs a new version of the Cedar policy set.
@@ -122,8 +126,8 @@ type Decision struct {
 // Admit records an authenticated intent and the leader's decision on it. The
 // FSM applies idempotency and the run budget.
 type Admit struct {
-	At     time.Time       `json:"at"`
-	Intent json.RawMessage `json:"intent"` // the canonical signed intent
+	At     time.Time      `json:"at"`
+	Intent jsontext.Value `json:"intent"` // the canonical signed intent
 	// The members the FSM needs, decoded by the leader from Intent.
 	ID             string    `json:"id"`
 	Tenant         string    `json:"tenant"`
@@ -139,17 +143,17 @@ type Admit struct {
 // Approve records a verified approval or denial of a pending intent and
 // consumes its nonce.
 type Approve struct {
-	At             time.Time       `json:"at"`
-	Approval       json.RawMessage `json:"approval"` // the canonical signed approval
-	ID             string          `json:"id"`
-	IntentID       string          `json:"intent_id"`
-	Tenant         string          `json:"tenant"`
-	Approver       string          `json:"approver"`
-	Decision       string          `json:"decision"`
-	Nonce          string          `json:"nonce"`
-	NonceExpiresAt time.Time       `json:"nonce_expires_at"`
-	Hash           string          `json:"hash"` // of the canonical artifact
-	Policies       []string        `json:"policies"`
+	At             time.Time      `json:"at"`
+	Approval       jsontext.Value `json:"approval"` // the canonical signed approval
+	ID             string         `json:"id"`
+	IntentID       string         `json:"intent_id"`
+	Tenant         string         `json:"tenant"`
+	Approver       string         `json:"approver"`
+	Decision       string         `json:"decision"`
+	Nonce          string         `json:"nonce"`
+	NonceExpiresAt time.Time      `json:"nonce_expires_at"`
+	Hash           string         `json:"hash"` // of the canonical artifact
+	Policies       []string       `json:"policies"`
 }
 
 // Tick carries the leader's clock: intents past expiry end as expired, and

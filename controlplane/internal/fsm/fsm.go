@@ -1,11 +1,11 @@
 package fsm
 
 import (
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/hashicorp/raft"
 	"github.com/writhq/writ/protocol"
 )
@@ -113,7 +113,7 @@ func (f *FSM) applyLocked(l *raft.Log) (Result, []string) {
 
 func (f *FSM) apply(index uint64, t MsgType, data []byte) (res Result, changed []string) {
 	decode := func(v any) {
-		if err := json.Unmarshal(data, v); err != nil {
+		if err := jsonv2.Unmarshal(data, v); err != nil {
 			panic(fmt.Sprintf("fsm: cannot decode %s at index %d: %v", t, index, err))
 		}
 	}

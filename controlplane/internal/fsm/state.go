@@ -1,7 +1,7 @@
 package fsm
 
 import (
-	"encoding/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"time"
 
 	"github.com/writhq/writ/protocol"
@@ -64,24 +64,24 @@ type Tool = PutTool
 
 // Intent is the record of one admitted intent.
 type Intent struct {
-	ID             string          `json:"id"`
-	Tenant         string          `json:"tenant"`
-	Principal      string          `json:"principal"`
-	RunID          string          `json:"run_id"`
-	Tool           string          `json:"tool"`
-	PayloadHash    string          `json:"payload_hash"`
-	IdempotencyKey string          `json:"idempotency_key"`
-	Raw            json.RawMessage `json:"raw"`
-	State          string          `json:"state"`
-	AdmittedAt     time.Time       `json:"admitted_at"`
-	ExpiresAt      time.Time       `json:"expires_at"`
-	UpdatedAt      time.Time       `json:"updated_at"`
+	ID             string         `json:"id"`
+	Tenant         string         `json:"tenant"`
+	Principal      string         `json:"principal"`
+	RunID          string         `json:"run_id"`
+	Tool           string         `json:"tool"`
+	PayloadHash    string         `json:"payload_hash"`
+	IdempotencyKey string         `json:"idempotency_key"`
+	Raw            jsontext.Value `json:"raw"`
+	State          string         `json:"state"`
+	AdmittedAt     time.Time      `json:"admitted_at"`
+	ExpiresAt      time.Time      `json:"expires_at"`
+	UpdatedAt      time.Time      `json:"updated_at"`
 	// Index is the log index of the last change, for watchers.
 	Index       uint64                `json:"index"`
 	Decision    Decision              `json:"decision"`
 	Error       *protocol.ErrorBody   `json:"error,omitempty"`
 	Approval    *protocol.ApprovalRef `json:"approval,omitempty"`
-	ApprovalRaw json.RawMessage       `json:"approval_raw,omitempty"`
+	ApprovalRaw jsontext.Value        `json:"approval_raw,omitempty"`
 	// Receipt is the ledger index of the intent's receipt, once final.
 	Receipt *uint64 `json:"receipt,omitempty"`
 }
