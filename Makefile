@@ -43,7 +43,7 @@ dev: build ## start a local Writ (writ dev, state in .dev/) and print how to sub
 	$(BIN)/writ dev --data-dir $(CURDIR)/.dev
 
 test: deps ## run every test, then each fuzz target for 10 s (CI=true: missing dependencies fail)
-	$(GO) test -count=1 ./...
+	$(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=10s
 
 check: deps ## vet, staticcheck, gofmt, dependency boundaries, darwin and linux/arm64 builds
