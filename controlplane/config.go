@@ -22,9 +22,17 @@ type Config struct {
 	HTTPAddr, RaftAddr string
 	// Bootstrap forms a new single-server cluster when DataDir is empty.
 	Bootstrap bool
-	// Dev allows plain HTTP, and only on a loopback address. Outside dev mode
-	// the API is served over TLS.
+	// Dev allows plain HTTP, and only on a loopback address, and creates the
+	// cluster CA and keyring on first start. Outside dev mode the API is
+	// served over TLS with TLS.CertFile, Raft uses the same certificate, and
+	// the keyring must exist.
 	Dev bool
+	// TLS names the cluster CA and this server's certificate and key (which
+	// must name writ://server/ID). Required outside dev mode.
+	TLS TLSFiles
+	// KeyringFile holds the cluster key that seals orchestrator secrets (one
+	// line of base64 of 32 bytes, mode 0600). Default: DataDir/keyring.
+	KeyringFile string
 	// AdminTokenHashes are the SHA-256 hashes (protocol hash form) of the
 	// tokens that may use the admin API.
 	AdminTokenHashes []string
@@ -53,6 +61,13 @@ type Config struct {
 	// receipts were added (PROTOCOL: at most every 100 ms under load).
 	PublishInterval time.Duration
 	Logger          *slog.Logger
+}
+
+// TLSFiles are PEM files: the cluster CA, and a certificate and its key.
+type TLSFiles struct {
+	CAFile   string `json:"ca_file"`
+	CertFile string `json:"cert_file"`
+	KeyFile  string `json:"key_file"`
 }
 
 // DefaultConfig returns a server configuration with the protocol's defaults.
@@ -89,7 +104,12 @@ func (c *Config) Validate() error {
 			return errors.New("controlplane: dev mode serves plain HTTP, so only on a loopback address")
 		}
 	} else {
-		return errors.New("controlplane: only dev mode is available in this build; the TLS API and clusters arrive with the rest of the control-plane issue")
+		if c.TLS.CAFile == "" || c.TLS.CertFile == "" || c.TLS.KeyFile == "" {
+			return errors.New("controlplane: a server needs tls.ca_file, tls.cert_file and tls.key_file: the API and Raft are never plaintext outside dev mode")
+		}
+		if !c.Bootstrap {
+			return errors.New("controlplane: joining an existing cluster arrives with memberlist discovery; this build runs single-server clusters (bootstrap: true)")
+		}
 	}
 	if err := c.Verify.Validate(); err != nil {
 		return err

@@ -35,6 +35,7 @@ type Server struct {
 	catalog  *catalog
 	http     *http.Server
 	ln       net.Listener
+	apiTLS   *tls.Config // nil in dev mode: plain HTTP on loopback
 	gate     gate
 	fails    *failLimiter
 	metrics  *metrics
@@ -55,14 +56,19 @@ func New(cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, err
 	}
-	kr, err := keyring.Load(filepath.Join(cfg.DataDir, "keyring"), cfg.Bootstrap)
+	krPath := cfg.KeyringFile
+	if krPath == "" {
+		krPath = filepath.Join(cfg.DataDir, "keyring")
+	}
+	kr, err := keyring.Load(krPath, cfg.Dev)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("controlplane: keyring: %w", err)
 	}
 	tlsCfg, err := serverTLS(cfg)
 	if err != nil {
 		return nil, err
 	}
+	apiTLS := &tls.Config{Certificates: tlsCfg.Certificates, MinVersion: tls.VersionTLS12}
 	lg, err := openLedger(cfg, log)
 	if err != nil {
 		return nil, err
@@ -94,6 +100,9 @@ func New(cfg Config) (*Server, error) {
 		metrics: newMetrics(node.Raft),
 	}
 	s.observeLeader()
+	if !cfg.Dev {
+		s.apiTLS = apiTLS
+	}
 	s.http = &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -127,13 +136,16 @@ func (s *Server) observeLeader() {
 	}()
 }
 
-// serverTLS loads the server's Raft certificate, creating a cluster CA and
-// certificate on first start of a bootstrapping (dev) server.
+// serverTLS loads the server's certificate, which Raft and the API use; a dev
+// server creates a cluster CA and certificate on first start.
 func serverTLS(cfg Config) (*tls.Config, error) {
 	dir := filepath.Join(cfg.DataDir, "tls")
 	caPath, caKey := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "ca.key")
 	certPath, keyPath := filepath.Join(dir, "server.pem"), filepath.Join(dir, "server.key")
-	if _, err := os.Stat(caPath); errors.Is(err, os.ErrNotExist) && cfg.Bootstrap {
+	if !cfg.Dev {
+		caPath, certPath, keyPath = cfg.TLS.CAFile, cfg.TLS.CertFile, cfg.TLS.KeyFile
+	}
+	if _, err := os.Stat(caPath); errors.Is(err, os.ErrNotExist) && cfg.Dev {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, err
 		}
@@ -164,6 +176,16 @@ func serverTLS(cfg Config) (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: server certificate: %w", err)
 	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return nil, err
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+		return nil, fmt.Errorf("controlplane: server certificate is not from the cluster CA: %w", err)
+	}
+	if role, id, err := pki.Identity(leaf); err != nil || role != pki.RoleServer || id != cfg.ID {
+		return nil, fmt.Errorf("controlplane: server certificate must name writ://server/%s", cfg.ID)
+	}
 	return &tls.Config{Certificates: []tls.Certificate{pair}, RootCAs: pool, ClientCAs: pool}, nil
 }
 
@@ -172,6 +194,9 @@ func (s *Server) Serve() error {
 	ln, err := net.Listen("tcp", s.cfg.HTTPAddr)
 	if err != nil {
 		return err
+	}
+	if s.apiTLS != nil {
+		ln = tls.NewListener(ln, s.apiTLS)
 	}
 	s.ln = ln
 	s.done.Add(2)
