@@ -1,8 +1,6 @@
 package protocol
 
 import (
-	"bytes"
-
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -48,11 +46,9 @@ func canonicalTop(data []byte, limit int) ([]byte, topLevel, error) {
 	if !ok {
 		// Canonical output the scanner declines (such as a non-ASCII member
 		// name): find the top-level members with the decoder instead.
-		so, err := cutSig(bytes.Clone(c))
-		if err != nil {
+		if top, err = topSpans(c); err != nil {
 			return nil, topLevel{}, err
 		}
-		return so.body, topLevel{sig: span{-1, -1}, params: so.params, tool: so.tool}, nil
 	}
 	return c, top, nil
 }

@@ -22,6 +22,8 @@ func intentSeeds(f *testing.F) {
 // and whatever decodes, once re-signed, verifies (decode and sign agree).
 func FuzzVerifyIntent(f *testing.F) {
 	intentSeeds(f)
+	// An intent whose params have member names outside printable ASCII.
+	f.Add([]byte(`{"expires_at":"2026-11-22T10:10:00Z","id":"int-1","idempotency_key":"k","issued_at":"2026-11-22T10:00:00Z","key_id":"orch-1","params":{"naïve":{"ключ":"\n"}},"payload_hash":"sha256:0000000000000000000000000000000000000000000000000000000000000000","principal":"p","run_id":"r","sig":"AAAA","tenant":"acme","tool":"echo","type":"writ.intent/v1"}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		v := verifierAt(t, t0)
 		_, err := v.VerifyIntent(raw, hmacKeys{"orch-1": testSecret})

@@ -193,3 +193,25 @@ func TestHMACSignatureForms(t *testing.T) {
 		}
 	}
 }
+
+// TestIntentNamesOutsideASCII: member names the fast canonical scanner leaves
+// to the library — non-ASCII, escaped — verify like any others.
+func TestIntentNamesOutsideASCII(t *testing.T) {
+	v := verifierAt(t, t0.Add(time.Minute))
+	for _, params := range []string{`{"naïve":1}`, `{"a\nb":1}`, `{"q\"":1}`, `{"msg":{"ключ":"v"}}`, `{"\u20ac":[1,{"é":2}]}`} {
+		raw := signedIntent(t, newIntent(func(in *protocol.Intent) { in.Params = jsontext.Value(params) }))
+		canon, err := protocol.Canonicalize(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, form := range map[string][]byte{"as marshaled": raw, "canonical": canon} {
+			in, c, err := v.VerifyIntentCanonical(form, testKeys)
+			if err != nil {
+				t.Fatalf("params %s, %s: %v", params, name, err)
+			}
+			if in.Sig == "" || !bytes.Contains(c, []byte(`"sig":"`+in.Sig+`"`)) {
+				t.Fatalf("params %s, %s: the canonical form lost the signature: %s", params, name, c)
+			}
+		}
+	}
+}

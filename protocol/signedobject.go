@@ -62,24 +62,26 @@ func withoutSig(c []byte, top topLevel) signedObject {
 	return obj
 }
 
-// cutSig removes the top-level "sig" member from the canonical object c, in place.
-func cutSig(c []byte) (signedObject, error) {
+// topSpans finds the top-level "sig" member (with its separating comma) and
+// the "params" and "tool" values of the canonical object c, with the JSON
+// decoder: the path for canonical text the fast scanner declines, such as
+// member names outside printable ASCII.
+func topSpans(c []byte) (topLevel, error) {
 	d := decoderPool.Get().(*jsontext.Decoder)
 	defer decoderPool.Put(d)
 	// c is canonical: its names are unique and its UTF-8 valid.
 	d.Reset(bytes.NewReader(c), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	defer d.Reset(emptyReader)
 
-	var obj signedObject
+	top := topLevel{sig: span{-1, -1}, params: span{-1, -1}, tool: span{-1, -1}}
 	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
-		return obj, malformed("not a JSON object")
+		return top, malformed("not a JSON object")
 	}
-	sig := span{-1, -1}
 	prevEnd := 1 // just after '{'
 	for d.PeekKind() == '"' {
 		name, err := d.ReadValue()
 		if err != nil {
-			return obj, malformed("invalid JSON: %v", err)
+			return top, malformed("invalid JSON: %v", err)
 		}
 		// name is only valid until the next read: classify it first.
 		member := memberOther
@@ -94,40 +96,28 @@ func cutSig(c []byte) (signedObject, error) {
 		valueStart := int(d.InputOffset()) + 1 // canonical: ':' then the value
 		memberStart := valueStart - 1 - len(name)
 		if _, err := d.ReadValue(); err != nil {
-			return obj, malformed("invalid JSON: %v", err)
+			return top, malformed("invalid JSON: %v", err)
 		}
 		end := int(d.InputOffset())
 		switch member {
 		case memberSig:
-			// Cut the member with the comma before it, or after it when first.
+			// The member with the comma before it, or after it when first.
 			if prevEnd == 1 {
-				sig = span{memberStart, end}
+				top.sig = span{memberStart, end}
 				if end < len(c)-1 {
-					sig.end++ // the comma that follows
+					top.sig.end++ // the comma that follows
 				}
 			} else {
-				sig = span{prevEnd, end}
+				top.sig = span{prevEnd, end}
 			}
 		case memberParams:
-			obj.params = span{valueStart, end}
+			top.params = span{valueStart, end}
 		case memberTool:
-			obj.tool = span{valueStart, end}
+			top.tool = span{valueStart, end}
 		}
 		prevEnd = end
 	}
-	if sig.start < 0 {
-		obj.body = c
-		return obj, nil
-	}
-	n := sig.end - sig.start
-	obj.body = append(c[:sig.start], c[sig.end:]...)
-	for _, s := range []*span{&obj.params, &obj.tool} {
-		if s.start >= sig.end {
-			s.start -= n
-			s.end -= n
-		}
-	}
-	return obj, nil
+	return top, nil
 }
 
 func (o signedObject) paramsJSON() []byte { return o.body[o.params.start:o.params.end] }
