@@ -20,7 +20,7 @@ func (s *Server) approve(ctx context.Context, raw []byte) (string, *apiError) {
 	if !ok {
 		return "", refusal(codeNotFound, "no intent "+a0.IntentID)
 	}
-	in, err := protocol.DecodeIntent(rec.Raw, 0)
+	in, err := protocol.DecodeIntent(rec.Raw, s.verifier.Config().MaxBytes)
 	if err != nil {
 		return "", refusal(codeInternal, "stored intent does not decode")
 	}

@@ -57,6 +57,10 @@ func TestApprovalChecks(t *testing.T) {
 			nonceSet{"AAECAwQFBgcICQoLDA0ODw==": true}, protocol.CodeApprovalReplayed},
 		{"self-approval", func(a *protocol.Approval) { a.Approver, a.KeyID = "support-bot", "loose-key" }, alicePriv, nil, protocol.CodeApprovalForbidden},
 		{"policy refuses", func(a *protocol.Approval) { a.Approver, a.KeyID = "mallory", "loose-key" }, alicePriv, nil, protocol.CodeApprovalForbidden},
+		{"valid for longer than the maximum TTL", func(a *protocol.Approval) {
+			a.ExpiresAt = protocol.FormatTime(t0.Add(time.Minute + 16*time.Minute))
+		}, alicePriv, nil, protocol.CodeApprovalExpired},
+		{"far-future expiry", func(a *protocol.Approval) { a.ExpiresAt = "9999-12-31T23:59:59Z" }, alicePriv, nil, protocol.CodeApprovalExpired},
 		{"short nonce", func(a *protocol.Approval) { a.Nonce = "AAECAwQFBgcICQoLDA0O" }, alicePriv, nil, protocol.CodeMalformed},
 		{"bad decision", func(a *protocol.Approval) { a.Decision = "maybe" }, alicePriv, nil, protocol.CodeMalformed},
 	} {

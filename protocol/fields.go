@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -83,7 +84,8 @@ func checkNonce(s string) error {
 // ParseTime parses a protocol timestamp: RFC 3339 in UTC with "Z", fractional
 // seconds allowed.
 func ParseTime(s string) (time.Time, error) {
-	if len(s) < len("2006-01-02T15:04:05Z") || len(s) > len(time.RFC3339Nano) || s[len(s)-1] != 'Z' {
+	// Go's parser also takes a comma before the fraction, which RFC 3339 does not.
+	if len(s) < len("2006-01-02T15:04:05Z") || len(s) > len(time.RFC3339Nano) || s[len(s)-1] != 'Z' || strings.IndexByte(s, ',') >= 0 {
 		return time.Time{}, malformed("time %.40q is not RFC 3339 in UTC with Z", s)
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)

@@ -101,6 +101,7 @@ func TestIntentMalformed(t *testing.T) {
 		"params is a string":    replace(`{"msg":"hi"}`, `"{}"`),
 		"time with offset":      replace(`"2026-11-22T10:00:00Z"`, `"2026-11-22T12:00:00+02:00"`),
 		"time without zone":     replace(`"2026-11-22T10:00:00Z"`, `"2026-11-22T10:00:00"`),
+		"comma before fraction": replace(`"2026-11-22T10:00:00Z"`, `"2026-11-22T10:00:00,5Z"`),
 		"expiry before issue":   replace(`"2026-11-22T10:10:00Z"`, `"2026-11-22T09:00:00Z"`),
 		"hash in upper case":    strings.ToUpper(good[:0]) + replace(`"sha256:`, `"SHA256:`),
 		"hash too short":        replace(`"sha256:`, `"sha256:ab`),

@@ -4,7 +4,8 @@ package protocol
 // already verified. The checks, in the order their failures are reported:
 // malformed, approval_invalid (unknown key, bad signature, or a key bound to
 // another approver), approval_mismatch (intent id, payload hash or tenant),
-// approval_expired (expired, or issued further in the future than the skew),
+// approval_expired (expired, issued further in the future than the skew, or
+// valid for longer than the maximum TTL),
 // approval_replayed (nonce consumed), approval_forbidden (self-approval, or
 // refused by policy). nonces and policy may be nil: no nonce is consumed, and
 // only self-approval is refused.
@@ -43,6 +44,11 @@ func (v *Verifier) VerifyApproval(data []byte, intent *Intent, keys ApproverKeys
 	}
 	if issued.After(now.Add(v.cfg.Skew)) {
 		return nil, fail(CodeApprovalExpired, "approval is not valid until %s", a.IssuedAt)
+	}
+	if expires.Sub(issued) > v.cfg.MaxTTL {
+		// An approval outlives nothing it approves (intents live at most
+		// MaxTTL), and its nonce must be kept for its whole lifetime.
+		return nil, fail(CodeApprovalExpired, "approval is valid for %s, over the maximum of %s", expires.Sub(issued), v.cfg.MaxTTL)
 	}
 	if nonces != nil && nonces.Consumed(a.Nonce) {
 		return nil, fail(CodeApprovalReplayed, "approval nonce was already used")

@@ -29,7 +29,14 @@ func (f *FSM) applyApprove(index uint64, c *Approve) (Result, []string) {
 	if !in.ExpiresAt.After(now) {
 		return refuse(protocol.CodeApprovalExpired, "intent %q expired at %s", in.ID, protocol.FormatTime(in.ExpiresAt)), nil
 	}
-	keep := c.NonceExpiresAt.Add(f.cfg.NonceMargin).UTC()
+	// Keep the nonce while the approval could be valid: until its expiry, but
+	// never longer than the idempotency retention from now, so that no approval
+	// can make the state hold a nonce (or a time) without bound.
+	keep := c.NonceExpiresAt
+	if limit := now.Add(f.cfg.IdempotencyRetention); keep.After(limit) {
+		keep = limit
+	}
+	keep = keep.Add(f.cfg.NonceMargin).UTC()
 	s.Nonces[c.Nonce] = keep
 	f.idx.nonces.add(keep, c.Nonce)
 

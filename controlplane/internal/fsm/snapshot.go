@@ -3,12 +3,17 @@ package fsm
 import (
 	"bufio"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"io"
 
+	"github.com/go-json-experiment/json"
 	"github.com/hashicorp/raft"
 )
+
+// encodeState encodes the state as snapshots hold it: encoding/json/v2 (which
+// keeps canonical raw values as they are, where encoding/json would escape
+// <, > and &), map members sorted, so that equal states give equal bytes.
+func encodeState(s *State) ([]byte, error) { return json.Marshal(s, json.Deterministic(true)) }
 
 // A snapshot is the state as one line of JSON, then every receipt of the
 // ledger up to the state's count, each as a 4-byte big-endian length and the
@@ -21,7 +26,7 @@ import (
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	b, err := json.Marshal(f.state)
+	b, err := encodeState(f.state)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: snapshot: %w", err)
 	}
@@ -100,5 +105,5 @@ func (*snapshot) Release() {}
 func (f *FSM) Encode() ([]byte, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return json.Marshal(f.state)
+	return encodeState(f.state)
 }
