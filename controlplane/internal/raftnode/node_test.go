@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"testing"
 	"time"
 
@@ -191,5 +192,31 @@ func TestRestartKeepsState(t *testing.T) {
 	}
 	if res, _, _ := m.Apply(ctx, fsm.MsgAdmit, admitCmd(3)); !res.Duplicate {
 		t.Error("an idempotency key admitted before the restart was admitted again")
+	}
+}
+
+// TestSilentPeersDoNotBlock: connections that never speak do not hold up a
+// real server's handshake.
+func TestSilentPeersDoNotBlock(t *testing.T) {
+	ca := newTestCA(t)
+	n := startNode(t, ca, "s1", t.TempDir(), true)
+	defer n.Shutdown()
+	for i := 0; i < 4; i++ {
+		c, err := net.Dial("tcp", string(n.Addr()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	cfg := ca.tls(t, pki.RoleServer, "s2")
+	st := &tlsStream{config: cfg}
+	start := time.Now()
+	c, err := st.Dial(n.Addr(), 5*time.Second)
+	if err != nil {
+		t.Fatalf("dial behind silent peers: %v", err)
+	}
+	c.Close()
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("handshake took %s behind silent peers", took)
 	}
 }

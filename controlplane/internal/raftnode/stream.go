@@ -34,6 +34,16 @@ func newTLSStream(bind string, advertise net.Addr, cfg *tls.Config, log *slog.Lo
 	srv := cfg.Clone()
 	srv.ClientAuth = tls.RequireAndVerifyClientCert
 	srv.MinVersion = tls.VersionTLS13
+	// The peer's role is checked during the handshake, which runs in the
+	// goroutine that serves the connection: Accept never waits on a peer, so a
+	// client that connects and stays silent cannot hold up real servers.
+	srv.VerifyConnection = func(cs tls.ConnectionState) error {
+		if err := requireServer(cs); err != nil {
+			log.Warn("raft: refused a peer", "err", err)
+			return err
+		}
+		return nil
+	}
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, err
@@ -44,23 +54,34 @@ func newTLSStream(bind string, advertise net.Addr, cfg *tls.Config, log *slog.Lo
 	return &tlsStream{Listener: tls.NewListener(ln, srv), advertise: advertise, config: cfg, log: log}, nil
 }
 
-// Accept returns the next connection whose peer proved to be a server. Peers
-// that fail are closed and logged; Accept keeps waiting, since an error here
-// would stop Raft's transport.
+// Accept returns the next connection. Its TLS handshake — which refuses a
+// peer without a cluster certificate naming a server — runs on its first read,
+// in Raft's goroutine for that connection; until then nothing is served.
 func (s *tlsStream) Accept() (net.Conn, error) {
-	for {
-		c, err := s.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		tc := c.(*tls.Conn)
-		if err := authorize(tc); err != nil {
-			s.log.Warn("raft: refused a peer", "remote", c.RemoteAddr().String(), "err", err)
-			c.Close()
-			continue
-		}
-		return tc, nil
+	c, err := s.Listener.Accept()
+	if err != nil {
+		return nil, err
 	}
+	c.SetDeadline(time.Now().Add(handshakeTimeout))
+	return &handshakeDeadline{Conn: c.(*tls.Conn)}, nil
+}
+
+// handshakeDeadline bounds the handshake, then lifts the deadline once the
+// peer has proved itself, so that idle Raft connections may stay open.
+type handshakeDeadline struct {
+	*tls.Conn
+	done bool
+}
+
+func (h *handshakeDeadline) Read(p []byte) (int, error) {
+	if !h.done {
+		if err := h.Conn.Handshake(); err != nil {
+			return 0, err
+		}
+		h.done = true
+		h.Conn.SetDeadline(time.Time{})
+	}
+	return h.Conn.Read(p)
 }
 
 // Dial connects to a peer server and checks that it is one.
@@ -81,14 +102,9 @@ func (s *tlsStream) Dial(address raft.ServerAddress, timeout time.Duration) (net
 
 func (s *tlsStream) Addr() net.Addr { return s.advertise }
 
-// authorize completes the handshake and requires a server identity.
-func authorize(c *tls.Conn) error {
-	c.SetDeadline(time.Now().Add(handshakeTimeout))
-	if err := c.Handshake(); err != nil {
-		return err
-	}
-	c.SetDeadline(time.Time{})
-	certs := c.ConnectionState().PeerCertificates
+// requireServer requires the verified peer certificate to name a server.
+func requireServer(cs tls.ConnectionState) error {
+	certs := cs.PeerCertificates
 	if len(certs) == 0 {
 		return errors.New("no client certificate")
 	}
