@@ -133,18 +133,19 @@ func (s *Server) wait(ctx context.Context, id string, d time.Duration) (fsm.Inte
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	for {
-		in, changed, ok := s.fsm.Intent(id)
-		if !ok || fsm.Final(in.State) || d <= 0 {
+		if d <= 0 {
+			return s.fsm.Intent(id)
+		}
+		in, changed, ok := s.fsm.WatchIntent(id)
+		if !ok || fsm.Final(in.State) {
 			return in, ok
 		}
 		select {
 		case <-changed:
 		case <-timer.C:
-			in, _, ok := s.fsm.Intent(id)
-			return in, ok
+			return s.fsm.Intent(id)
 		case <-ctx.Done():
-			in, _, ok := s.fsm.Intent(id)
-			return in, ok
+			return s.fsm.Intent(id)
 		}
 	}
 }

@@ -118,7 +118,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, aerr)
 		return
 	}
-	if in, _, ok := s.fsm.Intent(id); ok {
+	if in, ok := s.fsm.Intent(id); ok {
 		code := ""
 		if in.Error != nil {
 			code = string(in.Error.Code)

@@ -16,7 +16,7 @@ func (s *Server) approve(ctx context.Context, raw []byte) (string, *apiError) {
 	if err != nil {
 		return "", fromProtocol(err)
 	}
-	rec, _, ok := s.fsm.Intent(a0.IntentID)
+	rec, ok := s.fsm.Intent(a0.IntentID)
 	if !ok {
 		return "", refusal(codeNotFound, "no intent "+a0.IntentID)
 	}

@@ -60,7 +60,7 @@ func apply(t testing.TB, f *FSM, b *logBuilder, mt MsgType, cmd any) Result {
 
 func state(t testing.TB, f *FSM, id string) Intent {
 	t.Helper()
-	in, _, ok := f.Intent(id)
+	in, ok := f.Intent(id)
 	if !ok {
 		t.Fatalf("intent %s not found", id)
 	}
@@ -76,7 +76,7 @@ func TestIdempotency(t *testing.T) {
 	if r.Err != nil || r.IntentID != "int-1" || !r.Duplicate {
 		t.Fatalf("same key, same payload: got %+v, want the original intent", r)
 	}
-	if _, _, ok := f.Intent("int-2"); ok {
+	if _, ok := f.Intent("int-2"); ok {
 		t.Fatal("a repeat created a second intent")
 	}
 	r = apply(t, f, b, MsgAdmit, admit("int-3", "k1", "other", t0.Add(time.Second)))
@@ -209,7 +209,7 @@ func TestTickExpiresAndPrunes(t *testing.T) {
 	if s := state(t, f, "w").State; s != StatePendingApproval {
 		t.Fatalf("before expiry: got %s", s)
 	}
-	_, ch, _ := f.Intent("w")
+	_, ch, _ := f.WatchIntent("w")
 	apply(t, f, b, MsgTick, Tick{At: t0.Add(10 * time.Minute)})
 	select {
 	case <-ch:
@@ -227,11 +227,11 @@ func TestTickExpiresAndPrunes(t *testing.T) {
 		t.Error("nonce kept past its approval's expiry plus margin")
 	}
 	apply(t, f, b, MsgTick, Tick{At: t0.Add(24*time.Hour - time.Second)})
-	if _, _, ok := f.Intent("p"); !ok {
+	if _, ok := f.Intent("p"); !ok {
 		t.Fatal("intent pruned before the retention")
 	}
 	apply(t, f, b, MsgTick, Tick{At: t0.Add(24 * time.Hour)})
-	if _, _, ok := f.Intent("p"); ok {
+	if _, ok := f.Intent("p"); ok {
 		t.Error("final intent kept past the retention")
 	}
 	enc, _ := f.Encode()
@@ -376,12 +376,29 @@ func TestRejectionDoesNotBindKey(t *testing.T) {
 		t.Errorf("retry after a denial: got %+v, want the denied intent", r)
 	}
 	apply(t, f, b, MsgTick, Tick{At: t0.Add(24*time.Hour + time.Second)})
-	if _, _, ok := f.Intent("bad"); ok {
+	if _, ok := f.Intent("bad"); ok {
 		t.Error("rejected attempt kept past the retention")
 	}
 	got, _ := f.Encode()
 	want, _ := replay(t, b.logs).Encode()
 	if string(got) != string(want) {
 		t.Error("replay differs")
+	}
+}
+
+// TestWatchersOnlyForWaitingIntents: looking up unknown or final intents
+// leaves no watcher behind.
+func TestWatchersOnlyForWaitingIntents(t *testing.T) {
+	f, b := newFSM(t), &logBuilder{t: t}
+	apply(t, f, b, MsgAdmit, admit("done", "k", "p", t0, func(a *Admit) { a.Decision = Decision{PolicyHash: "sha256:p"} }))
+	for i := 0; i < 1000; i++ {
+		f.WatchIntent(fmt.Sprintf("nope-%d", i))
+		f.WatchIntent("done")
+	}
+	f.watch.mu.Lock()
+	n := len(f.watch.m)
+	f.watch.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d watchers left for intents that will never change", n)
 	}
 }

@@ -13,17 +13,30 @@ func (f *FSM) Index() uint64 {
 	return f.state.Index
 }
 
-// Intent returns a copy of an intent's record, and a channel closed at its next
-// change (or after a restore), so that a caller can wait without polling.
-func (f *FSM) Intent(id string) (Intent, <-chan struct{}, bool) {
-	ch := f.watch.watch(id) // before reading, so that no change is missed
+// Intent returns a copy of an intent's record.
+func (f *FSM) Intent(id string) (Intent, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	in, ok := f.state.Intents[id]
 	if !ok {
-		return Intent{}, ch, false
+		return Intent{}, false
 	}
-	return *in, ch, true
+	return *in, true
+}
+
+// WatchIntent returns the intent's record and, when it exists and is not
+// final, a channel closed at its next change (or after a restore), so that a
+// caller can wait without polling. Watchers exist only for intents that will
+// change: every waiting intent ends by its expiry, which closes and drops them.
+func (f *FSM) WatchIntent(id string) (Intent, <-chan struct{}, bool) {
+	in, ok := f.Intent(id)
+	if !ok || Final(in.State) {
+		return in, nil, ok
+	}
+	ch := f.watch.watch(id)
+	// Read again after registering, so that no change is missed in between.
+	in, ok = f.Intent(id)
+	return in, ch, ok
 }
 
 // IntentKey returns the sealed secret of an orchestrator key of a tenant.

@@ -159,7 +159,7 @@ func TestCheckpointsThroughTheLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, woken, _ := f.Intent(CheckpointWatch)
+	woken := f.CheckpointChanged()
 	f.Apply(b.add(MsgPutCheckpoint, PutCheckpoint{Note: note}))
 	select {
 	case <-woken:
