@@ -20,7 +20,8 @@ const (
 // its outcome. An intent that policy decided on — allowed or denied — binds its
 // idempotency key, so that repeats get the same answer; an intent rejected
 // before any decision (bad times, an unknown tool, invalid params, no budget
-// left) does not, so that a corrected retry with the same key can proceed.
+// left, expired by the log's clock) does not, so that a corrected retry with
+// the same key can proceed; the same attempt sent again is a repeat.
 func (f *FSM) applyAdmit(index uint64, c *Admit) (Result, []string) {
 	now := f.advance(c.At)
 	s := f.state
@@ -31,7 +32,10 @@ func (f *FSM) applyAdmit(index uint64, c *Admit) (Result, []string) {
 		}
 		return refuse(CodeIdempotencyConflict, "idempotency key %q was used for other params", c.IdempotencyKey), nil
 	}
-	if _, ok := s.Intents[c.ID]; ok {
+	if old, ok := s.Intents[c.ID]; ok {
+		if old.Tenant == c.Tenant && old.IdempotencyKey == c.IdempotencyKey && old.PayloadHash == c.PayloadHash {
+			return Result{IntentID: old.ID, Duplicate: true}, nil // the same attempt, sent again
+		}
 		return refuse(CodeIdempotencyConflict, "intent id %q is already used", c.ID), nil
 	}
 	in := &Intent{
@@ -52,6 +56,11 @@ func (f *FSM) applyAdmit(index uint64, c *Admit) (Result, []string) {
 		}
 	case !c.Decision.Allow:
 		in.State, in.Error = StateDenied, &protocol.ErrorBody{Code: CodePolicyDenied, Message: "no policy permits this intent"}
+	case !in.ExpiresAt.After(now):
+		// The leader's clock said it was still valid; the log's clock, which
+		// never goes back, says otherwise. It is not run.
+		in.State, in.Error = StateExpired, &protocol.ErrorBody{Code: protocol.CodeExpired,
+			Message: "expired at " + protocol.FormatTime(in.ExpiresAt)}
 	case budget > 0 && s.Runs[runKey] != nil && s.Runs[runKey].Used >= budget:
 		in.State, in.Error = StateRejected, &protocol.ErrorBody{Code: CodeBudgetExhausted,
 			Message: "run " + c.RunID + " has used its budget of intents"}
@@ -71,7 +80,8 @@ func (f *FSM) applyAdmit(index uint64, c *Admit) (Result, []string) {
 		f.idx.expiry.add(in.ExpiresAt, in.ID)
 	}
 	s.Intents[in.ID] = in
-	if in.State == StateRejected {
+	if in.State == StateRejected || in.State == StateExpired {
+		in.Unbound = true
 		f.idx.rejected.add(now, in.ID)
 	} else {
 		s.Idempotency[idemKey] = &IdemEntry{IntentID: in.ID, PayloadHash: c.PayloadHash, At: now}

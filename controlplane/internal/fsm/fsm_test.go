@@ -402,3 +402,24 @@ func TestWatchersOnlyForWaitingIntents(t *testing.T) {
 		t.Fatalf("%d watchers left for intents that will never change", n)
 	}
 }
+
+// TestAdmissionAfterExpiryByTheLogsClock: an intent the log's clock already
+// sees as expired is recorded as expired, never released to run; and the same
+// refused attempt sent again is a repeat, not a conflict.
+func TestAdmissionAfterExpiryByTheLogsClock(t *testing.T) {
+	f, b := newFSM(t), &logBuilder{t: t}
+	apply(t, f, b, MsgTick, Tick{At: t0.Add(time.Hour)})
+	late := admit("late", "k", "p", t0) // expires at t0+10m, behind the clock
+	apply(t, f, b, MsgAdmit, late)
+	if in := state(t, f, "late"); in.State != StateExpired || in.Error.Code != protocol.CodeExpired {
+		t.Fatalf("got %+v, want expired", in)
+	}
+	if r := apply(t, f, b, MsgAdmit, late); !r.Duplicate || r.IntentID != "late" || r.Err != nil {
+		t.Fatalf("the same attempt again: got %+v, want a repeat", r)
+	}
+	if r := apply(t, f, b, MsgAdmit, admit("fresh", "k", "p", t0.Add(time.Hour), func(a *Admit) {
+		a.ExpiresAt = t0.Add(time.Hour + 5*time.Minute)
+	})); r.Err != nil || r.Duplicate {
+		t.Fatalf("a corrected retry with the same key: got %+v", r)
+	}
+}

@@ -49,8 +49,8 @@ type indexes struct {
 	idem   timedHeap // idempotency entries by admission time
 	runs   timedHeap // run counters by last use
 	nonces timedHeap // consumed nonces by when they may be forgotten
-	// rejected holds intents rejected before a decision, which bind no
-	// idempotency key, by admission time.
+	// rejected holds intents refused before a decision (Unbound), which bind
+	// no idempotency key, by admission time.
 	rejected timedHeap
 }
 
@@ -61,7 +61,7 @@ func buildIndexes(s *State) *indexes {
 		if !Final(in.State) {
 			x.expiry = append(x.expiry, timedKey{in.ExpiresAt, id})
 		}
-		if in.State == StateRejected {
+		if in.Unbound {
 			x.rejected = append(x.rejected, timedKey{in.AdmittedAt, id})
 		}
 	}

@@ -84,6 +84,9 @@ type Intent struct {
 	ApprovalRaw jsontext.Value        `json:"approval_raw,omitempty"`
 	// Receipt is the ledger index of the intent's receipt, once final.
 	Receipt *uint64 `json:"receipt,omitempty"`
+	// Unbound is set for an attempt refused before a decision: it holds no
+	// idempotency key and is pruned a retention after its admission.
+	Unbound bool `json:"unbound,omitempty"`
 }
 
 // Run counts the intents admitted in one run. It is forgotten one idempotency

@@ -47,7 +47,7 @@ func (f *FSM) applyTick(index uint64, at time.Time) []string {
 		if !ok {
 			break
 		}
-		if in := s.Intents[e.key]; in != nil && in.State == StateRejected && in.AdmittedAt.Equal(e.at) {
+		if in := s.Intents[e.key]; in != nil && in.Unbound && in.AdmittedAt.Equal(e.at) {
 			delete(s.Intents, e.key)
 		}
 	}
