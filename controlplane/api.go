@@ -109,11 +109,14 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	id, aerr := s.admit(r.Context(), sb.Intent)
-	if aerr == nil && len(sb.Approval) > 0 {
-		_, aerr = s.approve(r.Context(), sb.Approval)
-	}
-	leave()
+	id, aerr := func() (string, *apiError) {
+		defer leave()
+		id, aerr := s.admit(r.Context(), sb.Intent)
+		if aerr != nil || len(sb.Approval) == 0 {
+			return id, aerr
+		}
+		return id, s.approveWith(r.Context(), id, sb.Approval)
+	}()
 	if aerr != nil {
 		s.refuse(w, r, aerr)
 		return
@@ -162,8 +165,10 @@ func (s *Server) handleApproval(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	id, aerr := s.approve(r.Context(), body)
-	leave()
+	id, aerr := func() (string, *apiError) {
+		defer leave()
+		return s.approve(r.Context(), body)
+	}()
 	if aerr != nil {
 		s.refuse(w, r, aerr)
 		return

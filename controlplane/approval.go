@@ -12,7 +12,7 @@ import (
 // policy whether the approver may approve it, and proposes it; the FSM consumes
 // the nonce, so of two uses of one approval exactly one succeeds.
 func (s *Server) approve(ctx context.Context, raw []byte) (string, *apiError) {
-	a0, err := protocol.DecodeApproval(raw, s.verifier.Config().MaxBytes)
+	a0, err := s.verifier.AuthenticateApproval(raw, approverKeys{s.fsm})
 	if err != nil {
 		return "", fromProtocol(err)
 	}
@@ -67,4 +67,22 @@ type approvalPolicyFunc func(*protocol.Intent, *protocol.Approval) bool
 
 func (f approvalPolicyFunc) MayApprove(in *protocol.Intent, a *protocol.Approval) bool {
 	return f(in, a)
+}
+
+// approveWith applies the approval sent with a submission: it must be for
+// that intent, and it is applied only while the intent waits for one — an
+// intent that needs none, or already has its outcome, is answered as it is.
+func (s *Server) approveWith(ctx context.Context, intentID string, raw []byte) *apiError {
+	a, err := protocol.DecodeApproval(raw, s.verifier.Config().MaxBytes)
+	if err != nil {
+		return fromProtocol(err)
+	}
+	if a.IntentID != intentID {
+		return refusal(protocol.CodeMalformed, "the approval in the body is for intent "+a.IntentID+", not "+intentID)
+	}
+	if in, ok := s.fsm.Intent(intentID); !ok || in.State != fsm.StatePendingApproval {
+		return nil
+	}
+	_, aerr := s.approve(ctx, raw)
+	return aerr
 }

@@ -114,5 +114,8 @@ func (c *Config) Validate() error {
 	if err := c.Verify.Validate(); err != nil {
 		return err
 	}
+	if c.Verify.MaxTTL+c.Verify.Skew >= c.FSM.IdempotencyRetention {
+		return errors.New("controlplane: the intent TTL plus skew must be well under the idempotency retention, or a waiting intent could outlive its key")
+	}
 	return c.FSM.Validate()
 }

@@ -46,12 +46,18 @@ func newFailLimiter(perSecond float64, burst, maxSources int) *failLimiter {
 	return &failLimiter{limit: rate.Limit(perSecond), burst: burst, sources: map[string]*rate.Limiter{}, max: maxSources}
 }
 
+// source names the requester for rate limiting: its IPv4 address, or the /64
+// of its IPv6 address, which one host can rotate through at will.
 func source(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		return r.RemoteAddr
 	}
-	return host
+	ip := net.ParseIP(host)
+	if ip == nil || ip.To4() != nil {
+		return host
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
 // blocked reports whether src has no failures left to spend right now.

@@ -35,7 +35,6 @@ type Server struct {
 	catalog  *catalog
 	http     *http.Server
 	ln       net.Listener
-	apiTLS   *tls.Config // nil in dev mode: plain HTTP on loopback
 	gate     gate
 	fails    *failLimiter
 	metrics  *metrics
@@ -56,6 +55,18 @@ func New(cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, err
 	}
+	// Listen first: a taken address is an error now, not a server that
+	// appears to run while another process receives its requests.
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("controlplane: API address: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			ln.Close()
+		}
+	}()
 	krPath := cfg.KeyringFile
 	if krPath == "" {
 		krPath = filepath.Join(cfg.DataDir, "keyring")
@@ -101,8 +112,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.observeLeader()
 	if !cfg.Dev {
-		s.apiTLS = apiTLS
+		ln = tls.NewListener(ln, apiTLS)
 	}
+	s.ln = ln
+	ok = true
 	s.http = &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -189,33 +202,20 @@ func serverTLS(cfg Config) (*tls.Config, error) {
 	return &tls.Config{Certificates: []tls.Certificate{pair}, RootCAs: pool, ClientCAs: pool}, nil
 }
 
-// Serve listens on the HTTP address and serves the API until Close.
+// Serve serves the API on the address New listened on, until Close.
 func (s *Server) Serve() error {
-	ln, err := net.Listen("tcp", s.cfg.HTTPAddr)
-	if err != nil {
-		return err
-	}
-	if s.apiTLS != nil {
-		ln = tls.NewListener(ln, s.apiTLS)
-	}
-	s.ln = ln
 	s.done.Add(2)
 	go s.tickLoop()
 	go s.publishLoop()
-	err = s.http.Serve(ln)
+	err := s.http.Serve(s.ln)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
 	return err
 }
 
-// Addr is the address the API listens on, once Serve has started.
-func (s *Server) Addr() net.Addr {
-	if s.ln == nil {
-		return nil
-	}
-	return s.ln.Addr()
-}
+// Addr is the address the API listens on.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
 // WaitLeader waits until the cluster has a leader.
 func (s *Server) WaitLeader(ctx context.Context) error {

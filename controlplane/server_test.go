@@ -274,3 +274,41 @@ func TestWaitEndsAtExpiry(t *testing.T) {
 		t.Errorf("wait returned after %s; expiry should end it", took)
 	}
 }
+
+func TestDevRefusesTakenAddress(t *testing.T) {
+	d := startDev(t)
+	base := controlplane.DefaultConfig()
+	base.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _, err := controlplane.StartDev(ctx, controlplane.DevConfig{
+		DataDir: t.TempDir(), HTTPAddr: d.s.Addr().String(), RaftAddr: "127.0.0.1:0", Base: base,
+	})
+	if err == nil {
+		t.Fatal("a second dev server started on an address in use")
+	}
+}
+
+// TestApprovalInSubmitBody: an approval sent with a submission must be for
+// that intent, and is ignored when the intent needs none.
+func TestApprovalInSubmitBody(t *testing.T) {
+	d := startDev(t)
+	ctx := context.Background()
+	plain := d.intent(t, "echo", `{}`)
+	r, err := d.c.Submit(ctx, plain, d.approval(t, plain, "approve"), 0)
+	if err != nil || r.State != "dispatched" {
+		t.Fatalf("an intent that needs no approval, sent with one: %+v %v", r, err)
+	}
+	pending := d.intent(t, "echo_approval", `{}`)
+	other := d.intent(t, "echo_approval", `{"x":1}`)
+	if _, err := d.c.Submit(ctx, other, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.c.Submit(ctx, pending, d.approval(t, other, "approve"), 0); apiCode(err) != "malformed" {
+		t.Fatalf("an approval of another intent in the body: got %v, want malformed", err)
+	}
+	in, _ := protocol.DecodeIntent(other, 0)
+	if r, err := d.c.Intent(ctx, in.ID, 0); err != nil || r.State != "pending_approval" {
+		t.Fatalf("the other intent was approved through someone else's submission: %+v %v", r, err)
+	}
+}

@@ -79,7 +79,11 @@ func TestApprovalChecks(t *testing.T) {
 			wantCode(t, err, c.want)
 		})
 	}
-	if _, err := v.VerifyApproval(encode(t, newApproval(in)), nil, keys, nil, nil); protocol.CodeOf(err) != protocol.CodeMalformed {
+	signed := newApproval(in)
+	if err := signed.Sign(alicePriv); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.VerifyApproval(encode(t, signed), nil, keys, nil, nil); protocol.CodeOf(err) != protocol.CodeMalformed {
 		t.Errorf("no intent: got %v, want malformed", err)
 	}
 }

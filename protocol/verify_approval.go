@@ -10,24 +10,12 @@ package protocol
 // refused by policy). nonces and policy may be nil: no nonce is consumed, and
 // only self-approval is refused.
 func (v *Verifier) VerifyApproval(data []byte, intent *Intent, keys ApproverKeys, nonces NonceSet, policy ApprovalPolicy) (*Approval, error) {
-	a := new(Approval)
-	so, err := decodeSigned(data, v.cfg.MaxBytes, a)
+	a, err := v.AuthenticateApproval(data, keys)
 	if err != nil {
 		return nil, err
 	}
 	if intent == nil {
 		return nil, malformed("no intent to check the approval against")
-	}
-	var key ApproverKey
-	ok := false
-	if keys != nil {
-		key, ok = keys.ApproverKey(a.Tenant, a.KeyID)
-	}
-	if !ok || !ed25519Verify(key.Public, KindApproval.Prefix(), so.body, a.Sig) {
-		return nil, fail(CodeApprovalInvalid, "signature does not verify with a registered approver key")
-	}
-	if key.Approver != "" && key.Approver != a.Approver {
-		return nil, fail(CodeApprovalInvalid, "key %q belongs to approver %q, not %q", a.KeyID, key.Approver, a.Approver)
 	}
 	switch {
 	case a.IntentID != intent.ID:
@@ -58,6 +46,30 @@ func (v *Verifier) VerifyApproval(data []byte, intent *Intent, keys ApproverKeys
 	}
 	if policy != nil && !policy.MayApprove(intent, a) {
 		return nil, fail(CodeApprovalForbidden, "policy does not allow %q to approve this intent", a.Approver)
+	}
+	return a, nil
+}
+
+// AuthenticateApproval makes the first checks of VerifyApproval, which need no
+// intent: malformed, then approval_invalid (unknown key, bad signature, or a
+// key bound to another approver). A server makes them before it looks the
+// intent up, so that an unauthenticated approval learns nothing about intents.
+func (v *Verifier) AuthenticateApproval(data []byte, keys ApproverKeys) (*Approval, error) {
+	a := new(Approval)
+	so, err := decodeSigned(data, v.cfg.MaxBytes, a)
+	if err != nil {
+		return nil, err
+	}
+	var key ApproverKey
+	ok := false
+	if keys != nil {
+		key, ok = keys.ApproverKey(a.Tenant, a.KeyID)
+	}
+	if !ok || !ed25519Verify(key.Public, KindApproval.Prefix(), so.body, a.Sig) {
+		return nil, fail(CodeApprovalInvalid, "signature does not verify with a registered approver key")
+	}
+	if key.Approver != "" && key.Approver != a.Approver {
+		return nil, fail(CodeApprovalInvalid, "key %q belongs to approver %q, not %q", a.KeyID, key.Approver, a.Approver)
 	}
 	return a, nil
 }

@@ -17,9 +17,9 @@ import (
 // (log, size) steps it is given, and consistency proofs from the log of the
 // current step: a server that can be made to lie.
 type fakeLedgerServer struct {
-	mu     sync.Mutex
-	steps  []fakeStep
-	next   int
+	mu    sync.Mutex
+	steps []fakeStep
+	next  int
 }
 
 type fakeStep struct {
