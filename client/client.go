@@ -3,6 +3,9 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -25,6 +28,19 @@ type Client struct {
 // token, when set, is sent as the admin bearer token.
 func New(addr, token string) *Client {
 	return &Client{base: strings.TrimRight(addr, "/"), token: token, http: &http.Client{Timeout: 90 * time.Second}}
+}
+
+// TrustCA makes the client trust, for https addresses, the server
+// certificates issued by the PEM-encoded CA (the cluster CA), and only those.
+func (c *Client) TrustCA(pemCerts []byte) error {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pemCerts) {
+		return errors.New("client: no certificate in the CA file")
+	}
+	c.http = &http.Client{Timeout: c.http.Timeout, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+	}}
+	return nil
 }
 
 // IntentResponse is the API's answer about an intent.

@@ -30,7 +30,11 @@ func (a *adminFlags) call(e *env, method, path string, body []byte) error {
 	if token == "" {
 		return errors.New("an admin token is required: --token or WRIT_TOKEN")
 	}
-	err := client.New(a.server, token).Admin(context.Background(), method, path, body)
+	c, err := e.client(a.server, token)
+	if err != nil {
+		return err
+	}
+	err = c.Admin(context.Background(), method, path, body)
 	var ae *client.Error
 	if errors.As(err, &ae) {
 		e.printJSON(map[string]any{"ok": false, "error": map[string]string{"code": string(ae.Code), "message": ae.Message}})

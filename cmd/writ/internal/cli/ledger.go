@@ -31,7 +31,10 @@ func newLedgerExport(e *env, server *string) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			ctx := context.Background()
-			c := client.New(*server, "")
+			c, err := e.client(*server, "")
+			if err != nil {
+				return err
+			}
 			cp, err := c.Checkpoint(ctx)
 			if err != nil {
 				return err
@@ -100,7 +103,10 @@ checkpoints.`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 			defer stop()
-			c := client.New(*server, "")
+			c, err := e.client(*server, "")
+			if err != nil {
+				return err
+			}
 			var prev []byte
 			var prevCP ledger.Checkpoint
 			seen := 0

@@ -23,7 +23,11 @@ func newReceipt(e *env) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("INDEX %q is not a receipt index", args[0])
 			}
-			body, err := client.New(server, "").Receipt(context.Background(), i)
+			c, err := e.client(server, "")
+			if err != nil {
+				return err
+			}
+			body, err := c.Receipt(context.Background(), i)
 			var ae *client.Error
 			if errors.As(err, &ae) {
 				e.printJSON(protocol.ErrorResponse{Error: protocol.ErrorBody{Code: ae.Code, Message: ae.Message}})

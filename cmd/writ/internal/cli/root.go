@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/writhq/writ/client"
 )
 
 // exitError carries an exit code without printing anything more: the command
@@ -24,6 +26,7 @@ type env struct {
 	out, err io.Writer
 	now      func() time.Time
 	output   string
+	caFile   string // --ca: the cluster CA, for https servers
 }
 
 // Main runs the writ command line with args and returns the process exit code.
@@ -61,10 +64,26 @@ func newRoot(e *env) *cobra.Command {
 		},
 	}
 	root.PersistentFlags().StringVarP(&e.output, "output", "o", "json", "output format: json or text")
-	root.AddCommand(newVersion(e), newKeygen(e), newIntent(e), newApproval(e), newDev(e), newSandbox(e), newVerify(e), newTool(e), newPolicy(e), newTenant(e), newKey(e), newReceipt(e), newLedger(e))
+	root.PersistentFlags().StringVar(&e.caFile, "ca", os.Getenv("WRIT_CA"), "the cluster CA file, to reach an https server (default: $WRIT_CA)")
+	root.AddCommand(newVersion(e), newKeygen(e), newIntent(e), newApproval(e), newDev(e), newSandbox(e), newVerify(e), newTool(e), newPolicy(e), newTenant(e), newKey(e), newReceipt(e), newLedger(e), newServer(e), newCA(e))
 	return root
 }
 
 // now is the clock of signing commands, to the millisecond: finer digits only
 // make the objects longer.
 func now() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
+
+// client returns an API client for server, trusting --ca when given.
+func (e *env) client(server, token string) (*client.Client, error) {
+	c := client.New(server, token)
+	if e.caFile != "" {
+		pem, err := readSmallFile(e.caFile, 1<<20)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.TrustCA(pem); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}

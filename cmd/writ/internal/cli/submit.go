@@ -31,7 +31,11 @@ func newIntentSubmit(e *env) *cobra.Command {
 					return err
 				}
 			}
-			r, err := client.New(server, "").Submit(context.Background(), raw, approval, wait)
+			c, err := e.client(server, "")
+			if err != nil {
+				return err
+			}
+			r, err := c.Submit(context.Background(), raw, approval, wait)
 			return e.answer(r, err)
 		},
 	}
@@ -49,7 +53,11 @@ func newIntentGet(e *env) *cobra.Command {
 		Short: "Print an intent's state",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			r, err := client.New(server, "").Intent(context.Background(), args[0], wait)
+			c, err := e.client(server, "")
+			if err != nil {
+				return err
+			}
+			r, err := c.Intent(context.Background(), args[0], wait)
 			return e.answer(r, err)
 		},
 	}
@@ -69,7 +77,11 @@ func newApprovalSubmit(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			r, err := client.New(server, "").Approve(context.Background(), raw)
+			c, err := e.client(server, "")
+			if err != nil {
+				return err
+			}
+			r, err := c.Approve(context.Background(), raw)
 			return e.answer(r, err)
 		},
 	}

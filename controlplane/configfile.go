@@ -1,0 +1,130 @@
+package controlplane
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"golang.org/x/mod/sumdb/note"
+	"github.com/writhq/writ/ledger"
+)
+
+// File is the server configuration file (JSON; documented in
+// docs/controlplane.md). Every member is optional but those Validate needs.
+type File struct {
+	ID               string   `json:"id,omitzero"`
+	DataDir          string   `json:"data_dir,omitzero"`
+	HTTPAddr         string   `json:"http_addr,omitzero"`
+	RaftAddr         string   `json:"raft_addr,omitzero"`
+	Bootstrap        *bool    `json:"bootstrap,omitzero"`
+	TLS              TLSFiles `json:"tls,omitzero"`
+	KeyringFile      string   `json:"keyring_file,omitzero"`
+	AdminTokenHashes []string `json:"admin_token_hashes,omitzero"`
+	Ledger           struct {
+		Origin   string `json:"origin,omitzero"`
+		SeedFile string `json:"seed_file,omitzero"`
+	} `json:"ledger,omitzero"`
+	Limits struct {
+		MaxTTL       string `json:"max_ttl,omitzero"`
+		Skew         string `json:"skew,omitzero"`
+		MaxBodyBytes int    `json:"max_body_bytes,omitzero"`
+		MaxInFlight  int    `json:"max_in_flight,omitzero"`
+	} `json:"limits,omitzero"`
+}
+
+// LoadFile reads a configuration file strictly: unknown members are errors,
+// so that a misspelt setting is never silently ignored.
+func LoadFile(path string) (*File, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var f File
+	if err := json.Unmarshal(b, &f, json.RejectUnknownMembers(true)); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return &f, nil
+}
+
+// Apply sets the members the file sets on top of cfg.
+func (f *File) Apply(cfg *Config) error {
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&cfg.ID, f.ID)
+	set(&cfg.DataDir, f.DataDir)
+	set(&cfg.HTTPAddr, f.HTTPAddr)
+	set(&cfg.RaftAddr, f.RaftAddr)
+	set(&cfg.KeyringFile, f.KeyringFile)
+	set(&cfg.TLS.CAFile, f.TLS.CAFile)
+	set(&cfg.TLS.CertFile, f.TLS.CertFile)
+	set(&cfg.TLS.KeyFile, f.TLS.KeyFile)
+	if f.Bootstrap != nil {
+		cfg.Bootstrap = *f.Bootstrap
+	}
+	if f.AdminTokenHashes != nil {
+		cfg.AdminTokenHashes = f.AdminTokenHashes
+	}
+	for _, d := range []struct {
+		s   string
+		dst *time.Duration
+	}{{f.Limits.MaxTTL, &cfg.Verify.MaxTTL}, {f.Limits.Skew, &cfg.Verify.Skew}} {
+		if d.s == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.s)
+		if err != nil {
+			return fmt.Errorf("limits: %q is not a duration", d.s)
+		}
+		*d.dst = v
+	}
+	if f.Limits.MaxBodyBytes > 0 {
+		cfg.Verify.MaxBytes = f.Limits.MaxBodyBytes
+	}
+	if f.Limits.MaxInFlight > 0 {
+		cfg.MaxInFlight = f.Limits.MaxInFlight
+	}
+	if f.Ledger.SeedFile != "" {
+		signer, vkey, err := LedgerKey(f.Ledger.Origin, f.Ledger.SeedFile)
+		if err != nil {
+			return err
+		}
+		cfg.LedgerSigner, cfg.LedgerVerifierKey = signer, vkey
+	}
+	return nil
+}
+
+// LedgerKey reads the checkpoint signing key: a file holding the base64 of a
+// 32-byte Ed25519 seed (as writ keygen ed25519 writes it, mode 0600), for the
+// log named origin.
+func LedgerKey(origin, seedFile string) (note.Signer, string, error) {
+	if origin == "" {
+		return nil, "", errors.New("ledger: an origin (the log's name, such as example.com/writ) is required")
+	}
+	fi, err := os.Stat(seedFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, "", fmt.Errorf("ledger: seed file %s does not exist", seedFile)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return nil, "", fmt.Errorf("ledger: %s is readable by others (mode %v); it must be 0600", seedFile, fi.Mode().Perm())
+	}
+	b, err := os.ReadFile(seedFile)
+	if err != nil {
+		return nil, "", err
+	}
+	seed, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil {
+		return nil, "", fmt.Errorf("ledger: %s is not base64", seedFile)
+	}
+	return ledger.NewSigner(origin, seed)
+}
