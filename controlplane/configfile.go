@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json"
-	"golang.org/x/mod/sumdb/note"
 	"github.com/writhq/writ/ledger"
+	"golang.org/x/mod/sumdb/note"
 )
 
 // File is the server configuration file (JSON; documented in
