@@ -205,8 +205,8 @@ func serverTLS(cfg Config) (*tls.Config, error) {
 // Serve serves the API on the address New listened on, until Close.
 func (s *Server) Serve() error {
 	s.done.Add(2)
-	go s.tickLoop()
-	go s.publishLoop()
+	go s.everyAsLeader(s.cfg.TickInterval, s.tick)
+	go s.everyAsLeader(s.cfg.PublishInterval, s.publish)
 	err := s.http.Serve(s.ln)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
@@ -254,12 +254,10 @@ func openLedger(cfg Config, log *slog.Logger) (*ledger.Log, error) {
 	return lg, nil
 }
 
-// publishLoop has the leader sign a checkpoint of the receipts applied so far
-// whenever there are new ones, and put it through Raft, so that no replica
-// shows a checkpoint ahead of what is committed.
-func (s *Server) publishLoop() {
+// everyAsLeader runs f every interval while this server leads, until Close.
+func (s *Server) everyAsLeader(interval time.Duration, f func()) {
 	defer s.done.Done()
-	t := time.NewTicker(s.cfg.PublishInterval)
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
@@ -267,51 +265,44 @@ func (s *Server) publishLoop() {
 			return
 		case <-t.C:
 		}
-		if !s.isLeader() {
-			continue
+		if s.isLeader() {
+			f()
 		}
-		size := s.ledger.Size()
-		if c, _, ok := s.ledger.Latest(); (ok && c.Size >= size) || size == 0 {
-			continue
-		}
-		root, err := s.ledger.Root(size)
-		if err != nil {
-			s.log.Error("checkpoint: root", "err", err)
-			continue
-		}
-		note, err := ledger.SignCheckpoint(ledger.Checkpoint{Origin: s.cfg.LedgerSigner.Name(), Size: size, Root: root}, s.cfg.LedgerSigner)
-		if err != nil {
-			s.log.Error("checkpoint: sign", "err", err)
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if _, err := s.apply(ctx, fsm.MsgPutCheckpoint, fsm.PutCheckpoint{Note: note}); err != nil && !errors.Is(err, raftnode.ErrNotLeader) {
-			s.log.Warn("checkpoint", "err", err)
-		}
-		cancel()
 	}
 }
 
-// tickLoop proposes the leader's clock, so that expiry and pruning happen in
-// the log, identically everywhere.
-func (s *Server) tickLoop() {
-	defer s.done.Done()
-	t := time.NewTicker(s.cfg.TickInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			if !s.isLeader() {
-				continue
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			if _, _, err := s.node.Apply(ctx, fsm.MsgTick, fsm.Tick{At: s.now()}); err != nil && !errors.Is(err, raftnode.ErrNotLeader) {
-				s.log.Warn("tick", "err", err)
-			}
-			cancel()
-		}
+// publish signs a checkpoint of the receipts applied so far, when there are
+// new ones, and puts it through Raft, so that no replica shows a checkpoint
+// ahead of what is committed.
+func (s *Server) publish() {
+	size := s.ledger.Size()
+	if c, _, ok := s.ledger.Latest(); (ok && c.Size >= size) || size == 0 {
+		return
+	}
+	root, err := s.ledger.Root(size)
+	if err != nil {
+		s.log.Error("checkpoint: root", "err", err)
+		return
+	}
+	note, err := ledger.SignCheckpoint(ledger.Checkpoint{Origin: s.cfg.LedgerSigner.Name(), Size: size, Root: root}, s.cfg.LedgerSigner)
+	if err != nil {
+		s.log.Error("checkpoint: sign", "err", err)
+		return
+	}
+	s.proposeOwn(fsm.MsgPutCheckpoint, fsm.PutCheckpoint{Note: note})
+}
+
+// tick proposes the leader's clock, so that expiry and pruning happen in the
+// log, identically everywhere.
+func (s *Server) tick() { s.proposeOwn(fsm.MsgTick, fsm.Tick{At: s.now()}) }
+
+// proposeOwn applies a command of the leader's own, logging what is not a loss
+// of leadership.
+func (s *Server) proposeOwn(t fsm.MsgType, cmd any) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := s.apply(ctx, t, cmd); err != nil && !errors.Is(err, raftnode.ErrNotLeader) {
+		s.log.Warn("proposing "+t.String(), "err", err)
 	}
 }
 
