@@ -102,17 +102,5 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 	spec := proc.Spec{Tier: tier, Path: d.bin, Args: args, Env: []string{}, Dir: "/",
 		Stdin: cmd.Stdin, ExtraFiles: []*os.File{cmd.Exe}, Limits: m.Limits, Rlimits: true, SignalExit: true,
 		AddressSpace: m.Limits.MemoryBytes + d.cfg.AddressSpaceSlack}
-	if d.cg != nil {
-		g, err := d.cg.New(cgroup.Name(), cgroup.Limits{Pids: m.Limits.Pids, MemoryBytes: m.Limits.MemoryBytes})
-		if err != nil {
-			return sandbox.Refuse(tier, err)
-		}
-		defer g.Close()
-		spec.Cgroup = g
-	}
-	out, err := proc.Run(ctx, spec)
-	if err != nil {
-		return out, fmt.Errorf("bwrap: %w", err)
-	}
-	return out, nil
+	return proc.RunLimited(ctx, spec, d.cg)
 }

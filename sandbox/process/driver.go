@@ -92,17 +92,5 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 	spec := proc.Spec{Tier: tier, Exe: cmd.Exe, Args: cmd.Argv, Env: command.Environ(m, inv.Env),
 		Dir: inv.Workspace, Stdin: cmd.Stdin, Limits: m.Limits, Rlimits: true, UnshareNet: d.cfg.UnshareNetwork,
 		AddressSpace: m.Limits.MemoryBytes + d.cfg.AddressSpaceSlack}
-	if d.cg != nil {
-		g, err := d.cg.New(cgroup.Name(), cgroup.Limits{Pids: m.Limits.Pids, MemoryBytes: m.Limits.MemoryBytes})
-		if err != nil {
-			return sandbox.Refuse(tier, err)
-		}
-		defer g.Close()
-		spec.Cgroup = g
-	}
-	out, err := proc.Run(ctx, spec)
-	if err != nil {
-		return out, fmt.Errorf("process: %w", err)
-	}
-	return out, nil
+	return proc.RunLimited(ctx, spec, d.cg)
 }
