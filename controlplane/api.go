@@ -3,6 +3,9 @@ package controlplane
 import (
 	"context"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
 	"encoding/json"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"io"
@@ -51,8 +54,8 @@ func (s *Server) waitFor(r *http.Request) (time.Duration, *apiError) {
 }
 
 type submitBody struct {
-	Intent   json.RawMessage `json:"intent"`
-	Approval json.RawMessage `json:"approval,omitempty"`
+	Intent   jsontext.Value `json:"intent"`
+	Approval jsontext.Value `json:"approval,omitzero"`
 }
 
 // enter admits a request to verification and proposal: sources that keep
@@ -60,11 +63,6 @@ type submitBody struct {
 // requests are refused at once. Waiting for an outcome (?wait=) happens after
 // leave, so long polls do not hold capacity.
 func (s *Server) enter(w http.ResponseWriter, r *http.Request) (leave func(), ok bool) {
-	if s.fails.blocked(source(r)) {
-		s.metrics.refused.WithLabelValues(string(codeOverloaded)).Inc()
-		writeOverloaded(w, "too many requests from this address failed authentication")
-		return nil, false
-	}
 	if !s.gate.enter() {
 		s.metrics.refused.WithLabelValues(string(codeOverloaded)).Inc()
 		writeOverloaded(w, "the server is at capacity; retry")
@@ -72,6 +70,17 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) (leave func(), ok
 	}
 	s.metrics.inFlight.Inc()
 	return func() { s.metrics.inFlight.Dec(); s.gate.leave() }, true
+}
+
+// blocked refuses, before reading anything, a source that keeps failing
+// authentication.
+func (s *Server) blocked(w http.ResponseWriter, r *http.Request) bool {
+	if !s.fails.blocked(source(r)) {
+		return false
+	}
+	s.metrics.refused.WithLabelValues(string(codeOverloaded)).Inc()
+	writeOverloaded(w, "too many requests from this address failed authentication")
+	return true
 }
 
 // refuse answers a request refused without recording anything, and counts
@@ -87,6 +96,9 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, aerr *apiError) 
 }
 
 func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
+	if s.blocked(w, r) {
+		return
+	}
 	wait, aerr := s.waitFor(r)
 	if aerr != nil {
 		writeError(w, aerr.code, aerr.msg)
@@ -95,14 +107,14 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	// Room for an intent and an approval, each at the protocol's limit.
 	body, aerr := readBody(w, r, 2*s.verifier.Config().MaxBytes+1024)
 	if aerr != nil {
-		writeError(w, aerr.code, aerr.msg)
+		s.refuse(w, r, aerr)
 		return
 	}
+	// The envelope is as strict as what it carries: no duplicate or unknown
+	// members, so that no two readers of one body see different intents.
 	var sb submitBody
-	dec := json.NewDecoder(bytesReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&sb); err != nil || len(sb.Intent) == 0 {
-		writeError(w, protocol.CodeMalformed, `body must be {"intent": {…}, "approval": {…}?}`)
+	if err := jsonv2.Unmarshal(body, &sb, jsonv2.RejectUnknownMembers(true)); err != nil || len(sb.Intent) == 0 {
+		s.refuse(w, r, refusal(protocol.CodeMalformed, `body must be {"intent": {…}, "approval": {…}?}`))
 		return
 	}
 	leave, ok := s.enter(w, r)
@@ -156,9 +168,12 @@ func (s *Server) handleGetIntent(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleApproval(w http.ResponseWriter, r *http.Request) {
+	if s.blocked(w, r) {
+		return
+	}
 	body, aerr := readBody(w, r, s.verifier.Config().MaxBytes)
 	if aerr != nil {
-		writeError(w, aerr.code, aerr.msg)
+		s.refuse(w, r, aerr)
 		return
 	}
 	leave, ok := s.enter(w, r)

@@ -98,3 +98,18 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 }
+
+func TestEnvelopeIsStrict(t *testing.T) {
+	_, addr := startTestDev(t, func(*Config) {})
+	for _, body := range []string{
+		`{"intent":{},"intent":{}}`,
+		`{"intent":{},"extra":1}`,
+		`{"Intent":{}}`,
+		`[]`,
+	} {
+		resp, got := post(t, addr+"/v1/intents", body)
+		if resp.StatusCode != 400 || !strings.Contains(got, `"malformed"`) {
+			t.Errorf("%s: %d %s, want 400 malformed", body, resp.StatusCode, got)
+		}
+	}
+}
