@@ -124,3 +124,13 @@ func RequireAvailable(t testing.TB, name string, err error) {
 	}
 	t.Skipf("SKIPPING %s tier tests: %v (install it, or run with CI=true to make this a failure)", name, err)
 }
+
+// missingOnHost stops a case whose host program is absent: a failure under
+// CI=true, where the machine is set up by make deps; a skip otherwise.
+func missingOnHost(t testing.TB, why string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatal(why)
+	}
+	t.Skip(why)
+}
