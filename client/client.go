@@ -19,9 +19,10 @@ import (
 
 // Client talks to a Writ control plane's HTTP API.
 type Client struct {
-	base  string
-	http  *http.Client
-	token string
+	base   string
+	http   *http.Client
+	token  string
+	reader *readKey
 }
 
 // New returns a client for the server at addr (such as http://127.0.0.1:7070).
@@ -67,7 +68,20 @@ func (c *Client) Submit(ctx context.Context, intent, approval []byte, wait time.
 	return &r, c.do(ctx, http.MethodPost, "/v1/intents"+waitQuery(wait), b, &r)
 }
 
-// Intent returns an intent's state, waiting up to wait for a final one.
+// SignReads makes the client sign its reads of intents with an orchestrator
+// key of tenant (protocol.VerifyRead); without it, reads carry the admin
+// token, if any.
+func (c *Client) SignReads(tenant, keyID string, secret []byte) {
+	c.reader = &readKey{tenant, keyID, secret}
+}
+
+type readKey struct {
+	tenant, keyID string
+	secret        []byte
+}
+
+// Intent returns an intent's state, waiting up to wait for a final one. The
+// read is signed (SignReads) or carries the admin token.
 func (c *Client) Intent(ctx context.Context, id string, wait time.Duration) (*IntentResponse, error) {
 	var r IntentResponse
 	return &r, c.do(ctx, http.MethodGet, "/v1/intents/"+url.PathEscape(id)+waitQuery(wait), nil, &r)
@@ -137,7 +151,13 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if c.token != "" {
+	if c.reader != nil && method == http.MethodGet {
+		at := protocol.ReadTime(time.Now())
+		req.Header.Set(protocol.HeaderTenant, c.reader.tenant)
+		req.Header.Set(protocol.HeaderKeyID, c.reader.keyID)
+		req.Header.Set(protocol.HeaderTime, at)
+		req.Header.Set(protocol.HeaderSignature, protocol.SignRead(c.reader.secret, method, req.URL.RequestURI(), c.reader.tenant, c.reader.keyID, at))
+	} else if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	resp, err := c.http.Do(req)

@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -87,7 +88,7 @@ func (s *Server) blocked(w http.ResponseWriter, r *http.Request) bool {
 // authentication failures against their source.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, aerr *apiError) {
 	switch aerr.code {
-	case protocol.CodeMalformed, protocol.CodeUnknownKey, protocol.CodeBadSignature, protocol.CodeApprovalInvalid:
+	case protocol.CodeMalformed, protocol.CodeUnknownKey, protocol.CodeBadSignature, protocol.CodeApprovalInvalid, codeUnauthorized:
 		s.fails.failed(source(r))
 	}
 	s.metrics.refused.WithLabelValues(string(aerr.code)).Inc()
@@ -158,13 +159,50 @@ func (s *Server) answer(w http.ResponseWriter, ctx context.Context, id string, w
 	writeJSON(w, http.StatusOK, resp)
 }
 
+// handleGetIntent answers a signed read by an orchestrator of the intent's
+// tenant, or an admin. An intent of another tenant is not found, as one that
+// does not exist is: a read learns nothing about other tenants.
 func (s *Server) handleGetIntent(w http.ResponseWriter, r *http.Request) {
+	if s.blocked(w, r) {
+		return
+	}
+	tenant, all, aerr := s.reader(r)
+	if aerr != nil {
+		s.refuse(w, r, aerr)
+		return
+	}
 	wait, aerr := s.waitFor(r)
 	if aerr != nil {
 		writeError(w, aerr.code, aerr.msg)
 		return
 	}
-	s.answer(w, r.Context(), r.PathValue("id"), wait)
+	id := r.PathValue("id")
+	if in, ok := s.fsm.Intent(id); !ok || (!all && in.Tenant != tenant) {
+		writeError(w, codeNotFound, "no intent "+id)
+		return
+	}
+	s.answer(w, r.Context(), id, wait)
+}
+
+// reader authenticates a read: an admin token sees every tenant; a request
+// signed with an orchestrator key (protocol.VerifyRead) sees its tenant.
+func (s *Server) reader(r *http.Request) (tenant string, all bool, aerr *apiError) {
+	if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		if !s.adminToken(token) {
+			return "", false, refusal(codeUnauthorized, "the token is not valid")
+		}
+		return "", true, nil
+	}
+	h := r.Header
+	if h.Get(protocol.HeaderSignature) == "" {
+		return "", false, refusal(codeUnauthorized, "reads are signed with an orchestrator key ("+protocol.HeaderSignature+") or carry an admin token")
+	}
+	tenant, err := s.verifier.VerifyRead(r.Method, r.URL.RequestURI(), h.Get(protocol.HeaderTenant), h.Get(protocol.HeaderKeyID),
+		h.Get(protocol.HeaderTime), h.Get(protocol.HeaderSignature), intentKeys{s.fsm, s.keys})
+	if err != nil {
+		return "", false, refusal(codeUnauthorized, err.Error())
+	}
+	return tenant, false, nil
 }
 
 func (s *Server) handleApproval(w http.ResponseWriter, r *http.Request) {

@@ -44,7 +44,10 @@ func startDev(t *testing.T) *devServer {
 		time.Sleep(5 * time.Millisecond)
 	}
 	addr := "http://" + s.Addr().String()
-	return &devServer{s: s, creds: creds, c: client.New(addr, ""), admin: client.New(addr, creds.AdminToken)}
+	c := client.New(addr, "")
+	secret, _ := base64.StdEncoding.DecodeString(creds.Orchestrator.Secret)
+	c.SignReads(creds.Tenant, creds.Orchestrator.KeyID, secret)
+	return &devServer{s: s, creds: creds, c: c, admin: client.New(addr, creds.AdminToken)}
 }
 
 func (d *devServer) intent(t *testing.T, tool, params string, mod ...func(*protocol.Intent)) []byte {
@@ -310,5 +313,41 @@ func TestApprovalInSubmitBody(t *testing.T) {
 	in, _ := protocol.DecodeIntent(other, 0)
 	if r, err := d.c.Intent(ctx, in.ID, 0); err != nil || r.State != "pending_approval" {
 		t.Fatalf("the other intent was approved through someone else's submission: %+v %v", r, err)
+	}
+}
+
+// TestReadsAreAuthenticated: an intent is read with a signed request of its
+// tenant or an admin token; anyone else learns nothing, not even that it exists.
+func TestReadsAreAuthenticated(t *testing.T) {
+	d := startDev(t)
+	ctx := context.Background()
+	raw := d.intent(t, "echo", `{}`, func(in *protocol.Intent) { in.ID = "int:with:colons" })
+	if _, err := d.c.Submit(ctx, raw, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := d.c.Intent(ctx, "int:with:colons", time.Millisecond); err != nil || r.State != "dispatched" {
+		t.Fatalf("signed read: %+v %v", r, err)
+	}
+	if r, err := d.admin.Intent(ctx, "int:with:colons", 0); err != nil || r.State != "dispatched" {
+		t.Fatalf("admin read: %+v %v", r, err)
+	}
+	anon := client.New("http://"+d.s.Addr().String(), "")
+	if _, err := anon.Intent(ctx, "int:with:colons", 0); apiCode(err) != "unauthorized" {
+		t.Fatalf("unsigned read: got %v, want unauthorized", err)
+	}
+	// Another tenant's key reads nothing of tenant dev.
+	secret, _ := base64.StdEncoding.DecodeString(d.creds.Orchestrator.Secret)
+	if err := d.admin.Admin(ctx, "PUT", "tenants/globex/keys/g1", []byte(fmt.Sprintf(`{"secret":%q}`, base64.StdEncoding.EncodeToString(secret)))); err != nil {
+		t.Fatal(err)
+	}
+	other := client.New("http://"+d.s.Addr().String(), "")
+	other.SignReads("globex", "g1", secret)
+	if _, err := other.Intent(ctx, "int:with:colons", 0); apiCode(err) != "not_found" {
+		t.Fatalf("another tenant's read: got %v, want not_found", err)
+	}
+	forged := client.New("http://"+d.s.Addr().String(), "")
+	forged.SignReads(d.creds.Tenant, d.creds.Orchestrator.KeyID, []byte("not the secret, 32 bytes long...."))
+	if _, err := forged.Intent(ctx, "int:with:colons", 0); apiCode(err) != "unauthorized" {
+		t.Fatalf("a read signed with the wrong secret: got %v, want unauthorized", err)
 	}
 }

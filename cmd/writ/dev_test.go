@@ -178,7 +178,8 @@ func TestDevEndToEnd(t *testing.T) {
 	defer stopWritDev(t, dev)
 	var p struct{ ID string }
 	json.Unmarshal([]byte(pending), &p)
-	out, code = run(t, "", "intent", "get", p.ID, "--server", server)
+	out, code = run(t, "", "intent", "get", p.ID, "--server", server, "--tenant", creds.Tenant,
+		"--key", creds.Orchestrator.KeyID+"="+filepath.Join(dir, "orchestrator.key"))
 	if code != 0 || state(out) != "dispatched" {
 		t.Fatalf("after restart: %q exit %d", out, code)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -46,16 +47,35 @@ func newIntentSubmit(e *env) *cobra.Command {
 }
 
 func newIntentGet(e *env) *cobra.Command {
-	var server string
+	var server, key, tenant, token string
 	var wait time.Duration
 	cmd := &cobra.Command{
-		Use:   "get ID [--server URL] [--wait 30s]",
-		Short: "Print an intent's state",
+		Use:   "get ID --tenant T --key ID=SECRET_FILE [--server URL] [--wait 30s]",
+		Short: "Print an intent's state (a read signed with an orchestrator key, or with --token)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			c, err := e.client(server, "")
+			if token == "" {
+				token = os.Getenv("WRIT_TOKEN")
+			}
+			c, err := e.client(server, token)
 			if err != nil {
 				return err
+			}
+			if key != "" {
+				ref, err := parseKeyRef("key", key)
+				if err != nil {
+					return err
+				}
+				secret, err := readKeyFile(ref.value)
+				if err != nil {
+					return err
+				}
+				if tenant == "" {
+					return errors.New("--tenant is required with --key")
+				}
+				c.SignReads(tenant, ref.id, secret)
+			} else if token == "" {
+				return errors.New("reads are signed: give --tenant and --key ID=SECRET_FILE, or an admin --token")
 			}
 			r, err := c.Intent(context.Background(), args[0], wait)
 			return e.answer(r, err)
@@ -63,6 +83,9 @@ func newIntentGet(e *env) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&server, "server", defaultServer, "the control plane's API address")
 	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for a final state (at most 60s)")
+	cmd.Flags().StringVar(&tenant, "tenant", "", "the intent's tenant")
+	cmd.Flags().StringVar(&key, "key", "", "ID=SECRET_FILE: an orchestrator key of the tenant, to sign the read")
+	cmd.Flags().StringVar(&token, "token", "", "an admin token instead (default: $WRIT_TOKEN)")
 	return cmd
 }
 
