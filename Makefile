@@ -16,10 +16,12 @@ STATICCHECK := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)
 
 # Debian packages the tests run for real: the bwrap and runc sandbox tiers, and
 # busybox-static for the runc test rootfs. runc is Debian 12's 1.1.5 (with
-# Debian's security patches), the version CI gets.
-APT_PACKAGES := bubblewrap runc busybox-static
+# Debian's security patches), the version CI gets. systemd gives
+# systemd-analyze, which checks the agent's unit file; chromium runs the
+# dashboard's end-to-end test.
+APT_PACKAGES := bubblewrap runc busybox-static systemd chromium
 
-.PHONY: help deps build dev test check fuzz bench clean
+.PHONY: help deps build dev cluster cluster-down test check fuzz bench clean screenshots
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-7s %s\n", $$1, $$2}'
@@ -38,9 +40,16 @@ deps: ## install what the tests need, when missing: Debian packages and Go tools
 build: ## build bin/writ and the WASM tools of writ dev
 	$(GO) build -o $(BIN)/writ ./cmd/writ
 	GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -o $(BIN)/tools/echo.wasm ./sandbox/tools/echo
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/tools/echo ./sandbox/tools/echo
 
 dev: build ## start a local Writ (writ dev, state in .dev/) and print how to submit an intent
 	$(BIN)/writ dev --data-dir $(CURDIR)/.dev
+
+cluster: build ## start a local 3-server cluster on loopback (state and dev.json with "addrs" in .cluster/)
+	WRIT=$(BIN)/writ WRIT_CLUSTER_DIR=$(CURDIR)/.cluster deploy/cluster.sh up
+
+cluster-down: ## stop the local cluster (state stays in .cluster/)
+	WRIT=$(BIN)/writ WRIT_CLUSTER_DIR=$(CURDIR)/.cluster deploy/cluster.sh down
 
 test: deps ## run every test, then each fuzz target for 10 s (CI=true: missing dependencies fail)
 	$(GO) test -race -count=1 ./...
@@ -55,6 +64,9 @@ check: deps ## vet, staticcheck, gofmt, dependency boundaries, darwin and linux/
 	GOOS=darwin GOARCH=amd64 $(GO) build -o /dev/null ./cmd/writ
 	GOOS=linux GOARCH=arm64 $(GO) build -o /dev/null ./cmd/writ
 
+screenshots: deps ## retake the dashboard's screenshots (docs/screenshots/) with its Chromium test
+	WRIT_SCREENSHOTS=1 $(GO) test -count=1 -run TestDashboardInChromium ./cmd/writ/
+
 fuzz: ## run every fuzz target for FUZZTIME each (default 1m)
 	@set -e; for pkg in $$($(GO) list ./...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
@@ -63,10 +75,18 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 1m)
 	  done; \
 	done
 
+# The root filesystem of the runc tier's benchmark: busybox-static only.
+BENCH_ROOTFS := $(CURDIR)/.bench/rootfs
+
 # The ledger's 10-million-receipt figures belong here, not in CI.
-bench: ## run the benchmarks, each reported beside its baseline from the same run
+bench: build ## run the benchmarks, each reported beside its baseline from the same run
+	rm -rf $(BENCH_ROOTFS) && mkdir -p $(BENCH_ROOTFS)/bin $(BENCH_ROOTFS)/etc
+	cp "$$(command -v busybox)" $(BENCH_ROOTFS)/bin/busybox
+	$(BIN)/writ bench sandbox --n 100 --rootfs $(BENCH_ROOTFS) -o text
 	WRIT_LEDGER_BENCH_LEAVES=10000000 WRIT_LEDGER_BENCH_DIR=$(CURDIR)/.bench/ledger \
 	  $(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./...
+	$(GO) build -o $(BIN)/writ ./cmd/writ
+	$(BIN)/writ bench admit
 
 clean: ## remove what the build, dev and bench wrote
-	rm -rf $(BIN) .dev .bench
+	rm -rf $(BIN) .dev .bench .cluster

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/writhq/writ/protocol"
@@ -19,16 +20,35 @@ import (
 
 // Client talks to a Writ control plane's HTTP API.
 type Client struct {
-	base   string
-	http   *http.Client
-	token  string
-	reader *readKey
+	servers []string
+	http    *http.Client
+	token   string
+	reader  *readKey
+	// Failover bounds how long a request tries other servers when one
+	// cannot be reached or answers 503 no_leader (DefaultFailover).
+	Failover time.Duration
+
+	mu  sync.Mutex
+	cur int // the server that answered last
+	// NoProofWait makes Submit with a wait return as soon as the intent is
+	// final, with its receipt but without waiting for a checkpoint to prove
+	// it (?proof=false); Receipt fetches the proof later.
+	NoProofWait bool
 }
 
-// New returns a client for the server at addr (such as http://127.0.0.1:7070).
-// token, when set, is sent as the admin bearer token.
+// New returns a client for the server at addr (such as http://127.0.0.1:7070),
+// or for a cluster: addr may list servers separated by commas. token, when
+// set, is sent as the admin bearer token.
 func New(addr, token string) *Client {
-	return &Client{base: strings.TrimRight(addr, "/"), token: token, http: &http.Client{Timeout: 90 * time.Second}}
+	return NewCluster([]string{addr}, token)
+}
+
+// NewCluster returns a client for the servers of one cluster. A request goes
+// to the server that answered last; when it cannot be reached or answers 503
+// no_leader, the request goes to the next — if it is safe to send again
+// (see Client.do).
+func NewCluster(addrs []string, token string) *Client {
+	return &Client{servers: splitAddrs(addrs), token: token, http: &http.Client{Timeout: 90 * time.Second}, Failover: DefaultFailover}
 }
 
 // TrustCA makes the client trust, for https addresses, the server
@@ -65,7 +85,11 @@ func (c *Client) Submit(ctx context.Context, intent, approval []byte, wait time.
 	}
 	b, _ := json.Marshal(body)
 	var r IntentResponse
-	return &r, c.do(ctx, http.MethodPost, "/v1/intents"+waitQuery(wait), b, &r)
+	q := waitQuery(wait)
+	if c.NoProofWait && q != "" {
+		q += "&proof=false"
+	}
+	return &r, c.do(ctx, http.MethodPost, "/v1/intents"+q, b, &r)
 }
 
 // SignReads makes the client sign its reads of intents with an orchestrator
@@ -134,6 +158,11 @@ func (c *Client) Admin(ctx context.Context, method, path string, body []byte) er
 	return c.do(ctx, method, "/v1/admin/"+strings.TrimLeft(path, "/"), body, nil)
 }
 
+// AdminJSON sends an admin call and decodes its JSON answer into out.
+func (c *Client) AdminJSON(ctx context.Context, method, path string, body []byte, out any) error {
+	return c.do(ctx, method, "/v1/admin/"+strings.TrimLeft(path, "/"), body, out)
+}
+
 func waitQuery(d time.Duration) string {
 	if d <= 0 {
 		return ""
@@ -141,14 +170,57 @@ func waitQuery(d time.Duration) string {
 	return "?wait=" + d.String()
 }
 
+// do sends one request. On a connection failure, or 503 no_leader, it tries
+// the next server — always when the request never left (the connection could
+// not be made), otherwise only when the request is safe to resend
+// (resendable) — until Failover passes.
 func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
+	if len(c.servers) == 0 {
+		return errors.New("client: no server address")
+	}
+	deadline := time.Now().Add(c.Failover)
+	c.mu.Lock()
+	start := c.cur
+	c.mu.Unlock()
+	for round := 0; ; round++ {
+		var err error
+		for k := range c.servers {
+			i := (start + k) % len(c.servers)
+			var retry bool
+			retry, err = c.once(ctx, c.servers[i], method, path, body, out)
+			if !retry {
+				if err == nil {
+					c.mu.Lock()
+					c.cur = i
+					c.mu.Unlock()
+				}
+				return err
+			}
+		}
+		if len(c.servers) == 1 {
+			return err // one server: nothing to fail over to
+		}
+		pause := backoff(round)
+		if time.Now().Add(pause).After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+	}
+}
+
+// once sends the request to one server and says whether another may be tried.
+func (c *Client) once(ctx context.Context, base, method, path string, body []byte, out any) (retry bool, err error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
 	if err != nil {
-		return err
+		return false, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if c.reader != nil && method == http.MethodGet {
@@ -162,22 +234,61 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return err
+		if ctx.Err() != nil {
+			return false, err
+		}
+		return neverSent(err) || resendable(method, path), err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
 	if err != nil {
-		return err
+		return resendable(method, path), err
 	}
 	if resp.StatusCode >= 300 {
 		var e protocol.ErrorResponse
 		if json.Unmarshal(b, &e) != nil || e.Error.Code == "" {
-			return &Error{Status: resp.StatusCode, Code: "internal", Message: strings.TrimSpace(string(b))}
+			return false, &Error{Status: resp.StatusCode, Code: "internal", Message: strings.TrimSpace(string(b))}
 		}
-		return &Error{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
+		aerr := &Error{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
+		return resp.StatusCode == http.StatusServiceUnavailable && e.Error.Code == "no_leader" && resendable(method, path), aerr
 	}
 	if out == nil {
-		return nil
+		return false, nil
 	}
-	return json.Unmarshal(b, out)
+	return false, json.Unmarshal(b, out)
+}
+
+// JoinToken is a one-time enrollment token for a node (admin).
+type JoinToken struct {
+	Token     string            `json:"token"`
+	ID        string            `json:"id"`
+	Labels    map[string]string `json:"labels"`
+	ExpiresAt string            `json:"expires_at"`
+}
+
+// CreateJoinToken issues a join token for a node with labels, valid for ttl.
+func (c *Client) CreateJoinToken(ctx context.Context, labels map[string]string, ttl time.Duration) (*JoinToken, error) {
+	body, err := json.Marshal(map[string]any{"labels": labels, "ttl_seconds": int64(ttl / time.Second)})
+	if err != nil {
+		return nil, err
+	}
+	var out JoinToken
+	return &out, c.do(ctx, "POST", "/v1/admin/join-tokens", body, &out)
+}
+
+// Nodes lists the enrolled nodes (admin), as the API shows them.
+func (c *Client) Nodes(ctx context.Context) (json.RawMessage, error) {
+	var out json.RawMessage
+	return out, c.do(ctx, "GET", "/v1/nodes", nil, &out)
+}
+
+// Node shows one node (admin).
+func (c *Client) Node(ctx context.Context, id string) (json.RawMessage, error) {
+	var out json.RawMessage
+	return out, c.do(ctx, "GET", "/v1/nodes/"+url.PathEscape(id), nil, &out)
+}
+
+// NodeAction drains, undrains ("ready") or revokes a node (admin).
+func (c *Client) NodeAction(ctx context.Context, id, action string) error {
+	return c.Admin(ctx, "POST", "nodes/"+url.PathEscape(id)+"/"+url.PathEscape(action), nil)
 }

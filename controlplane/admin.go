@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
-	"strings"
 
 	"github.com/writhq/writ/controlplane/internal/fsm"
 	"github.com/writhq/writ/controlplane/internal/policy"
@@ -31,18 +30,12 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 // admin wraps a handler with the admin token check. Tokens are compared by
 // their hashes, in constant time, against every configured hash.
 func (s *Server) admin(h func(http.ResponseWriter, *http.Request) *apiError) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || !s.adminToken(token) {
-			writeError(w, codeUnauthorized, "an admin token is required")
-			return
-		}
+	return s.adminJSON(func(w http.ResponseWriter, r *http.Request) (any, *apiError) {
 		if aerr := h(w, r); aerr != nil {
-			writeError(w, aerr.code, aerr.msg)
-			return
+			return nil, aerr
 		}
-		writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
-	}
+		return map[string]bool{"ok": true}, nil
+	})
 }
 
 func (s *Server) adminToken(token string) bool {
@@ -130,8 +123,12 @@ func (s *Server) handlePutPolicy(w http.ResponseWriter, r *http.Request) *apiErr
 }
 
 func (s *Server) adminApply(ctx context.Context, t fsm.MsgType, cmd any) *apiError {
-	if _, err := s.apply(ctx, t, cmd); err != nil {
+	res, err := s.apply(ctx, t, cmd)
+	if err != nil {
 		return raftError(err)
+	}
+	if res.Err != nil {
+		return refusal(res.Err.Code, res.Err.Message)
 	}
 	return nil
 }
@@ -171,7 +168,9 @@ func (s *Server) PutTool(ctx context.Context, spec []byte) *apiError {
 	if err != nil {
 		return fromProtocol(err)
 	}
-	return s.adminApply(ctx, fsm.MsgPutTool, fsm.PutTool{Name: t.Name, Hash: t.Hash, Spec: canon})
+	return s.adminApply(ctx, fsm.MsgPutTool, fsm.PutTool{
+		Name: t.Name, Hash: t.Hash, Spec: canon, Tier: t.Tier, TimeoutMS: t.TimeoutMS, Selector: t.NodeSelector,
+	})
 }
 
 // PutPolicy installs a Cedar policy set, refused unless it parses.

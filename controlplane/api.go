@@ -1,7 +1,6 @@
 package controlplane
 
 import (
-	"context"
 	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -21,15 +20,19 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/intents", s.handleSubmit)
 	mux.HandleFunc("GET /v1/intents/{id}", s.handleGetIntent)
 	mux.HandleFunc("POST /v1/approvals", s.handleApproval)
+	s.dashboardRoutes(mux)
 	mux.HandleFunc("GET /v1/tools", s.handleTools)
 	mux.HandleFunc("GET /v1/health", s.handleHealth)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	s.adminRoutes(mux)
 	s.ledgerRoutes(mux)
+	s.enrollRoutes(mux)
+	s.nodeRoutes(mux)
+	s.relayRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, codeNotFound, "no such endpoint")
 	})
-	return mux
+	return s.dashboardFront(s.forwarding(mux))
 }
 
 // readBody reads at most limit bytes; a larger body is malformed.
@@ -141,10 +144,13 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		}
 		s.metrics.admissions.WithLabelValues(in.State, code).Inc()
 	}
-	s.answer(w, r.Context(), id, wait)
+	s.answer(w, r, id, wait)
 }
 
-func (s *Server) answer(w http.ResponseWriter, ctx context.Context, id string, wait time.Duration) {
+// answer writes an intent's response, waiting up to wait for a final state
+// and then, unless ?proof=false, for a checkpoint that covers its receipt.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, id string, wait time.Duration) {
+	ctx := r.Context()
 	deadline := time.Now().Add(wait)
 	in, ok := s.wait(ctx, id, wait)
 	if !ok {
@@ -153,7 +159,11 @@ func (s *Server) answer(w http.ResponseWriter, ctx context.Context, id string, w
 	}
 	resp := responseFor(in)
 	if in.Receipt != nil {
-		s.attachReceipt(ctx, &resp, *in.Receipt, time.Until(deadline))
+		proofWait := time.Until(deadline)
+		if r.URL.Query().Get("proof") == "false" {
+			proofWait = 0
+		}
+		s.attachReceipt(ctx, &resp, *in.Receipt, proofWait)
 	}
 	s.log.Info("intent", "intent_id", in.ID, "state", in.State)
 	writeJSON(w, http.StatusOK, resp)
@@ -181,7 +191,7 @@ func (s *Server) handleGetIntent(w http.ResponseWriter, r *http.Request) {
 		writeError(w, codeNotFound, "no intent "+id)
 		return
 	}
-	s.answer(w, r.Context(), id, wait)
+	s.answer(w, r, id, wait)
 }
 
 // reader authenticates a read: an admin token sees every tenant; a request
@@ -226,7 +236,7 @@ func (s *Server) handleApproval(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, aerr)
 		return
 	}
-	s.answer(w, r.Context(), id, 0)
+	s.answer(w, r, id, 0)
 }
 
 type toolView struct {
@@ -257,7 +267,9 @@ func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	_, leader := s.node.Raft.LeaderWithID()
-	writeJSON(w, http.StatusOK, map[string]any{
-		"status": "ok", "server": s.cfg.ID, "leader": string(leader), "raft_index": s.fsm.Index(),
-	})
+	h := map[string]any{"status": "ok", "server": s.cfg.ID, "leader": string(leader), "raft_index": s.fsm.Index()}
+	if s.cluster != nil {
+		h["peers"] = s.cluster.health()
+	}
+	writeJSON(w, http.StatusOK, h)
 }

@@ -42,6 +42,7 @@ func BenchmarkAdmit(b *testing.B) {
 	for s.Addr() == nil {
 		time.Sleep(time.Millisecond)
 	}
+	benchNode(b, s)
 	url := "http://" + s.Addr().String() + "/v1/intents"
 	secret, _ := base64.StdEncoding.DecodeString(creds.Orchestrator.Secret)
 	params := `{"msg":"` + strings.Repeat("x", 500) + `"}`
@@ -126,4 +127,30 @@ func randHex() string {
 	b := make([]byte, 12)
 	rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// benchNode records, through Raft, a ready node that may run every registered
+// tool with room for every dispatch, so that admissions are dispatched (the
+// node never answers: this measures admission, not execution).
+func benchNode(b *testing.B, s *Server) {
+	b.Helper()
+	ctx := context.Background()
+	tools := map[string]string{}
+	for _, t := range s.fsm.Tools() {
+		tools[t.Name] = t.Hash
+	}
+	at := time.Now()
+	for _, step := range []struct {
+		t   fsm.MsgType
+		cmd any
+	}{
+		{fsm.MsgPutJoinToken, fsm.PutJoinToken{ID: "bench", Hash: "sha256:b", ExpiresAt: at.Add(time.Hour)}},
+		{fsm.MsgEnroll, fsm.Enroll{At: at, TokenID: "bench", TokenHash: "sha256:b", Node: "bench-node", Name: "bench", Public: make([]byte, 32)}},
+		{fsm.MsgNodeSession, fsm.NodeSession{At: at, Node: "bench-node", Server: "elsewhere", Connected: true,
+			Tiers: []string{"wasm"}, Tools: tools, Concurrency: 1 << 30}},
+	} {
+		if res, _, err := s.node.Apply(ctx, step.t, step.cmd); err != nil || res.Err != nil {
+			b.Fatalf("bench node: %v %v", err, res.Err)
+		}
+	}
 }

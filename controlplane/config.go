@@ -20,8 +20,17 @@ type Config struct {
 	DataDir string
 	// HTTPAddr serves the API; RaftAddr serves Raft over mutual TLS.
 	HTTPAddr, RaftAddr string
+	// AgentAddr is the UDP address of node sessions (QUIC, mutual TLS, ALPN
+	// writ/1). Empty: this server takes no node sessions.
+	AgentAddr string
+	// NodeCertValidity is the life of a node's client certificate; agents
+	// renew at two thirds of it. AgentHeartbeat is how often agents report.
+	NodeCertValidity time.Duration
+	AgentHeartbeat   time.Duration
 	// Bootstrap forms a new single-server cluster when DataDir is empty.
 	Bootstrap bool
+	// Cluster configures discovery, joining and bootstrap_expect.
+	Cluster ClusterConfig
 	// Dev allows plain HTTP, and only on a loopback address, and creates the
 	// cluster CA and keyring on first start. Outside dev mode the API is
 	// served over TLS with TLS.CertFile, Raft uses the same certificate, and
@@ -68,6 +77,10 @@ type TLSFiles struct {
 	CAFile   string `json:"ca_file"`
 	CertFile string `json:"cert_file"`
 	KeyFile  string `json:"key_file"`
+	// CAKeyFile is the cluster CA's key. Servers that enroll nodes, renew
+	// their certificates and sign dispatches hold it (as Nomad and Consul
+	// servers hold theirs); required when AgentAddr is set.
+	CAKeyFile string `json:"ca_key_file,omitzero"`
 }
 
 // DefaultConfig returns a server configuration with the protocol's defaults.
@@ -77,6 +90,7 @@ func DefaultConfig() Config {
 		Verify: protocol.DefaultConfig(), FSM: fsm.DefaultConfig(),
 		MaxWait: 60 * time.Second, TickInterval: time.Second,
 		MaxInFlight: 1024, FailuresPerSecond: 5, FailureBurst: 20, PublishInterval: 100 * time.Millisecond,
+		NodeCertValidity: 24 * time.Hour, AgentHeartbeat: 10 * time.Second,
 	}
 }
 
@@ -97,6 +111,10 @@ func (c *Config) Validate() error {
 		return errors.New("controlplane: the ledger needs a checkpoint signer and its verifier key")
 	case c.PublishInterval <= 0:
 		return errors.New("controlplane: PublishInterval must be positive")
+	case c.AgentAddr != "" && (c.NodeCertValidity < 10*time.Minute || c.NodeCertValidity > 90*24*time.Hour):
+		return errors.New("controlplane: node certificates must live between 10 minutes and 90 days")
+	case c.AgentAddr != "" && (c.AgentHeartbeat < 100*time.Millisecond || c.AgentHeartbeat > 25*time.Second):
+		return errors.New("controlplane: the agent heartbeat must be between 100ms and 25s (NAT mappings close after about 30 s)")
 	}
 	if c.Dev {
 		host, _, err := net.SplitHostPort(c.HTTPAddr)
@@ -107,9 +125,12 @@ func (c *Config) Validate() error {
 		if c.TLS.CAFile == "" || c.TLS.CertFile == "" || c.TLS.KeyFile == "" {
 			return errors.New("controlplane: a server needs tls.ca_file, tls.cert_file and tls.key_file: the API and Raft are never plaintext outside dev mode")
 		}
-		if !c.Bootstrap {
-			return errors.New("controlplane: joining an existing cluster arrives with memberlist discovery; this build runs single-server clusters (bootstrap: true)")
-		}
+	}
+	if err := c.validateCluster(); err != nil {
+		return err
+	}
+	if c.AgentAddr != "" && !c.Dev && c.TLS.CAKeyFile == "" {
+		return errors.New("controlplane: a server that takes node sessions (agent_addr) needs tls.ca_key_file to enroll nodes and certify its dispatch key")
 	}
 	if err := c.Verify.Validate(); err != nil {
 		return err

@@ -17,11 +17,16 @@ import (
 // File is the server configuration file (JSON; documented in
 // docs/controlplane.md). Every member is optional but those Validate needs.
 type File struct {
-	ID               string   `json:"id,omitzero"`
-	DataDir          string   `json:"data_dir,omitzero"`
-	HTTPAddr         string   `json:"http_addr,omitzero"`
-	RaftAddr         string   `json:"raft_addr,omitzero"`
+	ID       string `json:"id,omitzero"`
+	DataDir  string `json:"data_dir,omitzero"`
+	HTTPAddr string `json:"http_addr,omitzero"`
+	RaftAddr string `json:"raft_addr,omitzero"`
+	// AgentAddr serves node sessions (QUIC over UDP; needs tls.ca_key_file).
+	AgentAddr        string   `json:"agent_addr,omitzero"`
 	Bootstrap        *bool    `json:"bootstrap,omitzero"`
+	GossipAddr       string   `json:"gossip_addr,omitzero"`
+	Join             []string `json:"join,omitzero"`
+	BootstrapExpect  int      `json:"bootstrap_expect,omitzero"`
 	TLS              TLSFiles `json:"tls,omitzero"`
 	KeyringFile      string   `json:"keyring_file,omitzero"`
 	AdminTokenHashes []string `json:"admin_token_hashes,omitzero"`
@@ -66,8 +71,17 @@ func (f *File) Apply(cfg *Config) error {
 	set(&cfg.TLS.CAFile, f.TLS.CAFile)
 	set(&cfg.TLS.CertFile, f.TLS.CertFile)
 	set(&cfg.TLS.KeyFile, f.TLS.KeyFile)
+	set(&cfg.TLS.CAKeyFile, f.TLS.CAKeyFile)
+	set(&cfg.AgentAddr, f.AgentAddr)
 	if f.Bootstrap != nil {
 		cfg.Bootstrap = *f.Bootstrap
+	}
+	set(&cfg.Cluster.GossipAddr, f.GossipAddr)
+	if f.Join != nil {
+		cfg.Cluster.Join = f.Join
+	}
+	if f.BootstrapExpect != 0 {
+		cfg.Cluster.BootstrapExpect = f.BootstrapExpect
 	}
 	if f.AdminTokenHashes != nil {
 		cfg.AdminTokenHashes = f.AdminTokenHashes

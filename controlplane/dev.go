@@ -23,7 +23,11 @@ import (
 // DevCredentials is dev.json (PROTOCOL.md §6): what a developer needs to
 // submit and approve intents against `writ dev`.
 type DevCredentials struct {
-	Addr         string     `json:"addr"`
+	Addr string `json:"addr"`
+	// Addrs lists every server of a local cluster (make cluster); CAFile is
+	// its cluster CA, which clients trust for https.
+	Addrs        []string   `json:"addrs,omitempty"`
+	CAFile       string     `json:"ca_file,omitempty"`
 	Tenant       string     `json:"tenant"`
 	Orchestrator DevHMACKey `json:"orchestrator"`
 	Approver     DevEdKey   `json:"approver"`
@@ -82,6 +86,7 @@ func StartDev(ctx context.Context, dc DevConfig) (*Server, *DevCredentials, erro
 	}
 	cfg.ID, cfg.DataDir, cfg.HTTPAddr, cfg.RaftAddr = "dev", dc.DataDir, dc.HTTPAddr, dc.RaftAddr
 	cfg.Dev, cfg.Bootstrap = true, true
+	cfg.AgentAddr = dc.HTTPAddr // node sessions on the same port, over UDP
 	sum := sha256.Sum256([]byte(creds.AdminToken))
 	cfg.AdminTokenHashes = []string{protocol.FormatHash(sum)}
 	seed, err := base64.StdEncoding.DecodeString(creds.LedgerSeed)
@@ -136,8 +141,23 @@ func devTool(name, module string, approval bool) []byte {
 		"description":       "returns its params as its output",
 		"input_schema":      map[string]any{"type": "object"},
 		"requires_approval": approval,
-		"manifest":          map[string]any{"name": name, "tier": "wasm", "module": module},
+		"manifest":          devManifest(name, module),
 	})
+}
+
+func devManifest(name, module string) map[string]any {
+	return map[string]any{"name": name, "tier": "wasm", "module": module}
+}
+
+// DevManifests returns the sandbox manifests of the dev tools exactly as
+// StartDev registers them, for the allowlist of the agent `writ dev` runs:
+// a node owner's allowlist must hold the same manifest the admin registered.
+func DevManifests(toolsDir string) map[string][]byte {
+	echo := filepath.Join(toolsDir, "echo.wasm")
+	return map[string][]byte{
+		"echo":          mustMarshal(devManifest("echo", echo)),
+		"echo_approval": mustMarshal(devManifest("echo_approval", echo)),
+	}
 }
 
 // devCredentials reads dev.json, or creates it with fresh keys.
@@ -156,6 +176,15 @@ func devCredentials(path, addr string) (*DevCredentials, error) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
+	c, err := newDevCredentials("http://" + addr)
+	if err != nil {
+		return nil, err
+	}
+	return c, writeCredentials(path, c)
+}
+
+// newDevCredentials makes fresh keys for tenant "dev" of a server at addr.
+func newDevCredentials(addr string) (*DevCredentials, error) {
 	random := func(n int) []byte {
 		b := make([]byte, n)
 		if _, err := rand.Read(b); err != nil {
@@ -170,22 +199,26 @@ func devCredentials(path, addr string) (*DevCredentials, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &DevCredentials{
-		Addr: "http://" + addr, Tenant: "dev",
+	return &DevCredentials{
+		Addr: addr, Tenant: "dev",
 		Orchestrator: DevHMACKey{KeyID: "dev-orchestrator", Secret: base64.StdEncoding.EncodeToString(random(32))},
 		Approver: DevEdKey{KeyID: "dev-approver", Approver: "dev-approver", Seed: base64.StdEncoding.EncodeToString(seed),
 			Public: base64.StdEncoding.EncodeToString(ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey))},
 		AdminToken: hex.EncodeToString(random(32)),
 		LedgerKey:  vkey, LedgerSeed: base64.StdEncoding.EncodeToString(ledgerSeed),
-	}
+	}, nil
+}
+
+// writeCredentials creates path (mode 0600); it never replaces a file.
+func writeCredentials(path string, c *DevCredentials) error {
 	out, _ := json.MarshalIndent(c, "", "  ")
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if _, err := f.Write(append(out, '\n')); err != nil {
 		f.Close()
-		return nil, err
+		return err
 	}
-	return c, f.Close()
+	return f.Close()
 }

@@ -91,6 +91,11 @@ func (s *Server) attachReceipt(ctx context.Context, resp *protocol.IntentRespons
 			return
 		}
 		if wait <= 0 || !(errors.Is(err, ledger.ErrIndexOutOfRange) || errors.Is(err, ledger.ErrNotFound)) {
+			// No checkpoint covers it yet: the receipt itself, without proof;
+			// GET /v1/receipts/{index} proves it once one does.
+			if leaf, lerr := s.ledger.Leaf(int64(index)); lerr == nil {
+				resp.Receipt = jsontext.Value(leaf)
+			}
 			return
 		}
 		select {

@@ -15,6 +15,11 @@ type metrics struct {
 	inFlight     prometheus.Gauge
 	leaderChange prometheus.Counter
 	refused      *prometheus.CounterVec
+	// Node sessions.
+	sessions       prometheus.Gauge
+	sessionRefused *prometheus.CounterVec
+	dispatchesSent prometheus.Counter
+	nodeReports    *prometheus.CounterVec
 }
 
 func newMetrics(node *raft.Raft) *metrics {
@@ -36,11 +41,24 @@ func newMetrics(node *raft.Raft) *metrics {
 		leaderChange: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "writ_leader_changes_total", Help: "Times this server saw the leader change.",
 		}),
+		sessions: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "writ_node_sessions", Help: "Node sessions this server holds.",
+		}),
+		sessionRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "writ_node_sessions_refused_total", Help: "Node connections refused before a stream was served, by reason.",
+		}, []string{"reason"}),
+		dispatchesSent: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "writ_dispatches_sent_total", Help: "Signed dispatches pushed to nodes by this server.",
+		}),
+		nodeReports: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "writ_node_reports_refused_total", Help: "Node reports not recorded: unreadable dispatches, results that do not verify or match no dispatch.",
+		}, []string{"code"}),
 	}
 	raftIndex := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "writ_raft_applied_index", Help: "The last Raft index applied on this server.",
 	}, func() float64 { return float64(node.AppliedIndex()) })
 	m.reg.MustRegister(m.admissions, m.refused, m.applySeconds, m.inFlight, m.leaderChange, raftIndex,
+		m.sessions, m.sessionRefused, m.dispatchesSent, m.nodeReports,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -49,6 +49,9 @@ func newFailLimiter(perSecond float64, burst, maxSources int) *failLimiter {
 // source names the requester for rate limiting: its IPv4 address, or the /64
 // of its IPv6 address, which one host can rotate through at will.
 func source(r *http.Request) string {
+	if fwd := r.Header.Get(headerForwardedFor); fwd != "" && fromServer(r) {
+		return fwd // a write forwarded by a peer server: its original client
+	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		return r.RemoteAddr

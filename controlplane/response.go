@@ -10,7 +10,8 @@ import (
 )
 
 func responseFor(in fsm.Intent) protocol.IntentResponse {
-	r := protocol.IntentResponse{IntentID: in.ID, State: in.State, Approval: in.Approval, Error: in.Error}
+	r := protocol.IntentResponse{IntentID: in.ID, State: in.State, Approval: in.Approval, Error: in.Error,
+		Dispatch: in.Dispatch, Result: in.Result, SupersededBy: in.SupersededBy}
 	if in.Decision.PolicyHash != "" {
 		d := "deny"
 		if in.Decision.Allow {
@@ -40,6 +41,12 @@ func statusOf(code protocol.Code) int {
 		return http.StatusUnauthorized
 	case protocol.CodeApprovalForbidden, fsm.CodePolicyDenied:
 		return http.StatusForbidden
+	case fsm.CodeInvalidToken:
+		return http.StatusUnauthorized
+	case fsm.CodeNodeRevoked:
+		return http.StatusForbidden
+	case fsm.CodeNoEligibleNode:
+		return http.StatusConflict
 	case codeNotFound, codeUnknownTool:
 		return http.StatusNotFound
 	case fsm.CodeIdempotencyConflict, fsm.CodeNotPending, protocol.CodeApprovalReplayed, protocol.CodeApprovalMismatch:

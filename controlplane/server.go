@@ -15,12 +15,14 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/quic-go/quic-go"
 	"github.com/writhq/writ/controlplane/internal/fsm"
 	"github.com/writhq/writ/controlplane/internal/keyring"
 	"github.com/writhq/writ/controlplane/internal/pki"
 	"github.com/writhq/writ/controlplane/internal/raftnode"
 	"github.com/writhq/writ/ledger"
 	"github.com/writhq/writ/protocol"
+	"github.com/writhq/writ/web"
 )
 
 // Server is one control-plane server: Raft, the FSM, and the HTTP API.
@@ -38,6 +40,14 @@ type Server struct {
 	gate     gate
 	fails    *failLimiter
 	metrics  *metrics
+	// fleet and agents serve node sessions; nil without AgentAddr.
+	fleet  *fleet
+	agents *quic.Listener
+	dash   *web.Dashboard // the dashboard (dashboard.go)
+	// cluster runs discovery and forwarding; nil for a single server.
+	cluster *cluster
+	// localToken is the admin token StartLocalCluster registers with.
+	localToken string
 
 	stop chan struct{}
 	done sync.WaitGroup
@@ -79,7 +89,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	apiTLS := &tls.Config{Certificates: tlsCfg.Certificates, MinVersion: tls.VersionTLS12}
+	// Servers forwarding a write present their certificate; clients need none.
+	apiTLS := &tls.Config{Certificates: tlsCfg.Certificates, MinVersion: tls.VersionTLS12, ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: tlsCfg.ClientCAs}
 	lg, err := openLedger(cfg, log)
 	if err != nil {
 		return nil, err
@@ -110,11 +121,30 @@ func New(cfg Config) (*Server, error) {
 		gate: make(gate, cfg.MaxInFlight), fails: newFailLimiter(cfg.FailuresPerSecond, cfg.FailureBurst, 100_000),
 		metrics: newMetrics(node.Raft),
 	}
+	if cfg.AgentAddr != "" {
+		if cfg.AgentAddr == cfg.HTTPAddr {
+			// The same port number for UDP as the API's TCP (dev: :0 picks it).
+			cfg.AgentAddr = ln.Addr().String()
+			s.cfg.AgentAddr = cfg.AgentAddr
+		}
+		if err := s.listenAgents(tlsCfg.Certificates[0]); err != nil {
+			node.Shutdown()
+			lg.Close()
+			return nil, err
+		}
+	}
 	s.observeLeader()
 	if !cfg.Dev {
 		ln = tls.NewListener(ln, apiTLS)
 	}
 	s.ln = ln
+	if cfg.Cluster.clustered() {
+		if err := s.startCluster(tlsCfg); err != nil {
+			node.Shutdown()
+			lg.Close()
+			return nil, err
+		}
+	}
 	ok = true
 	s.http = &http.Server{
 		Handler:           s.routes(),
@@ -206,7 +236,12 @@ func serverTLS(cfg Config) (*tls.Config, error) {
 func (s *Server) Serve() error {
 	s.done.Add(2)
 	go s.everyAsLeader(s.cfg.TickInterval, s.tick)
-	go s.everyAsLeader(s.cfg.PublishInterval, s.publish)
+	go s.publishLoop()
+	if s.agents != nil {
+		s.done.Add(2)
+		go s.acceptAgents()
+		go s.watchSessions()
+	}
 	err := s.http.Serve(s.ln)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
@@ -226,6 +261,10 @@ func (s *Server) WaitLeader(ctx context.Context) error {
 // Close stops the API and Raft.
 func (s *Server) Close(ctx context.Context) error {
 	close(s.stop)
+	if s.agents != nil {
+		s.agents.Close()
+		s.fleet.closeAll()
+	}
 	err := s.http.Shutdown(ctx)
 	s.done.Wait()
 	if rerr := s.node.Shutdown(); err == nil {
@@ -271,25 +310,58 @@ func (s *Server) everyAsLeader(interval time.Duration, f func()) {
 	}
 }
 
+// publishLoop publishes a checkpoint as soon as receipts are added after a
+// quiet spell, and at most once per PublishInterval under load: one waiting
+// intent gets its proof within a Raft round, and a busy ledger is not
+// flooded with checkpoints.
+func (s *Server) publishLoop() {
+	defer s.done.Done()
+	t := time.NewTicker(s.cfg.PublishInterval)
+	defer t.Stop()
+	var last time.Time
+	for {
+		added := s.fsm.ReceiptsChanged()
+		if s.isLeader() {
+			if wait := s.cfg.PublishInterval - time.Since(last); wait > 0 {
+				select {
+				case <-s.stop:
+					return
+				case <-time.After(wait):
+				}
+			}
+			if s.publish() {
+				last = time.Now()
+			}
+		}
+		select {
+		case <-s.stop:
+			return
+		case <-added:
+		case <-t.C: // a leadership change, or receipts applied before this server led
+		}
+	}
+}
+
 // publish signs a checkpoint of the receipts applied so far, when there are
 // new ones, and puts it through Raft, so that no replica shows a checkpoint
 // ahead of what is committed.
-func (s *Server) publish() {
+func (s *Server) publish() bool {
 	size := s.ledger.Size()
 	if c, _, ok := s.ledger.Latest(); (ok && c.Size >= size) || size == 0 {
-		return
+		return false
 	}
 	root, err := s.ledger.Root(size)
 	if err != nil {
 		s.log.Error("checkpoint: root", "err", err)
-		return
+		return false
 	}
 	note, err := ledger.SignCheckpoint(ledger.Checkpoint{Origin: s.cfg.LedgerSigner.Name(), Size: size, Root: root}, s.cfg.LedgerSigner)
 	if err != nil {
 		s.log.Error("checkpoint: sign", "err", err)
-		return
+		return false
 	}
 	s.proposeOwn(fsm.MsgPutCheckpoint, fsm.PutCheckpoint{Note: note})
+	return true
 }
 
 // tick proposes the leader's clock, so that expiry and pruning happen in the

@@ -24,15 +24,22 @@ type devServer struct {
 	creds *controlplane.DevCredentials
 	c     *client.Client
 	admin *client.Client
+	node  *simNode
 }
 
-func startDev(t *testing.T) *devServer {
+func startDev(t testing.TB) *devServer { t.Helper(); return startDevWith(t, nil) }
+
+// startDevWith starts a dev server whose configuration mutate changes.
+func startDevWith(t testing.TB, mutate func(*controlplane.Config)) *devServer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	base := controlplane.DefaultConfig()
 	base.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	base.TickInterval = 100 * time.Millisecond
+	if mutate != nil {
+		mutate(&base)
+	}
 	s, creds, err := controlplane.StartDev(ctx, controlplane.DevConfig{
 		DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", ToolsDir: "/nonexistent", Base: base,
 	})
@@ -47,10 +54,31 @@ func startDev(t *testing.T) *devServer {
 	c := client.New(addr, "")
 	secret, _ := base64.StdEncoding.DecodeString(creds.Orchestrator.Secret)
 	c.SignReads(creds.Tenant, creds.Orchestrator.KeyID, secret)
-	return &devServer{s: s, creds: creds, c: c, admin: client.New(addr, creds.AdminToken)}
+	d := &devServer{s: s, creds: creds, c: c, admin: client.New(addr, creds.AdminToken)}
+	d.node = enrollSim(t, s, addr)
+	if err := d.node.connect(t, s.AgentAddr(), toolHashes(t, addr)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.node.close)
+	waitReady(t, s, d.node.id)
+	return d
 }
 
-func (d *devServer) intent(t *testing.T, tool, params string, mod ...func(*protocol.Intent)) []byte {
+// waitReady waits until the FSM has the node ready (the session's hello is
+// committed before welcome, so this is at once).
+func waitReady(t testing.TB, s *controlplane.Server, id string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if n, ok := s.Node(id); ok && n.Status == "ready" {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("node %s never became ready", id)
+}
+
+func (d *devServer) intent(t testing.TB, tool, params string, mod ...func(*protocol.Intent)) []byte {
 	t.Helper()
 	now := time.Now().UTC()
 	in := &protocol.Intent{
@@ -112,7 +140,7 @@ func TestSubmitAndIdempotency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.State != "dispatched" || r.Policy == nil || r.Policy.Decision != "allow" || len(r.Policy.Policies) == 0 {
+	if (r.State != "dispatched" && r.State != "completed") || r.Policy == nil || r.Policy.Decision != "allow" || len(r.Policy.Policies) == 0 {
 		t.Fatalf("echo intent: %+v", r)
 	}
 	again, err := d.c.Submit(ctx, raw, nil, 0)
@@ -124,9 +152,16 @@ func TestSubmitAndIdempotency(t *testing.T) {
 	if _, err := d.c.Submit(ctx, other, nil, 0); apiCode(err) != "idempotency_conflict" {
 		t.Fatalf("same key, other params: got %v, want idempotency_conflict", err)
 	}
-	got, err := d.c.Intent(ctx, r.IntentID, 0)
-	if err != nil || got.State != "dispatched" {
+	got, err := d.c.Intent(ctx, r.IntentID, 10*time.Second)
+	if err != nil || got.State != "completed" || got.Dispatch == nil || got.Dispatch.Node != d.node.id {
 		t.Fatalf("GET: %+v %v", got, err)
+	}
+	res, err := protocol.DecodeResult(got.Result, 0)
+	if err != nil || res.Output != `{"msg":"hi"}` || res.DispatchID != got.Dispatch.ID {
+		t.Fatalf("result: %+v %v", res, err)
+	}
+	if d.node.runs.Load() != 1 {
+		t.Fatalf("the node ran %d times, want once", d.node.runs.Load())
 	}
 	if _, err := d.c.Intent(ctx, "nope", 0); apiCode(err) != "not_found" {
 		t.Fatalf("GET unknown: %v", err)
@@ -325,10 +360,10 @@ func TestReadsAreAuthenticated(t *testing.T) {
 	if _, err := d.c.Submit(ctx, raw, nil, 0); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := d.c.Intent(ctx, "int:with:colons", time.Millisecond); err != nil || r.State != "dispatched" {
+	if r, err := d.c.Intent(ctx, "int:with:colons", 10*time.Second); err != nil || r.State != "completed" {
 		t.Fatalf("signed read: %+v %v", r, err)
 	}
-	if r, err := d.admin.Intent(ctx, "int:with:colons", 0); err != nil || r.State != "dispatched" {
+	if r, err := d.admin.Intent(ctx, "int:with:colons", 0); err != nil || r.State != "completed" {
 		t.Fatalf("admin read: %+v %v", r, err)
 	}
 	anon := client.New("http://"+d.s.Addr().String(), "")

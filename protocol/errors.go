@@ -28,6 +28,18 @@ const (
 
 	// CodeWrongNode is reported by a node for a dispatch addressed to another node.
 	CodeWrongNode Code = "wrong_node"
+
+	// Codes a node reports in a refused result, after the dispatch's own
+	// checks, from its own state: the nonce was seen before; the tool's
+	// manifest hash or tier differs from the node owner's allowlist; the tool
+	// is not in that allowlist; the tier is not one the node probed working;
+	// the tier refused to start the tool (interpreter denied, option-like
+	// parameter...).
+	CodeReplayedNonce    Code = "replayed_nonce"
+	CodeManifestMismatch Code = "manifest_mismatch"
+	CodeUnknownTool      Code = "unknown_tool"
+	CodeTierUnavailable  Code = "tier_unavailable"
+	CodeSandboxRefused   Code = "sandbox_refused"
 )
 
 // Error is a protocol error: a stable code, and a message that is safe to show

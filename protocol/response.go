@@ -11,6 +11,13 @@ type IntentResponse struct {
 	Policy   *PolicyDecision `json:"policy,omitempty"`
 	Approval *ApprovalRef    `json:"approval,omitempty"`
 	Error    *ErrorBody      `json:"error,omitempty"`
+	// Dispatch names the node run of the intent; Result is the node's
+	// signed result, exactly as signed.
+	Dispatch *DispatchRef   `json:"dispatch,omitempty"`
+	Result   jsontext.Value `json:"result,omitempty"`
+	// SupersededBy is the index of a later receipt recording a result that
+	// arrived after the intent was given up as unknown.
+	SupersededBy *uint64 `json:"superseded_by,omitempty"`
 	// Once the intent's receipt is covered by a signed checkpoint: the
 	// receipt, its index, its inclusion proof and the checkpoint, in the
 	// shapes of GET /v1/receipts/{index}.

@@ -33,6 +33,10 @@ const (
 	StatusTimeout     = "timeout"
 	StatusOutputLimit = "output_limit"
 	StatusRefused     = "refused"
+	// StatusUnknown is a node's report that it started a dispatch and cannot
+	// say how it ended (it crashed or restarted during the run). The tool is
+	// never run again. An extension of PROTOCOL.md §4's list.
+	StatusUnknown = "unknown"
 )
 
 func (*Result) kind() Kind { return KindResult }
@@ -49,15 +53,15 @@ func (r *Result) validate() error {
 		}
 	}
 	switch r.Status {
-	case StatusOK, StatusError, StatusTimeout, StatusOutputLimit, StatusRefused:
+	case StatusOK, StatusError, StatusTimeout, StatusOutputLimit, StatusRefused, StatusUnknown:
 	default:
-		return malformed("status must be one of ok, error, timeout, output_limit, refused")
+		return malformed("status must be one of ok, error, timeout, output_limit, refused, unknown")
 	}
 	if r.Sandbox != "" {
 		if err := checkID("sandbox", r.Sandbox); err != nil {
 			return err
 		}
-	} else if r.Status != StatusRefused {
+	} else if r.Status != StatusRefused && r.Status != StatusUnknown {
 		return malformed("sandbox must name the tier that ran the tool")
 	}
 	if r.OutputEncoding != "" && r.OutputEncoding != "base64" {

@@ -32,7 +32,7 @@ func TestAdminCLI(t *testing.T) {
 		t.Fatal("keygen")
 	}
 	policy := writeFile(t, keys, "policy.cedar", `@id("acme.invoke")
-permit (principal, action == Writ::Action::"invoke", resource == Writ::Tool::"greet")
+permit (principal, action == Writ::Action::"invoke", resource)
 when { principal.tenant == "acme" };
 `)
 	tool := writeFile(t, keys, "greet.json", `{"name":"greet","input_schema":{"type":"object","required":["name"]},"manifest":{"name":"greet","tier":"wasm","module":"/opt/greet.wasm"}}`)
@@ -52,19 +52,23 @@ when { principal.tenant == "acme" };
 	if out, code := admin("policy", "apply", "-f", tool); code != 1 || !strings.Contains(out, "malformed") {
 		t.Fatalf("a policy that does not parse: %q exit %d", out, code)
 	}
-	submit := func(params string) string {
+	submit := func(tool, params string) string {
 		intent, code := run(t, "", "intent", "sign", "--key", "acme-orch="+filepath.Join(keys, "acme-orch.key"),
-			"--tenant", "acme", "--principal", "bot", "--run", "run-1", "--tool", "greet", "--params", params)
+			"--tenant", "acme", "--principal", "bot", "--run", "run-1", "--tool", tool, "--params", params)
 		if code != 0 {
 			t.Fatal("intent sign")
 		}
-		out, _ := run(t, intent, "intent", "submit", "--server", server)
+		out, _ := run(t, intent, "intent", "submit", "--server", server, "--wait", "10s")
 		return out
 	}
-	if out := submit(`{"name":"ada"}`); !strings.Contains(out, `"state":"dispatched"`) || !strings.Contains(out, `"acme.invoke"`) {
+	// No node's owner allowed greet: refused at once, without using budget.
+	if out := submit("greet", `{"name":"ada"}`); !strings.Contains(out, `"state":"rejected"`) || !strings.Contains(out, `"no_eligible_node"`) {
+		t.Fatalf("a tool no node allows: %s", out)
+	}
+	if out := submit("echo", `{"name":"ada"}`); !strings.Contains(out, `"state":"completed"`) || !strings.Contains(out, `"acme.invoke"`) {
 		t.Fatalf("first intent: %s", out)
 	}
-	if out := submit(`{"name":"bob"}`); !strings.Contains(out, `"state":"rejected"`) || !strings.Contains(out, `"budget_exhausted"`) {
+	if out := submit("echo", `{"name":"bob"}`); !strings.Contains(out, `"state":"rejected"`) || !strings.Contains(out, `"budget_exhausted"`) {
 		t.Fatalf("second intent of a run with a budget of 1: %s", out)
 	}
 }

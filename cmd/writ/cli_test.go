@@ -16,7 +16,8 @@ import (
 	"github.com/writhq/writ/protocol/protocoltest"
 )
 
-var writBin string
+// writBin is the built binary; toolsDir holds echo.wasm.
+var writBin, toolsDir, witnessBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "writ-cli-test")
@@ -29,6 +30,23 @@ func TestMain(m *testing.M) {
 	if err := build.Run(); err != nil {
 		os.RemoveAll(dir)
 		panic("building writ: " + err.Error())
+	}
+	// The agent tests' witness tool, which counts its runs in a file.
+	witnessBin = filepath.Join(dir, "witness")
+	wb := exec.Command("go", "build", "-o", witnessBin, "../../nodeagent/internal/witness")
+	wb.Stderr = os.Stderr
+	if err := wb.Run(); err != nil {
+		os.RemoveAll(dir)
+		panic("building witness: " + err.Error())
+	}
+	// The dev tools' module, as `make build` makes it.
+	toolsDir = filepath.Join(dir, "tools")
+	wasm := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(toolsDir, "echo.wasm"), "../../sandbox/tools/echo")
+	wasm.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	wasm.Stderr = os.Stderr
+	if err := wasm.Run(); err != nil {
+		os.RemoveAll(dir)
+		panic("building echo.wasm: " + err.Error())
 	}
 	code := m.Run()
 	os.RemoveAll(dir)

@@ -43,7 +43,9 @@ func setupServer(t *testing.T, mutate func(map[string]any)) serverSetup {
 	addr := freePort(t)
 	cfg := map[string]any{
 		"id": "s1", "data_dir": filepath.Join(dir, "data"), "http_addr": addr, "raft_addr": freePort(t),
-		"tls":                map[string]string{"ca_file": filepath.Join(pki, "ca.pem"), "cert_file": filepath.Join(pki, "s1.pem"), "key_file": filepath.Join(pki, "s1.key")},
+		"tls": map[string]string{"ca_file": filepath.Join(pki, "ca.pem"), "cert_file": filepath.Join(pki, "s1.pem"),
+			"key_file": filepath.Join(pki, "s1.key"), "ca_key_file": filepath.Join(pki, "ca.key")},
+		"agent_addr":         addr,
 		"keyring_file":       filepath.Join(dir, "keyring.key"),
 		"ledger":             map[string]string{"origin": "writ.test/server", "seed_file": filepath.Join(dir, "ledger.key")},
 		"admin_token_hashes": []string{"sha256:" + hex.EncodeToString(sum[:])},
@@ -101,7 +103,8 @@ func TestServerOverTLS(t *testing.T) {
 	intent, _ := run(t, "", "intent", "sign", "--key", "orch="+filepath.Join(s.dir, "orch.key"), "--tenant", "acme",
 		"--principal", "bot", "--run", "r", "--tool", "echo", "--params", `{}`)
 	got, code := run(t, intent, "intent", "submit", "--server", server, "--ca", s.ca)
-	if code != 0 || !strings.Contains(got, `"state":"dispatched"`) {
+	// Recorded over TLS; no node is enrolled here (agent_test.go has them).
+	if code != 0 || !strings.Contains(got, `"no_eligible_node"`) || !strings.Contains(got, `"receipt_index":0`) {
 		t.Fatalf("submit over TLS: %q exit %d", got, code)
 	}
 	// Without the cluster CA the server is not trusted; plain HTTP gets nothing.
@@ -127,7 +130,16 @@ func TestServerRefusesUnsafeConfig(t *testing.T) {
 		"keyring readable by others":    {prep: func(s serverSetup) { os.Chmod(filepath.Join(s.dir, "keyring.key"), 0o644) }, want: "0600"},
 		"unknown setting":               {mutate: func(m map[string]any) { m["bootstrap_expected"] = 3 }, want: "bootstrap_expected"},
 		"no ledger key":                 {mutate: func(m map[string]any) { delete(m, "ledger") }, want: "ledger"},
-		"joining a cluster":             {mutate: func(m map[string]any) { m["bootstrap"] = false }, want: "memberlist"},
+		"no bootstrap and no join":      {mutate: func(m map[string]any) { m["bootstrap"] = false }, want: "bootstrap_expect (3 or 5) or join"},
+		"bootstrap_expect 2":            {mutate: func(m map[string]any) { m["bootstrap_expect"] = 2; m["gossip_addr"] = "127.0.0.1:0" }, want: "bootstrap_expect 2"},
+		"bootstrap_expect 4":            {mutate: func(m map[string]any) { m["bootstrap_expect"] = 4; m["gossip_addr"] = "127.0.0.1:0" }, want: "bootstrap_expect 4"},
+		"bootstrap_expect 7":            {mutate: func(m map[string]any) { m["bootstrap_expect"] = 7; m["gossip_addr"] = "127.0.0.1:0" }, want: "1, 3 or 5"},
+		"bootstrap and expect": {mutate: func(m map[string]any) {
+			m["bootstrap"] = true
+			m["bootstrap_expect"] = 3
+			m["gossip_addr"] = "127.0.0.1:0"
+		}, want: "contradict"},
+		"join without gossip_addr": {mutate: func(m map[string]any) { m["join"] = []string{"127.0.0.1:1"} }, want: "gossip_addr"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := setupServer(t, c.mutate)

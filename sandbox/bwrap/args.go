@@ -7,9 +7,14 @@ import (
 	"github.com/writhq/writ/sandbox"
 )
 
-// exeFD is the descriptor number the inspected executable has in bwrap
-// (the first of exec.Cmd.ExtraFiles). bwrap closes it after binding it.
-const exeFD = 3
+// Descriptors bwrap reads, in the order of exec.Cmd.ExtraFiles: the
+// inspected executable (bound, then closed), the seccomp program, and the
+// /etc/hosts of a tool with a network allowlist.
+const (
+	exeFD     = 3
+	seccompFD = 4
+	hostsFD   = 5
+)
 
 // Namespaces are the bwrap options that isolate a tool, shared with the
 // raw baseline of the benchmark so that both pay for the same namespaces.
@@ -24,9 +29,13 @@ func Namespaces(uid, gid int) []string {
 
 // args builds the whole bwrap command line. Every value is its own argv
 // element: nothing is parsed by a shell.
-func (d *Driver) args(m sandbox.Manifest, argv, env []string, workspace string) []string {
+func (d *Driver) args(m sandbox.Manifest, argv, env []string, workspace string, network bool) []string {
 	a := append([]string{d.bin}, Namespaces(d.cfg.UID, d.cfg.GID)...)
-	a = append(a, "--clearenv")
+	if network {
+		// Keep the namespace bwrap was started in: the egress proxy's.
+		a = append(a, "--share-net")
+	}
+	a = append(a, "--clearenv", "--seccomp", strconv.Itoa(seccompFD))
 	for _, kv := range env {
 		k, v, _ := cut(kv)
 		a = append(a, "--setenv", k, v)
@@ -40,6 +49,9 @@ func (d *Driver) args(m sandbox.Manifest, argv, env []string, workspace string) 
 	)
 	for _, p := range m.ReadOnly {
 		a = append(a, "--ro-bind", p, p)
+	}
+	if network {
+		a = append(a, "--ro-bind-data", strconv.Itoa(hostsFD), "/etc/hosts")
 	}
 	a = append(a,
 		"--ro-bind-fd", strconv.Itoa(exeFD), m.Command.Path,

@@ -2,7 +2,8 @@
 // bwrap binary in new user, mount, pid, ipc, uts, cgroup and network
 // namespaces, with an empty read-only root holding only its executable and
 // the read-only paths its manifest names, a private writable workspace,
-// fresh /proc, /dev and /tmp, no capabilities, and the process tier's
+// fresh /proc, /dev and /tmp, no capabilities, a seccomp filter, the egress
+// proxy as the only way out when the manifest lists destinations, and the process tier's
 // rlimits, cgroup and output handling around it.
 package bwrap
 
@@ -11,6 +12,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/writhq/writ/sandbox/egress"
 )
 
 // Config configures the bwrap tier.
@@ -29,12 +32,14 @@ type Config struct {
 	AddressSpaceSlack int64
 	// InterpreterDirs as in the process tier.
 	InterpreterDirs []string
+	// Egress configures the proxy of tools with a network allowlist.
+	Egress egress.Config
 }
 
 // DefaultConfig runs "bwrap" from PATH, tools as nobody in /workspace.
 func DefaultConfig() Config {
 	return Config{Binary: "bwrap", CgroupParent: "writ", UID: 65534, GID: 65534,
-		WorkspaceDir: "/workspace", AddressSpaceSlack: 1 << 30}
+		WorkspaceDir: "/workspace", AddressSpaceSlack: 1 << 30, Egress: egress.DefaultConfig()}
 }
 
 // Validate checks c.
@@ -51,5 +56,5 @@ func (c Config) Validate() error {
 	case c.AddressSpaceSlack < 0:
 		return errors.New("bwrap: negative AddressSpaceSlack")
 	}
-	return nil
+	return c.Egress.Validate()
 }

@@ -11,10 +11,12 @@ import (
 	"sync"
 
 	"github.com/writhq/writ/sandbox"
+	"github.com/writhq/writ/sandbox/egress"
 	"github.com/writhq/writ/sandbox/internal/cgroup"
 	"github.com/writhq/writ/sandbox/internal/command"
 	"github.com/writhq/writ/sandbox/internal/interp"
 	"github.com/writhq/writ/sandbox/internal/proc"
+	"github.com/writhq/writ/sandbox/internal/seccomp"
 )
 
 // Driver runs tools under bubblewrap.
@@ -23,6 +25,8 @@ type Driver struct {
 	bin    string // resolved bwrap path, "" when missing
 	detect *interp.Detector
 	cg     *cgroup.Manager
+	proxy  *egress.Proxy
+	filter []byte // the seccomp program, nil when this architecture has none
 
 	probeOnce sync.Once
 	probeErr  error
@@ -37,7 +41,14 @@ func New(cfg Config) (*Driver, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	d := &Driver{cfg: cfg, detect: interp.NewDetector(cfg.InterpreterDirs)}
+	proxy, err := egress.New(cfg.Egress)
+	if err != nil {
+		return nil, err
+	}
+	d := &Driver{cfg: cfg, detect: interp.NewDetector(cfg.InterpreterDirs), proxy: proxy}
+	if prog, err := seccomp.Program(); err == nil {
+		d.filter = seccomp.Encode(prog)
+	}
 	if p, err := exec.LookPath(cfg.Binary); err == nil {
 		d.bin, _ = filepath.Abs(p)
 	}
@@ -63,6 +74,10 @@ func (d *Driver) Available() error {
 		if d.bin == "" {
 			d.probeErr = fmt.Errorf("%w: bwrap binary %q not found (Debian: apt-get install bubblewrap)",
 				sandbox.ErrUnavailable, d.cfg.Binary)
+			return
+		}
+		if d.filter == nil {
+			d.probeErr = fmt.Errorf("%w: %v", sandbox.ErrUnavailable, seccomp.ErrUnsupported)
 			return
 		}
 		out, err := exec.Command(d.bin, "--version").Output()
@@ -98,9 +113,31 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 	}
 	defer cmd.Exe.Close()
 
-	args := d.args(m, cmd.Argv, command.Environ(m, inv.Env), inv.Workspace)
+	filter, err := memfile("writ-seccomp", d.filter)
+	if err != nil {
+		return sandbox.Refuse(tier, err)
+	}
+	defer filter.Close()
+	files := []*os.File{cmd.Exe, filter}
+	env := command.Environ(m, inv.Env)
+	var netns *os.File
+	if len(m.Network) > 0 {
+		s, err := d.proxy.Start(m.Network)
+		if err != nil {
+			return sandbox.Refuse(tier, err)
+		}
+		defer s.Close()
+		hosts, err := memfile("writ-hosts", s.Hosts())
+		if err != nil {
+			return sandbox.Refuse(tier, err)
+		}
+		defer hosts.Close()
+		files, env, netns = append(files, hosts), append(env, s.Env()...), s.Namespace()
+	}
+
+	args := d.args(m, cmd.Argv, env, inv.Workspace, netns != nil)
 	spec := proc.Spec{Tier: tier, Path: d.bin, Args: args, Env: []string{}, Dir: "/",
-		Stdin: cmd.Stdin, ExtraFiles: []*os.File{cmd.Exe}, Limits: m.Limits, Rlimits: true, SignalExit: true,
-		AddressSpace: m.Limits.MemoryBytes + d.cfg.AddressSpaceSlack}
+		Stdin: cmd.Stdin, ExtraFiles: files, Limits: m.Limits, Rlimits: true, SignalExit: true,
+		AddressSpace: m.Limits.MemoryBytes + d.cfg.AddressSpaceSlack, NetNS: netns}
 	return proc.RunLimited(ctx, spec, d.cg)
 }

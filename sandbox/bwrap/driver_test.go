@@ -9,7 +9,9 @@ import (
 )
 
 func newDriver(t testing.TB) *bwrap.Driver {
-	d, err := bwrap.New(bwrap.DefaultConfig())
+	cfg := bwrap.DefaultConfig()
+	cfg.Egress = sandboxtest.EgressConfig(t)
+	d, err := bwrap.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,6 +40,8 @@ func TestSandbox(t *testing.T) {
 		Processes:          true,
 		IsolatesFilesystem: true,
 		CPULimit:           true,
+		Network:            true,
+		Seccomp:            true,
 		ExtraEnv:           []string{"PWD"},
 	}
 	t.Run("Conformance", func(t *testing.T) { sandboxtest.Run(t, h) })

@@ -1,15 +1,19 @@
-// Package process is the process sandbox tier: a tool runs as a plain host
+// Package process is the process sandbox tier: a tool runs as a host
 // process with resource limits (rlimits and, where the host has it, a pids
 // and memory cgroup), its own session and process group, a scrubbed
-// environment, its workspace as working directory and, by default, an empty
-// network namespace. It does not isolate the filesystem on Linux: use the
-// bwrap or runc tier for that.
+// environment, its workspace as working directory, filesystem access
+// confined by Landlock to the workspace (read-write) and a few read-only
+// system paths, and an empty network namespace — or, with a network
+// allowlist, one whose only way out is the egress proxy.
 package process
 
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
+
+	"github.com/writhq/writ/sandbox/egress"
 )
 
 // Config configures the process tier.
@@ -23,8 +27,25 @@ type Config struct {
 	RequireCgroup bool
 	// UnshareNetwork starts every tool in a new network namespace with no
 	// interface up. The tier is unavailable when the host refuses that
-	// (usually: not root). Turning it off gives tools the host's network.
+	// (usually: not root). Turning it off gives tools without a network
+	// allowlist the host's network (Landlock still denies them TCP).
 	UnshareNetwork bool
+	// ConfineFilesystem confines every tool with Landlock: read and execute
+	// in SystemPaths, the manifest's read_only paths and the command; read
+	// and write in the workspace; nothing else. When the kernel has no
+	// Landlock the tier is unavailable (fail closed). Turning it off gives
+	// tools the filesystem of the agent's user, and Confinement says so.
+	ConfineFilesystem bool
+	// SystemPaths are readable and executable by every tool (libraries,
+	// /proc). /etc is not among them: grant what a tool needs of it
+	// (/etc/ssl) in its manifest's read_only.
+	SystemPaths []string
+	// Devices are the device files every tool may read and write.
+	Devices []string
+	// ReadWrite are host directories every tool may read and write besides
+	// its workspace: the node owner's grant (agent config
+	// process_read_write), empty by default.
+	ReadWrite []string
 	// AddressSpaceSlack is added to limits.memory_bytes to make the
 	// RLIMIT_AS of a tool. Runtimes reserve far more address space than they
 	// use (a Go program needs about 700 MiB before its first allocation), so
@@ -34,12 +55,17 @@ type Config struct {
 	// InterpreterDirs are scanned for interpreters to recognise by content;
 	// nil means the usual system directories.
 	InterpreterDirs []string
+	// Egress configures the proxy of tools with a network allowlist.
+	Egress egress.Config
 }
 
 // DefaultConfig returns the configuration an agent uses unless told
 // otherwise.
 func DefaultConfig() Config {
-	return Config{CgroupParent: "writ", UnshareNetwork: true, AddressSpaceSlack: 1 << 30}
+	return Config{CgroupParent: "writ", UnshareNetwork: true, ConfineFilesystem: true,
+		SystemPaths:       []string{"/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/proc"},
+		Devices:           []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"},
+		AddressSpaceSlack: 1 << 30, Egress: egress.DefaultConfig()}
 }
 
 // Validate checks c.
@@ -54,5 +80,10 @@ func (c Config) Validate() error {
 	if c.RequireCgroup && c.CgroupParent == "" {
 		return errors.New("process: RequireCgroup needs CgroupParent")
 	}
-	return nil
+	for _, p := range append(append([]string{}, c.SystemPaths...), c.Devices...) {
+		if !filepath.IsAbs(p) || filepath.Clean(p) != p || p == "/" {
+			return fmt.Errorf("process: system path %q must be a clean absolute path other than /", p)
+		}
+	}
+	return c.Egress.Validate()
 }

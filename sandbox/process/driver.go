@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/writhq/writ/sandbox"
+	"github.com/writhq/writ/sandbox/egress"
 	"github.com/writhq/writ/sandbox/internal/cgroup"
 	"github.com/writhq/writ/sandbox/internal/command"
 	"github.com/writhq/writ/sandbox/internal/interp"
@@ -17,6 +18,7 @@ type Driver struct {
 	cfg    Config
 	detect *interp.Detector
 	cg     *cgroup.Manager // nil when cgroups are off or missing
+	proxy  *egress.Proxy
 
 	probeOnce sync.Once
 	probeErr  error
@@ -30,7 +32,11 @@ func New(cfg Config) (*Driver, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	d := &Driver{cfg: cfg, detect: interp.NewDetector(cfg.InterpreterDirs)}
+	proxy, err := egress.New(cfg.Egress)
+	if err != nil {
+		return nil, err
+	}
+	d := &Driver{cfg: cfg, detect: interp.NewDetector(cfg.InterpreterDirs), proxy: proxy}
 	if cfg.CgroupParent != "" {
 		m, err := cgroup.Detect(cfg.CgroupParent)
 		if err != nil && cfg.RequireCgroup {
@@ -47,17 +53,21 @@ func New(cfg Config) (*Driver, error) {
 // Name returns "process".
 func (d *Driver) Name() string { return sandbox.TierProcess }
 
-// Available runs /bin/true once the way tools are run and reports what
-// failed, if anything.
+// Available runs /bin/true once the way tools are run (Landlock included)
+// and reports what failed, if anything.
 func (d *Driver) Available() error {
 	d.probeOnce.Do(func() {
 		if d.probeErr != nil {
 			return
 		}
+		if err := d.confinementAvailable(); err != nil {
+			d.probeErr = err
+			return
+		}
 		spec := proc.Spec{Tier: sandbox.TierProcess, Path: "/bin/true", Args: []string{"true"}, Dir: "/",
 			Limits: sandbox.DefaultLimits(), Rlimits: true, UnshareNet: d.cfg.UnshareNetwork,
 			AddressSpace: sandbox.DefaultLimits().MemoryBytes + d.cfg.AddressSpaceSlack}
-		out, err := proc.Run(context.Background(), spec)
+		out, err := d.probe(spec)
 		if err == nil && out.Status != sandbox.StatusOK {
 			err = fmt.Errorf("probe ended %s (%s)", out.Status, out.Reason)
 		}
@@ -92,5 +102,10 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 	spec := proc.Spec{Tier: tier, Exe: cmd.Exe, Args: cmd.Argv, Env: command.Environ(m, inv.Env),
 		Dir: inv.Workspace, Stdin: cmd.Stdin, Limits: m.Limits, Rlimits: true, UnshareNet: d.cfg.UnshareNetwork,
 		AddressSpace: m.Limits.MemoryBytes + d.cfg.AddressSpaceSlack}
+	done, err := d.confine(&spec, m, cmd.RealPath, inv.Workspace)
+	if err != nil {
+		return sandbox.Refuse(tier, err)
+	}
+	defer done()
 	return proc.RunLimited(ctx, spec, d.cg)
 }

@@ -9,7 +9,9 @@ import (
 )
 
 func newDriver(t testing.TB) *process.Driver {
-	d, err := process.New(process.DefaultConfig())
+	cfg := process.DefaultConfig()
+	cfg.Egress = sandboxtest.EgressConfig(t)
+	d, err := process.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,6 +21,7 @@ func newDriver(t testing.TB) *process.Driver {
 
 func TestSandbox(t *testing.T) {
 	d := newDriver(t)
+	t.Logf("filesystem confinement: %s", d.Confinement())
 	tool := sandboxtest.HostTool(t)
 	h := sandboxtest.Harness{
 		Driver: d,
@@ -26,9 +29,11 @@ func TestSandbox(t *testing.T) {
 			return sandbox.Manifest{Name: "testtool", Tier: sandbox.TierProcess,
 				Command: &sandbox.Command{Path: tool, Args: args}}
 		},
-		Argv:      true,
-		Processes: true,
-		CPULimit:  true,
+		Argv:               true,
+		Processes:          true,
+		CPULimit:           true,
+		IsolatesFilesystem: true,
+		Network:            true,
 	}
 	t.Run("Conformance", func(t *testing.T) { sandboxtest.Run(t, h) })
 	t.Run("Escape", func(t *testing.T) { sandboxtest.Escape(t, h) })

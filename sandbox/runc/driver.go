@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/writhq/writ/sandbox"
+	"github.com/writhq/writ/sandbox/egress"
 	"github.com/writhq/writ/sandbox/internal/cgroup"
 	"github.com/writhq/writ/sandbox/internal/command"
 	"github.com/writhq/writ/sandbox/internal/interp"
@@ -23,6 +24,8 @@ type Driver struct {
 	bin    string
 	detect *interp.Detector
 	cg     *cgroup.Manager // to watch (kill, account) the runtime's cgroups
+	proxy  *egress.Proxy
+	rootfs string // RootFS, or where Image was unpacked
 
 	probeOnce sync.Once
 	probeErr  error
@@ -38,7 +41,11 @@ func New(cfg Config) (*Driver, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	d := &Driver{cfg: cfg, detect: interp.NewDetector(cfg.InterpreterDirs)}
+	proxy, err := egress.New(cfg.Egress)
+	if err != nil {
+		return nil, err
+	}
+	d := &Driver{cfg: cfg, detect: interp.NewDetector(cfg.InterpreterDirs), proxy: proxy}
 	if p, err := exec.LookPath(cfg.Runtime); err == nil {
 		d.bin, _ = filepath.Abs(p)
 	}
@@ -74,15 +81,22 @@ func (d *Driver) Available() error {
 			return
 		}
 		d.version, _, _ = strings.Cut(strings.TrimSpace(string(out)), "\n")
-		if st, err := os.Stat(d.cfg.RootFS); err != nil || !st.IsDir() {
-			fail("root filesystem %q is not a directory", d.cfg.RootFS)
-			return
-		}
-		for _, dir := range []string{"state", "bundles", "exe"} {
+		for _, dir := range []string{"state", "bundles", "exe", "images"} {
 			if err := os.MkdirAll(filepath.Join(d.cfg.StateDir, dir), 0o700); err != nil {
 				fail("state directory: %v", err)
 				return
 			}
+		}
+		d.rootfs = d.cfg.RootFS
+		if d.cfg.Image != "" {
+			if d.rootfs, err = d.unpack(); err != nil {
+				fail("image %s: %v", d.cfg.Image, err)
+				return
+			}
+		}
+		if st, err := os.Stat(d.rootfs); err != nil || !st.IsDir() {
+			fail("root filesystem %q is not a directory", d.rootfs)
+			return
 		}
 	})
 	return d.probeErr
@@ -101,7 +115,14 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 		return sandbox.Refuse(tier, err)
 	}
 	defer os.RemoveAll(dir)
-	stdin, err := d.writeBundle(dir, id, m, inv)
+	var net *egress.Session
+	if len(m.Network) > 0 {
+		if net, err = d.proxy.Start(m.Network); err != nil {
+			return sandbox.Refuse(tier, err)
+		}
+		defer net.Close()
+	}
+	stdin, err := d.writeBundle(dir, id, m, inv, net)
 	if err != nil {
 		return sandbox.Refuse(tier, err)
 	}
@@ -143,13 +164,16 @@ func (d *Driver) WriteBundle(dir, id string, inv sandbox.Invocation) error {
 	if err := d.Available(); err != nil {
 		return err
 	}
-	_, err := d.writeBundle(dir, id, m, inv)
+	if len(m.Network) > 0 {
+		return fmt.Errorf("a bundle with a network allowlist needs the egress proxy of a run")
+	}
+	_, err := d.writeBundle(dir, id, m, inv, nil)
 	return err
 }
 
 // writeBundle checks the command, stashes its executable and writes
 // config.json; it returns what the tool reads on stdin.
-func (d *Driver) writeBundle(dir, id string, m sandbox.Manifest, inv sandbox.Invocation) ([]byte, error) {
+func (d *Driver) writeBundle(dir, id string, m sandbox.Manifest, inv sandbox.Invocation, net *egress.Session) ([]byte, error) {
 	for _, p := range append([]string{m.Command.Path}, m.ReadOnly...) {
 		if p == "/" || under(p, d.cfg.WorkspaceDir) || under(p, "/proc") || under(p, "/dev") {
 			return nil, fmt.Errorf("path %q overlaps a container mount", p)
@@ -166,6 +190,15 @@ func (d *Driver) writeBundle(dir, id string, m sandbox.Manifest, inv sandbox.Inv
 	}
 	b := bundle{argv: cmd.Argv, env: command.Environ(m, inv.Env), exe: exe, workspace: inv.Workspace,
 		cgroup: "/" + d.cfg.CgroupParent + "/" + id}
+	if net != nil {
+		// runc joins the namespace through the agent's open descriptor.
+		b.netns = fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), net.Namespace().Fd())
+		b.hosts = filepath.Join(dir, "hosts")
+		if err := os.WriteFile(b.hosts, net.Hosts(), 0o644); err != nil {
+			return nil, err
+		}
+		b.env = append(b.env, net.Env()...)
+	}
 	raw, err := json.MarshalIndent(d.spec(m, b), "", "  ")
 	if err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ func config(t testing.TB) runc.Config {
 	cfg := runc.DefaultConfig()
 	cfg.RootFS = sandboxtest.BusyboxRootfs(t)
 	cfg.StateDir = t.TempDir()
+	cfg.Egress = sandboxtest.EgressConfig(t)
 	return cfg
 }
 
@@ -45,6 +46,8 @@ func TestSandbox(t *testing.T) {
 		Processes:          true,
 		IsolatesFilesystem: true,
 		CPULimit:           true,
+		Network:            true,
+		Seccomp:            true,
 		ExtraEnv:           []string{"HOME"},
 	}
 	t.Run("Conformance", func(t *testing.T) { sandboxtest.Run(t, h) })

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/internal/benchstat"
@@ -83,4 +84,76 @@ func BenchmarkTrue(b *testing.B) {
 			}
 			return err
 		})
+}
+
+// TestCgroupLimits reads, from the host, the cgroup the runtime made for
+// a running container: memory, pids and CPU bandwidth as configured, on
+// cgroup v1 or v2.
+func TestCgroupLimits(t *testing.T) {
+	cfg := config(t)
+	cfg.CPUs = 0.5
+	d, err := runc.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sandboxtest.RequireAvailable(t, "runc", d.Available())
+	m := sandbox.Manifest{Name: "t", Tier: sandbox.TierRunc, Command: &sandbox.Command{Path: sandboxtest.HostTool(t)},
+		Limits: sandbox.Limits{MemoryBytes: 96 << 20, Pids: 17}}
+	ws := t.TempDir()
+	os.Chmod(ws, 0o777)
+	pattern := fmt.Sprintf("/sys/fs/cgroup/pids/writ-runc/writ-%d-*", os.Getpid())
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		pattern = fmt.Sprintf("/sys/fs/cgroup/writ-runc/writ-%d-*", os.Getpid())
+	}
+	before := map[string]bool{} // groups of earlier tests, maybe still being removed
+	old, _ := filepath.Glob(pattern)
+	for _, o := range old {
+		before[o] = true
+	}
+	done := make(chan sandbox.Outcome)
+	go func() {
+		out, _ := d.Run(context.Background(), sandbox.Invocation{Manifest: m, Workspace: ws,
+			Params: json.RawMessage(`{"op":"sleep","ms":3000}`)})
+		done <- out
+	}()
+	var want map[string]string
+	var dir string
+	v2 := false
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		v2 = true
+		want = map[string]string{"memory.max": "100663296", "pids.max": "17", "cpu.max": "50000 100000"}
+	} else {
+		want = map[string]string{"memory/%s/memory.limit_in_bytes": "100663296", "pids/%s/pids.max": "17",
+			"cpu/%s/cpu.cfs_quota_us": "50000", "cpu/%s/cpu.cfs_period_us": "100000"}
+	}
+	for i := 0; i < 200 && dir == ""; i++ {
+		ms, _ := filepath.Glob(pattern)
+		for _, m := range ms {
+			if !before[m] {
+				dir = filepath.Base(m)
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if dir == "" {
+		t.Fatalf("no cgroup %s appeared", pattern)
+	}
+	for file, v := range want {
+		path := filepath.Join("/sys/fs/cgroup/writ-runc", dir, file)
+		if !v2 {
+			path = filepath.Join("/sys/fs/cgroup", fmt.Sprintf(file, "writ-runc/"+dir))
+		}
+		// The runtime makes the group before it writes the limits.
+		b, err := os.ReadFile(path)
+		for i := 0; i < 100 && (err != nil || strings.TrimSpace(string(b)) != v); i++ {
+			time.Sleep(10 * time.Millisecond)
+			b, err = os.ReadFile(path)
+		}
+		if err != nil || strings.TrimSpace(string(b)) != v {
+			t.Errorf("%s: got %q %v, want %q", path, b, err, v)
+		}
+	}
+	if out := <-done; out.Status != sandbox.StatusOK {
+		t.Errorf("run: %s %s", out.Status, out.Stderr)
+	}
 }

@@ -17,6 +17,8 @@ type bundle struct {
 	exe       string // host path of the checked copy of the executable
 	workspace string // host path
 	cgroup    string // cgroups path, "/<parent>/<id>"
+	netns     string // the egress proxy's network namespace, "" for an empty one
+	hosts     string // host path of the /etc/hosts to bind, "" for none
 }
 
 // spec builds the container's runtime-spec configuration.
@@ -42,7 +44,13 @@ func (d *Driver) spec(m sandbox.Manifest, b bundle) *specs.Spec {
 		specs.Mount{Destination: m.Command.Path, Type: "bind", Source: b.exe, Options: []string{"bind", "ro", "nosuid", "nodev"}},
 		specs.Mount{Destination: d.cfg.WorkspaceDir, Type: "bind", Source: b.workspace, Options: []string{"rbind", "rw", "nosuid", "nodev"}},
 	)
+	if b.hosts != "" {
+		mounts = append(mounts, specs.Mount{Destination: "/etc/hosts", Type: "bind", Source: b.hosts,
+			Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"}})
+	}
 	swap := l.MemoryBytes
+	period := uint64(100_000)
+	quota := int64(d.cfg.CPUs * float64(period))
 	return &specs.Spec{
 		Version: ociVersion,
 		Process: &specs.Process{
@@ -54,18 +62,19 @@ func (d *Driver) spec(m sandbox.Manifest, b bundle) *specs.Spec {
 			Rlimits:         rlimits,
 			NoNewPrivileges: true,
 		},
-		Root:     &specs.Root{Path: d.cfg.RootFS, Readonly: true},
+		Root:     &specs.Root{Path: d.rootfs, Readonly: true},
 		Hostname: "writ",
 		Mounts:   mounts,
 		Linux: &specs.Linux{
 			Namespaces: []specs.LinuxNamespace{
-				{Type: specs.PIDNamespace}, {Type: specs.NetworkNamespace}, {Type: specs.IPCNamespace},
+				{Type: specs.PIDNamespace}, {Type: specs.NetworkNamespace, Path: b.netns}, {Type: specs.IPCNamespace},
 				{Type: specs.UTSNamespace}, {Type: specs.MountNamespace}, {Type: specs.CgroupNamespace},
 			},
 			CgroupsPath: b.cgroup,
 			Resources: &specs.LinuxResources{
 				Memory: &specs.LinuxMemory{Limit: &l.MemoryBytes, Swap: &swap},
 				Pids:   &specs.LinuxPids{Limit: l.Pids},
+				CPU:    &specs.LinuxCPU{Quota: &quota, Period: &period},
 				// No device but the ones the runtime always creates.
 				Devices: []specs.LinuxDeviceCgroup{{Allow: false, Access: "rwm"}},
 			},

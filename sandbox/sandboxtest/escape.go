@@ -49,6 +49,9 @@ func Escape(t *testing.T, h Harness) {
 		{"OutputFlood1GiB", escapeFlood, true},
 		{"TTY", escapeTTY, true},
 		{"LoopbackConnect", escapeLoopback, true},
+		{"NoNetwork", escapeNoNetwork, h.Processes},
+		{"Allowlist", escapeAllowlist, h.Network},
+		{"DangerousSyscalls", escapeSyscalls, h.Seccomp},
 		{"ForkBomb", escapeForkBomb, h.Processes},
 		{"InterpreterCopy", escapeInterpreterCopy, h.Argv},
 		{"EnvLauncher", escapeEnvLauncher, h.Argv},
@@ -267,5 +270,18 @@ func escapeOptionInjection(t *testing.T, h Harness) {
 		o, err := h.Driver.Run(context.Background(), sandbox.Invocation{Manifest: m,
 			Params: json.RawMessage(`{"op":"argv","file":"` + v + `"}`), Workspace: workspace(t)})
 		isRefused(t, o, err, sandbox.ErrDashArg)
+	}
+}
+
+// escapeSyscalls tries the system calls a seccomp filter must deny; the
+// tool reports each one's errno.
+func escapeSyscalls(t *testing.T, h Harness) {
+	o := run(t, h, h.Manifest(), `{"op":"syscalls"}`, "")
+	want(t, o, sandbox.StatusOK)
+	for _, line := range strings.Split(string(o.Output), "\n") {
+		name, result, _ := strings.Cut(line, "=")
+		if result != "EPERM" && !(name == "clone3" && result == "ENOSYS") {
+			t.Errorf("ESCAPED: %s returned %s, want EPERM", name, result)
+		}
 	}
 }

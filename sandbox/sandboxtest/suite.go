@@ -31,6 +31,12 @@ type Harness struct {
 	Processes          bool // tools are OS processes: descriptors, grandchildren, interpreters
 	IsolatesFilesystem bool // the tool cannot write outside its workspace
 	CPULimit           bool // limits.cpu_seconds is enforced as CPU time
+	// Network says the tier honours network allowlists; its driver must
+	// use EgressConfig(t) as its proxy configuration.
+	Network bool
+	// Seccomp says the tier filters system calls: unshare, mount, ptrace,
+	// keyctl, bpf and perf_event_open fail with EPERM.
+	Seccomp bool
 	// ExtraEnv names variables the tier itself sets in every tool's
 	// environment (bwrap sets PWD). Nothing else may appear.
 	ExtraEnv []string

@@ -1,8 +1,12 @@
 package tiers_test
 
 import (
+	"context"
+	"errors"
+	"runtime"
 	"testing"
 
+	"github.com/writhq/writ/sandbox/sandboxtest"
 	"github.com/writhq/writ/sandbox/tiers"
 )
 
@@ -26,5 +30,25 @@ func TestNew(t *testing.T) {
 	cfg.Runc.RootFS = ""
 	if _, err := tiers.New("runc", cfg); err == nil {
 		t.Errorf("runc without RootFS: got no error")
+	}
+}
+
+// TestBench runs `writ bench sandbox`'s measurement briefly on every tier
+// this host has: each gets a tier time and a raw baseline.
+func TestBench(t *testing.T) {
+	cfg := tiers.DefaultConfig()
+	cfg.Runc.RootFS = sandboxtest.BusyboxRootfs(t)
+	bc := tiers.BenchConfig{Tiers: cfg, N: 3,
+		Echo:     sandboxtest.BuildTool(t, "github.com/writhq/writ/sandbox/tools/echo", runtime.GOOS, runtime.GOARCH),
+		EchoWasm: sandboxtest.BuildTool(t, "github.com/writhq/writ/sandbox/tools/echo", "wasip1", "wasm")}
+	for _, r := range tiers.Bench(context.Background(), bc) {
+		if r.Error != "" {
+			sandboxtest.RequireAvailable(t, r.Tier, errors.New(r.Error))
+			continue
+		}
+		if r.P50 <= 0 || r.RawP50 <= 0 || r.Ratio <= 0 || r.Baseline == "" {
+			t.Errorf("%s: %+v", r.Tier, r)
+		}
+		t.Logf("%s: p50 %v, raw %v (%s), ratio %.2f", r.Tier, r.P50, r.RawP50, r.Baseline, r.Ratio)
 	}
 }

@@ -81,6 +81,9 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 	if err != nil {
 		return sandbox.Refuse(tier, err)
 	}
+	if len(m.Network) > 0 {
+		return sandbox.Refuse(tier, errors.New("the wasm tier has no sockets; a network allowlist needs a command tier"))
+	}
 	if len(m.ReadOnly) > 0 {
 		return sandbox.Refuse(tier, errors.New("the wasm tier grants only the workspace; read_only paths need another tier"))
 	}

@@ -42,6 +42,7 @@ func (f *FSM) applyAdmit(index uint64, c *Admit) (Result, []string) {
 		ID: c.ID, Tenant: c.Tenant, Principal: c.Principal, RunID: c.RunID, Tool: c.Tool,
 		PayloadHash: c.PayloadHash, IdempotencyKey: c.IdempotencyKey, Raw: c.Intent,
 		AdmittedAt: now, UpdatedAt: now, ExpiresAt: c.ExpiresAt.UTC(), Index: index, Decision: c.Decision,
+		Target: c.Target,
 	}
 	runKey := scoped(c.Tenant, c.RunID)
 	budget := int64(0)
@@ -64,6 +65,11 @@ func (f *FSM) applyAdmit(index uint64, c *Admit) (Result, []string) {
 	case budget > 0 && s.Runs[runKey] != nil && s.Runs[runKey].Used >= budget:
 		in.State, in.Error = StateRejected, &protocol.ErrorBody{Code: CodeBudgetExhausted,
 			Message: "run " + c.RunID + " has used its budget of intents"}
+	case !f.anyEligible(in):
+		// Refused before it used budget or bound its key: a retry once a
+		// node can take it may proceed.
+		in.State, in.Error = StateRejected, &protocol.ErrorBody{Code: CodeNoEligibleNode,
+			Message: "no ready node may run " + in.Tool + " for this intent"}
 	default:
 		run := s.Runs[runKey]
 		if run == nil {
@@ -80,6 +86,10 @@ func (f *FSM) applyAdmit(index uint64, c *Admit) (Result, []string) {
 		f.idx.expiry.add(in.ExpiresAt, in.ID)
 	}
 	s.Intents[in.ID] = in
+	changed := []string{in.ID}
+	if in.State == StateDispatched {
+		changed = append(changed, f.schedule(in, index)...)
+	}
 	if in.State == StateRejected || in.State == StateExpired {
 		in.Unbound = true
 		f.idx.rejected.add(now, in.ID)
@@ -87,5 +97,10 @@ func (f *FSM) applyAdmit(index uint64, c *Admit) (Result, []string) {
 		s.Idempotency[idemKey] = &IdemEntry{IntentID: in.ID, PayloadHash: c.PayloadHash, At: now}
 		f.idx.idem.add(now, idemKey)
 	}
-	return Result{IntentID: in.ID}, []string{in.ID}
+	return Result{IntentID: in.ID}, changed
+}
+
+func (f *FSM) anyEligible(in *Intent) bool {
+	_, ok := f.pick(in)
+	return ok
 }

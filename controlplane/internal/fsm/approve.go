@@ -43,10 +43,10 @@ func (f *FSM) applyApprove(index uint64, c *Approve) (Result, []string) {
 	in.Approval = &protocol.ApprovalRef{ID: c.ID, Approver: c.Approver, Hash: c.Hash}
 	in.ApprovalRaw = c.Approval
 	in.UpdatedAt, in.Index = now, index
-	if c.Decision == protocol.DecisionApprove {
-		in.State = StateDispatched
-	} else {
+	if c.Decision != protocol.DecisionApprove {
 		in.State = StateDenied
+		return Result{IntentID: in.ID}, []string{in.ID}
 	}
-	return Result{IntentID: in.ID}, []string{in.ID}
+	in.State = StateDispatched
+	return Result{IntentID: in.ID}, append([]string{in.ID}, f.schedule(in, index)...)
 }

@@ -52,6 +52,20 @@ func (t MsgType) String() string {
 		return "tick"
 	case MsgPutCheckpoint:
 		return "put_checkpoint"
+	case MsgNoop:
+		return "noop"
+	case MsgPutJoinToken:
+		return "put_join_token"
+	case MsgEnroll:
+		return "enroll"
+	case MsgNodeSession:
+		return "node_session"
+	case MsgNodeStatus:
+		return "node_status"
+	case MsgResult:
+		return "result"
+	case MsgPutUser, MsgDeleteUser, MsgOpenSession, MsgCloseSession:
+		return userMsgName(t)
 	}
 	return fmt.Sprintf("msg(%d)", uint8(t))
 }
@@ -104,6 +118,11 @@ type PutTool struct {
 	Name string         `json:"name"`
 	Hash string         `json:"hash"`
 	Spec jsontext.Value `json:"spec"`
+	// What scheduling needs of the spec: the manifest's tier and timeout,
+	// and the labels a node must have.
+	Tier      string            `json:"tier"`
+	TimeoutMS int64             `json:"timeout_ms"`
+	Selector  map[string]string `json:"selector,omitzero"`
 }
 
 // PutPolicy installs a new version of the Cedar policy set.
@@ -129,15 +148,16 @@ type Admit struct {
 	At     time.Time      `json:"at"`
 	Intent jsontext.Value `json:"intent"` // the canonical signed intent
 	// The members the FSM needs, decoded by the leader from Intent.
-	ID             string    `json:"id"`
-	Tenant         string    `json:"tenant"`
-	Principal      string    `json:"principal"`
-	RunID          string    `json:"run_id"`
-	Tool           string    `json:"tool"`
-	PayloadHash    string    `json:"payload_hash"`
-	IdempotencyKey string    `json:"idempotency_key"`
-	ExpiresAt      time.Time `json:"expires_at"`
-	Decision       Decision  `json:"decision"`
+	ID             string           `json:"id"`
+	Tenant         string           `json:"tenant"`
+	Principal      string           `json:"principal"`
+	RunID          string           `json:"run_id"`
+	Tool           string           `json:"tool"`
+	PayloadHash    string           `json:"payload_hash"`
+	IdempotencyKey string           `json:"idempotency_key"`
+	ExpiresAt      time.Time        `json:"expires_at"`
+	Target         *protocol.Target `json:"target,omitzero"`
+	Decision       Decision         `json:"decision"`
 }
 
 // Approve records a verified approval or denial of a pending intent and

@@ -19,12 +19,18 @@ type Config struct {
 	// NonceMargin is kept beyond an approval's expiry before its nonce is
 	// forgotten, so that clock skew cannot revive a consumed nonce.
 	NonceMargin time.Duration
+	// DispatchTTL is how long a node may take to start a dispatch;
+	// DispatchGrace how long past the dispatch's expiry and the tool's
+	// timeout a silent node is waited for before its intent ends unknown.
+	DispatchTTL   time.Duration
+	DispatchGrace time.Duration
 }
 
 // DefaultConfig keeps idempotency keys for 24 hours and nonces for 10 minutes
 // past their approval's expiry.
 func DefaultConfig() Config {
-	return Config{IdempotencyRetention: 24 * time.Hour, NonceMargin: 10 * time.Minute}
+	return Config{IdempotencyRetention: 24 * time.Hour, NonceMargin: 10 * time.Minute,
+		DispatchTTL: time.Minute, DispatchGrace: 30 * time.Second}
 }
 
 // Validate reports settings that would break the guarantees.
@@ -34,6 +40,12 @@ func (c Config) Validate() error {
 	}
 	if c.NonceMargin < 0 {
 		return fmt.Errorf("fsm: nonce margin must not be negative")
+	}
+	if c.DispatchTTL < time.Second || c.DispatchTTL > 15*time.Minute {
+		return fmt.Errorf("fsm: dispatch TTL %s is not between 1s and 15m", c.DispatchTTL)
+	}
+	if c.DispatchGrace < time.Second {
+		return fmt.Errorf("fsm: dispatch grace %s is under a second", c.DispatchGrace)
 	}
 	return nil
 }
@@ -57,8 +69,10 @@ type FSM struct {
 
 	ledger       Ledger // nil: no receipts (tests of the state machine alone)
 	checkpointed bool   // a checkpoint was applied by the current command
+	batch        leafBatch
 
 	watch watchers
+	obs   observer
 }
 
 var _ raft.FSM = (*FSM)(nil)
@@ -72,29 +86,28 @@ func New(cfg Config, lg Ledger) (*FSM, error) {
 	return &FSM{cfg: cfg, state: s, idx: buildIndexes(s), ledger: lg}, nil
 }
 
-// Apply applies one committed log entry. A command that cannot be decoded is
-// a bug in this program or a corrupt log: it panics rather than let replicas
-// diverge silently.
+// Apply applies one committed log entry: a batch of one. A command that
+// cannot be decoded is a bug in this program or a corrupt log: it panics
+// rather than let replicas diverge silently.
 func (f *FSM) Apply(l *raft.Log) any {
-	if l.Type != raft.LogCommand {
-		return nil
-	}
-	if len(l.Data) == 0 {
-		panic(fmt.Sprintf("fsm: empty command at index %d", l.Index))
-	}
-	res, changed := f.applyLocked(l)
-	for _, id := range changed {
-		f.watch.notify(id)
-	}
-	if f.checkpointed {
-		f.checkpointed = false
-		f.watch.notify(CheckpointWatch)
-	}
-	return res
+	return f.ApplyBatch([]*raft.Log{l})[0]
 }
 
-// CheckpointWatch is the watch key that a new checkpoint wakes.
-const CheckpointWatch = "\x00checkpoint"
+// CheckpointWatch is the watch key that a new checkpoint wakes;
+// ReceiptsWatch the one that new receipts wake.
+const (
+	CheckpointWatch = "\x00checkpoint"
+	ReceiptsWatch   = "\x00receipts"
+)
+
+func (f *FSM) receiptCount() uint64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.state.Receipts
+}
+
+// ReceiptsChanged returns a channel closed when the next receipt is appended.
+func (f *FSM) ReceiptsChanged() <-chan struct{} { return f.watch.watch(ReceiptsWatch) }
 
 func (f *FSM) applyLocked(l *raft.Log) (Result, []string) {
 	f.mu.Lock()
@@ -104,8 +117,13 @@ func (f *FSM) applyLocked(l *raft.Log) (Result, []string) {
 	// Receipts are appended in the order intents became final here, which is
 	// log order, and sorted within one entry.
 	for _, id := range sortedUnique(changed) {
-		if in := f.state.Intents[id]; in != nil && Final(in.State) && in.Receipt == nil {
+		in := f.state.Intents[id]
+		switch {
+		case in == nil || !Final(in.State):
+		case in.Receipt == nil:
 			f.recordReceipt(in)
+		case in.Superseding:
+			f.recordSuperseding(in)
 		}
 	}
 	return res, changed
@@ -162,6 +180,29 @@ func (f *FSM) apply(index uint64, t MsgType, data []byte) (res Result, changed [
 		var c PutCheckpoint
 		decode(&c)
 		f.applyCheckpoint(&c)
+	case MsgNoop:
+	case MsgPutUser, MsgDeleteUser, MsgOpenSession, MsgCloseSession:
+		return f.applyUsers(t, decode), nil
+	case MsgPutJoinToken:
+		var c PutJoinToken
+		decode(&c)
+		f.state.JoinTokens[c.ID] = &c
+	case MsgEnroll:
+		var c Enroll
+		decode(&c)
+		return f.applyEnroll(&c), nil
+	case MsgNodeSession:
+		var c NodeSession
+		decode(&c)
+		return f.applyNodeSession(index, &c)
+	case MsgNodeStatus:
+		var c NodeStatus
+		decode(&c)
+		return f.applyNodeStatus(index, &c)
+	case MsgResult:
+		var c RecordResult
+		decode(&c)
+		return f.applyResult(index, &c)
 	default:
 		panic(fmt.Sprintf("fsm: unknown command type %d at index %d", t, index))
 	}

@@ -68,7 +68,7 @@ func state(t testing.TB, f *FSM, id string) Intent {
 }
 
 func TestIdempotency(t *testing.T) {
-	f, b := newFSM(t), &logBuilder{t: t}
+	f, b := fleetFSM(t)
 	if r := apply(t, f, b, MsgAdmit, admit("int-1", "k1", "p", t0)); r.Err != nil || r.IntentID != "int-1" || r.Duplicate {
 		t.Fatalf("first admission: %+v", r)
 	}
@@ -94,7 +94,7 @@ func TestIdempotency(t *testing.T) {
 }
 
 func TestBudgetExhaustedAtExactlyN(t *testing.T) {
-	f, b := newFSM(t), &logBuilder{t: t}
+	f, b := fleetFSM(t)
 	apply(t, f, b, MsgPutTenant, PutTenant{Tenant: "acme", RunBudget: 3})
 	for i := 0; i < 5; i++ {
 		id := fmt.Sprintf("int-%d", i)
@@ -119,7 +119,7 @@ func TestBudgetExhaustedAtExactlyN(t *testing.T) {
 }
 
 func TestDecisionsRecorded(t *testing.T) {
-	f, b := newFSM(t), &logBuilder{t: t}
+	f, b := fleetFSM(t)
 	apply(t, f, b, MsgAdmit, admit("denied", "k1", "p", t0, func(a *Admit) { a.Decision = Decision{PolicyHash: "sha256:p"} }))
 	apply(t, f, b, MsgAdmit, admit("invalid", "k2", "p", t0, func(a *Admit) {
 		a.Decision = Decision{Error: &protocol.ErrorBody{Code: "params_invalid", Message: "msg is required"}}
@@ -144,7 +144,7 @@ func approve(intentID, nonce, decision string, at time.Time) *Approve {
 }
 
 func TestApprovals(t *testing.T) {
-	f, b := newFSM(t), &logBuilder{t: t}
+	f, b := fleetFSM(t)
 	pending := func(a *Admit) { a.Decision.ApprovalRequired = true }
 	apply(t, f, b, MsgAdmit, admit("a", "ka", "p", t0, pending))
 	apply(t, f, b, MsgAdmit, admit("d", "kd", "p", t0, pending))
@@ -199,7 +199,7 @@ func TestApprovals(t *testing.T) {
 }
 
 func TestTickExpiresAndPrunes(t *testing.T) {
-	f, b := newFSM(t), &logBuilder{t: t}
+	f, b := fleetFSM(t)
 	apply(t, f, b, MsgPutTenant, PutTenant{Tenant: "acme", RunBudget: 1})
 	apply(t, f, b, MsgAdmit, admit("p", "kp", "p", t0, func(a *Admit) { a.Decision.ApprovalRequired = true }))
 	apply(t, f, b, MsgApprove, approve("p", "nonce", protocol.DecisionDeny, t0.Add(time.Minute)))
@@ -246,7 +246,7 @@ func TestTickExpiresAndPrunes(t *testing.T) {
 }
 
 func TestClockNeverGoesBack(t *testing.T) {
-	f, b := newFSM(t), &logBuilder{t: t}
+	f, b := fleetFSM(t)
 	apply(t, f, b, MsgTick, Tick{At: t0.Add(time.Hour)})
 	apply(t, f, b, MsgAdmit, admit("late", "k", "p", t0)) // a new leader's clock is behind
 	if in := state(t, f, "late"); !in.AdmittedAt.Equal(t0.Add(time.Hour)) {
@@ -267,13 +267,12 @@ func replay(t testing.TB, logs []*raft.Log) *FSM {
 // TestReplayIsByteIdentical: a whole log replayed into fresh FSMs gives the same
 // bytes, and so does restoring a snapshot taken midway and applying the rest.
 func TestReplayIsByteIdentical(t *testing.T) {
-	b := &logBuilder{t: t}
-	f := newFSM(t)
+	f, b := fleetFSM(t)
 	step := func(mt MsgType, cmd any) { f.Apply(b.add(mt, cmd)) }
 	step(MsgPutTenant, PutTenant{Tenant: "acme", RunBudget: 50})
 	step(MsgPutIntentKey, PutIntentKey{Tenant: "acme", KeyID: "orch-1", Sealed: []byte("sealed")})
 	step(MsgPutApproverKey, PutApproverKey{Tenant: "acme", KeyID: "alice", Public: make([]byte, 32), Approver: "alice"})
-	step(MsgPutTool, PutTool{Name: "echo", Hash: "sha256:t", Spec: []byte(`{"name":"echo"}`)})
+	step(MsgPutTool, PutTool{Name: "echo", Hash: toolHash, Spec: []byte(`{"name":"echo"}`), Tier: "wasm", TimeoutMS: 1000})
 	step(MsgPutPolicy, PutPolicy{Text: "permit(principal, action, resource);", Hash: "sha256:p"})
 	var mid int
 	for i := 0; i < 200; i++ {
@@ -355,7 +354,7 @@ func (*memSink) Close() error  { return nil }
 // TestRejectionDoesNotBindKey: an intent rejected before any decision leaves
 // its idempotency key free for a corrected retry; a policy decision binds it.
 func TestRejectionDoesNotBindKey(t *testing.T) {
-	f, b := newFSM(t), &logBuilder{t: t}
+	f, b := fleetFSM(t)
 	invalid := func(a *Admit) {
 		a.Decision = Decision{Error: &protocol.ErrorBody{Code: "params_invalid", Message: "msg is required"}}
 	}
@@ -389,7 +388,7 @@ func TestRejectionDoesNotBindKey(t *testing.T) {
 // TestWatchersOnlyForWaitingIntents: looking up unknown or final intents
 // leaves no watcher behind.
 func TestWatchersOnlyForWaitingIntents(t *testing.T) {
-	f, b := newFSM(t), &logBuilder{t: t}
+	f, b := fleetFSM(t)
 	apply(t, f, b, MsgAdmit, admit("done", "k", "p", t0, func(a *Admit) { a.Decision = Decision{PolicyHash: "sha256:p"} }))
 	for i := 0; i < 1000; i++ {
 		f.WatchIntent(fmt.Sprintf("nope-%d", i))
@@ -407,7 +406,7 @@ func TestWatchersOnlyForWaitingIntents(t *testing.T) {
 // sees as expired is recorded as expired, never released to run; and the same
 // refused attempt sent again is a repeat, not a conflict.
 func TestAdmissionAfterExpiryByTheLogsClock(t *testing.T) {
-	f, b := newFSM(t), &logBuilder{t: t}
+	f, b := fleetFSM(t)
 	apply(t, f, b, MsgTick, Tick{At: t0.Add(time.Hour)})
 	late := admit("late", "k", "p", t0) // expires at t0+10m, behind the clock
 	apply(t, f, b, MsgAdmit, late)

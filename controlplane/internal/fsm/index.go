@@ -52,10 +52,29 @@ type indexes struct {
 	// rejected holds intents refused before a decision (Unbound), which bind
 	// no idempotency key, by admission time.
 	rejected timedHeap
+	// deadlines holds open dispatches by the time their node must report.
+	deadlines timedHeap
+	// open holds the ids of each node's open dispatches, so that a server
+	// pushing a node's work reads that node's, not every dispatch.
+	open map[string]map[string]bool
+}
+
+func (x *indexes) opened(node, id string) {
+	if x.open[node] == nil {
+		x.open[node] = map[string]bool{}
+	}
+	x.open[node][id] = true
+}
+
+func (x *indexes) closed(node, id string) {
+	delete(x.open[node], id)
+	if len(x.open[node]) == 0 {
+		delete(x.open, node)
+	}
 }
 
 func buildIndexes(s *State) *indexes {
-	x := &indexes{}
+	x := &indexes{open: map[string]map[string]bool{}}
 	for _, id := range sortedKeys(s.Intents) {
 		in := s.Intents[id]
 		if !Final(in.State) {
@@ -71,10 +90,16 @@ func buildIndexes(s *State) *indexes {
 	for _, k := range sortedKeys(s.Nonces) {
 		x.nonces = append(x.nonces, timedKey{s.Nonces[k], k})
 	}
+	for _, k := range sortedKeys(s.Dispatches) {
+		if d := s.Dispatches[k]; d.Open {
+			x.deadlines = append(x.deadlines, timedKey{d.Deadline, k})
+			x.opened(d.Node, k)
+		}
+	}
 	for _, k := range sortedKeys(s.Runs) {
 		x.runs = append(x.runs, timedKey{s.Runs[k].LastAt, k})
 	}
-	for _, h := range []*timedHeap{&x.expiry, &x.idem, &x.runs, &x.nonces, &x.rejected} {
+	for _, h := range []*timedHeap{&x.expiry, &x.idem, &x.runs, &x.nonces, &x.rejected, &x.deadlines} {
 		heap.Init(h)
 	}
 	return x

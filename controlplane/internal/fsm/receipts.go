@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/writhq/writ/ledger"
 	"github.com/writhq/writ/protocol"
 )
@@ -37,12 +38,39 @@ func (f *FSM) recordReceipt(in *Intent) {
 	if f.ledger == nil {
 		return
 	}
+	r := f.receipt(in, outcomeOf(in.State), in.Error)
+	f.appendReceipt(in, r)
+	in.Receipt = &r.Index
+}
+
+// recordSuperseding appends the receipt of a result that arrived after its
+// intent was given up as unknown. The unknown receipt stays; this one names it
+// and carries the result and the outcome it shows.
+func (f *FSM) recordSuperseding(in *Intent) {
+	in.Superseding = false
+	if f.ledger == nil {
+		return
+	}
+	outcome, e := protocol.OutcomeCompleted, (*protocol.ErrorBody)(nil)
+	if st, msg := resultStatus(in.Result); st != protocol.StatusOK {
+		outcome, e = protocol.OutcomeFailed, resultError(st, msg)
+		if st == protocol.StatusUnknown {
+			outcome = protocol.OutcomeUnknown
+		}
+	}
+	r := f.receipt(in, outcome, e)
+	old := *in.Receipt
+	r.Supersedes = &old
+	f.appendReceipt(in, r)
+	in.SupersededBy = &r.Index
+}
+
+func (f *FSM) receipt(in *Intent, outcome string, e *protocol.ErrorBody) *protocol.Receipt {
 	s := f.state
-	index := s.Receipts
 	r := &protocol.Receipt{
-		Type: protocol.ReceiptType, Index: index, IntentID: in.ID, Tenant: in.Tenant, Principal: in.Principal,
-		Tool: in.Tool, PayloadHash: in.PayloadHash, IdempotencyKey: in.IdempotencyKey, Outcome: outcomeOf(in.State),
-		Error: in.Error, Approval: in.Approval, RecordedAt: protocol.FormatTime(s.Clock),
+		Type: protocol.ReceiptType, Index: s.Receipts, IntentID: in.ID, Tenant: in.Tenant, Principal: in.Principal,
+		Tool: in.Tool, PayloadHash: in.PayloadHash, IdempotencyKey: in.IdempotencyKey, Outcome: outcome,
+		Error: e, Approval: in.Approval, Dispatch: in.Dispatch, Result: in.Result, RecordedAt: protocol.FormatTime(s.Clock),
 	}
 	if in.Decision.PolicyHash != "" {
 		d := "deny"
@@ -55,29 +83,42 @@ func (f *FSM) recordReceipt(in *Intent) {
 		}
 		r.Policy = &protocol.PolicyDecision{Hash: in.Decision.PolicyHash, Decision: d, Policies: pol}
 	}
+	return r
+}
+
+func (f *FSM) appendReceipt(in *Intent, r *protocol.Receipt) {
 	leaf, err := r.Leaf()
 	if err != nil {
-		panic(fmt.Sprintf("fsm: receipt %d of intent %s: %v", index, in.ID, err))
+		panic(fmt.Sprintf("fsm: receipt %d of intent %s: %v", r.Index, in.ID, err))
 	}
-	f.putLeaf(int64(index), leaf)
-	s.Receipts++
-	in.Receipt = &index
+	f.putLeaf(int64(r.Index), leaf)
+	f.state.Receipts++
+}
+
+// resultStatus reads the status and error of a signed result the FSM holds.
+func resultStatus(raw []byte) (status, msg string) {
+	var r struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+	}
+	if err := jsonv2.Unmarshal(raw, &r); err != nil {
+		panic(fmt.Sprintf("fsm: a stored result does not decode: %v", err))
+	}
+	return r.Status, r.Error
 }
 
 // putLeaf appends leaf at index, or checks the leaf a durable store already
 // holds there.
 func (f *FSM) putLeaf(index int64, leaf []byte) {
-	size := f.ledger.Size()
+	size := f.ledgerSize()
 	switch {
-	case index < size:
+	case index < f.ledger.Size():
 		stored, err := f.ledger.Leaf(index)
 		if err != nil || !bytes.Equal(stored, leaf) {
 			panic(fmt.Sprintf("fsm: the receipt log holds another receipt at %d than the Raft log makes (%v)", index, err))
 		}
 	case index == size:
-		if _, err := f.ledger.Append(leaf); err != nil {
-			panic(fmt.Sprintf("fsm: appending receipt %d: %v", index, err))
-		}
+		f.appendLeaf(index, leaf)
 	default:
 		panic(fmt.Sprintf("fsm: the receipt log has %d receipts, the state %d", size, index))
 	}
@@ -90,6 +131,7 @@ func (f *FSM) applyCheckpoint(c *PutCheckpoint) {
 	if f.ledger == nil {
 		return
 	}
+	f.flushLeaves()
 	err := f.ledger.SetCheckpoint(c.Note)
 	if err != nil && !errors.Is(err, ledger.ErrRollback) {
 		panic(fmt.Sprintf("fsm: checkpoint: %v", err))

@@ -32,7 +32,7 @@ func withLedger(t *testing.T, l Ledger) *FSM {
 
 // receiptLog makes a log with outcomes of every kind.
 func receiptLog(t *testing.T) *logBuilder {
-	b := &logBuilder{t: t}
+	b := fleetLog(t)
 	b.add(MsgAdmit, admit("ok", "k1", "p", t0))
 	b.add(MsgAdmit, admit("no", "k2", "p", t0, func(a *Admit) { a.Decision = Decision{PolicyHash: "sha256:p"} }))
 	b.add(MsgAdmit, admit("bad", "k3", "p", t0, func(a *Admit) {
@@ -52,7 +52,7 @@ func TestReceiptsForFinalOutcomes(t *testing.T) {
 	for _, e := range b.logs {
 		f.Apply(e)
 	}
-	want := map[string]string{"no": "denied", "bad": "rejected", "deny": "denied", "wait": "expired", "ok": "expired"}
+	want := map[string]string{"no": "denied", "bad": "rejected", "deny": "denied", "wait": "expired", "ok": "unknown"}
 	if l.Size() != int64(len(want)) {
 		t.Fatalf("ledger holds %d receipts, want %d", l.Size(), len(want))
 	}

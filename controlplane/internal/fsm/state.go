@@ -44,6 +44,20 @@ type State struct {
 	// index. Checkpoints counts the checkpoints installed.
 	Receipts    uint64 `json:"receipts"`
 	Checkpoints uint64 `json:"checkpoints"`
+
+	// Nodes are the enrolled node agents, by id; JoinTokens the unused
+	// enrollment tokens, by id.
+	Nodes      map[string]*Node      `json:"nodes"`
+	JoinTokens map[string]*JoinToken `json:"join_tokens"`
+	// Dispatches are kept while their intent is; Queue holds, in order, the
+	// runnable intents waiting for a free slot on an eligible node.
+	Dispatches map[string]*Dispatch `json:"dispatches"`
+	Queue      []string             `json:"queue"`
+
+	// Users are the dashboard's tokens, by id; Sessions its sessions, by the
+	// hash of their cookie (users.go).
+	Users    map[string]*User    `json:"users"`
+	Sessions map[string]*Session `json:"sessions"`
 }
 
 // Tenant holds a tenant's settings and keys.
@@ -84,6 +98,16 @@ type Intent struct {
 	ApprovalRaw jsontext.Value        `json:"approval_raw,omitempty"`
 	// Receipt is the ledger index of the intent's receipt, once final.
 	Receipt *uint64 `json:"receipt,omitempty"`
+	// Target narrows where the intent may run (from the intent).
+	Target *protocol.Target `json:"target,omitempty"`
+	// Dispatch names the dispatch of the intent once it has one (a runnable
+	// intent without one is queued); Result is its node's signed result.
+	Dispatch *protocol.DispatchRef `json:"dispatch,omitempty"`
+	Result   jsontext.Value        `json:"result,omitempty"`
+	// Superseding is set while a late result waits for its receipt;
+	// SupersededBy is that receipt's index.
+	Superseding  bool    `json:"superseding,omitempty"`
+	SupersededBy *uint64 `json:"superseded_by,omitempty"`
 	// Unbound is set for an attempt refused before a decision: it holds no
 	// idempotency key and is pruned a retention after its admission.
 	Unbound bool `json:"unbound,omitempty"`
@@ -111,6 +135,11 @@ func newState() *State {
 		Idempotency: map[string]*IdemEntry{},
 		Runs:        map[string]*Run{},
 		Nonces:      map[string]time.Time{},
+		Nodes:       map[string]*Node{},
+		JoinTokens:  map[string]*JoinToken{},
+		Dispatches:  map[string]*Dispatch{},
+		Users:       map[string]*User{},
+		Sessions:    map[string]*Session{},
 	}
 }
 

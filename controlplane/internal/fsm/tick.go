@@ -19,13 +19,19 @@ func (f *FSM) applyTick(index uint64, at time.Time) []string {
 			break
 		}
 		in := s.Intents[e.key]
-		if in == nil || Final(in.State) || !in.ExpiresAt.Equal(e.at) {
-			continue // already final, or pruned
+		if in == nil || Final(in.State) || in.Dispatch != nil || !in.ExpiresAt.Equal(e.at) {
+			continue // already final, pruned, or in a node's hands
 		}
 		in.State = StateExpired
 		in.Error = &protocol.ErrorBody{Code: protocol.CodeExpired, Message: "expired at " + protocol.FormatTime(in.ExpiresAt)}
 		in.UpdatedAt, in.Index = now, index
 		changed = append(changed, in.ID)
+	}
+	changed = append(changed, f.expireDispatches(index, now)...)
+	for _, id := range sortedKeys(s.JoinTokens) { // few, and short-lived
+		if !s.JoinTokens[id].ExpiresAt.After(now) {
+			delete(s.JoinTokens, id)
+		}
 	}
 	retention := f.cfg.IdempotencyRetention
 	for {
@@ -39,7 +45,7 @@ func (f *FSM) applyTick(index uint64, at time.Time) []string {
 		}
 		delete(s.Idempotency, e.key)
 		if in := s.Intents[ent.IntentID]; in != nil && Final(in.State) {
-			delete(s.Intents, ent.IntentID)
+			f.forget(in)
 		}
 	}
 	for {
@@ -48,7 +54,7 @@ func (f *FSM) applyTick(index uint64, at time.Time) []string {
 			break
 		}
 		if in := s.Intents[e.key]; in != nil && in.Unbound && in.AdmittedAt.Equal(e.at) {
-			delete(s.Intents, e.key)
+			f.forget(in)
 		}
 	}
 	for {
@@ -70,4 +76,15 @@ func (f *FSM) applyTick(index uint64, at time.Time) []string {
 		}
 	}
 	return changed
+}
+
+// forget drops a final intent and its dispatch record. A dispatch still open
+// (its intent expired or was refused meanwhile) is kept until it closes.
+func (f *FSM) forget(in *Intent) {
+	delete(f.state.Intents, in.ID)
+	if in.Dispatch != nil {
+		if d := f.state.Dispatches[in.Dispatch.ID]; d != nil && !d.Open {
+			delete(f.state.Dispatches, d.ID)
+		}
+	}
 }

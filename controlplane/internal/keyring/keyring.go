@@ -7,7 +7,9 @@ package keyring
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hkdf"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -24,7 +26,10 @@ const KeySize = 32
 var ErrOpen = errors.New("keyring: cannot open sealed secret")
 
 // Keyring seals and opens secrets with AES-256-GCM.
-type Keyring struct{ aead cipher.AEAD }
+type Keyring struct {
+	aead cipher.AEAD
+	key  []byte
+}
 
 // New returns a keyring for a 32-byte key.
 func New(key []byte) (*Keyring, error) {
@@ -39,7 +44,7 @@ func New(key []byte) (*Keyring, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Keyring{aead: aead}, nil
+	return &Keyring{aead: aead, key: append([]byte(nil), key...)}, nil
 }
 
 // Load reads the key file at path (one line of base64). With create set, a
@@ -98,4 +103,16 @@ func (k *Keyring) Open(sealed []byte, context string) ([]byte, error) {
 		return nil, ErrOpen
 	}
 	return out, nil
+}
+
+// Derive returns n bytes derived from the cluster key for purpose with
+// HKDF-SHA256 (RFC 5869). Keys for other uses are derived rather than the
+// cluster key being reused, so that no key serves two algorithms; servers with
+// the same keyring file derive the same keys.
+func (k *Keyring) Derive(purpose string, n int) []byte {
+	out, err := hkdf.Key(sha256.New, k.key, nil, "writ/v1/"+purpose, n)
+	if err != nil {
+		panic(err) // n is a small constant of ours
+	}
+	return out
 }

@@ -9,9 +9,11 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -140,4 +142,37 @@ func serial() *big.Int {
 		panic(err)
 	}
 	return n
+}
+
+// Sign issues a certificate for role/id to a public key held elsewhere: a
+// node's TLS key (from its CSR), or a server's Ed25519 dispatch-signing key.
+// client limits it to TLS client use; hosts name a server's addresses.
+func (ca *CA) Sign(role, id string, pub crypto.PublicKey, hosts []string, client bool, now time.Time, validity time.Duration) ([]byte, error) {
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: role + "/" + id},
+		NotBefore:    now.Add(-time.Minute),
+		NotAfter:     now.Add(validity),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		URIs:         []*url.URL{IdentityURI(role, id)},
+	}
+	if !client {
+		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageServerAuth)
+	}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	return x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, pub, ca.Key)
+}
+
+// Fingerprint is what a join token pins: "sha256:" and the hex SHA-256 of the
+// CA certificate's SubjectPublicKeyInfo, as kubeadm's discovery hash.
+func Fingerprint(cert *x509.Certificate) string {
+	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }

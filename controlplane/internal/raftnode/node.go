@@ -97,6 +97,9 @@ func Start(cfg Config, f *fsm.FSM) (*Node, error) {
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.ID)
 	rc.Logger = hl
+	// Proposals queue in a buffer the leader drains in one batch: one disk
+	// write and one round to the followers for many concurrent proposals.
+	rc.BatchApplyCh = true
 	if cfg.HeartbeatTimeout > 0 {
 		rc.HeartbeatTimeout = cfg.HeartbeatTimeout
 	}

@@ -30,6 +30,12 @@ type Spec struct {
 	Manifest jsontext.Value `json:"manifest"`
 }
 
+// The sandbox's default wall-clock limit, and the longest a tool may ask for.
+const (
+	defaultTimeoutMS = 30_000
+	maxTimeoutMS     = 24 * 3600 * 1000
+)
+
 // Errors of Parse.
 var ErrInvalid = errors.New("tools: invalid tool registration")
 
@@ -40,8 +46,11 @@ type Tool struct {
 	// agents compare against their allowlist.
 	Hash string
 	// Tier is the manifest's sandbox tier.
-	Tier   string
-	schema *jsonschema.Schema
+	Tier string
+	// TimeoutMS is the manifest's wall-clock limit (the sandbox default of
+	// 30 s when it sets none): how long a node may run it.
+	TimeoutMS int64
+	schema    *jsonschema.Schema
 }
 
 // Parse reads a registration strictly and compiles its input schema.
@@ -57,8 +66,11 @@ func Parse(data []byte) (*Tool, error) {
 		return nil, fmt.Errorf("%w: manifest must be an object", ErrInvalid)
 	}
 	var m struct {
-		Name string `json:"name"`
-		Tier string `json:"tier"`
+		Name   string `json:"name"`
+		Tier   string `json:"tier"`
+		Limits struct {
+			TimeoutMS int64 `json:"timeout_ms"`
+		} `json:"limits"`
 	}
 	if err := json.Unmarshal(s.Manifest, &m); err != nil || m.Name != s.Name {
 		return nil, fmt.Errorf("%w: the manifest's name must be %q", ErrInvalid, s.Name)
@@ -80,7 +92,14 @@ func Parse(data []byte) (*Tool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: input_schema: %v", ErrInvalid, err)
 	}
-	return &Tool{Spec: s, Hash: protocol.HashBytes(canon), Tier: m.Tier, schema: sch}, nil
+	timeout := m.Limits.TimeoutMS
+	if timeout < 0 || timeout > maxTimeoutMS {
+		return nil, fmt.Errorf("%w: manifest limits.timeout_ms must be between 0 and %d", ErrInvalid, maxTimeoutMS)
+	}
+	if timeout == 0 {
+		timeout = defaultTimeoutMS
+	}
+	return &Tool{Spec: s, Hash: protocol.HashBytes(canon), Tier: m.Tier, TimeoutMS: timeout, schema: sch}, nil
 }
 
 func compile(schema []byte) (*jsonschema.Schema, error) {

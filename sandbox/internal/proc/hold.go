@@ -38,7 +38,11 @@ func hold(pid int, spec Spec, wantFDs int) error {
 	if !ws.Stopped() || ws.StopSignal() != syscall.SIGTRAP {
 		return fmt.Errorf("proc: child did not stop at exec (status %v)", ws)
 	}
-	err := prepare(pid, spec, wantFDs)
+	// prepare writes cgroup files: it runs on another thread, since this
+	// one may be confined by Landlock already.
+	errc := make(chan error, 1)
+	go func() { errc <- prepare(pid, spec, wantFDs) }()
+	err := <-errc
 	if derr := syscall.PtraceDetach(pid); derr != nil && err == nil {
 		err = fmt.Errorf("proc: detach: %w", derr)
 	}

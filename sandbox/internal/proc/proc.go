@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"runtime"
 	"syscall"
 	"time"
 
@@ -79,19 +78,18 @@ func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 		// runs a single instruction; see hold.go.
 		Ptrace: true,
 	}
-	if spec.UnshareNet {
+	if spec.UnshareNet && spec.NetNS == nil {
 		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNET
+	}
+	if spec.Credential != nil {
+		cmd.SysProcAttr.Credential = spec.Credential
 	}
 
 	markCloexec()
 	start := time.Now()
-	// The thread that forks is the tracer; hold must run on it.
-	runtime.LockOSThread()
-	err = cmd.Start()
-	if err == nil {
-		err = hold(cmd.Process.Pid, spec, 3+len(spec.ExtraFiles))
-	}
-	runtime.UnlockOSThread()
+	started, waited := make(chan error, 1), make(chan error, 1)
+	go startAndWait(cmd, spec, started, waited)
+	err = <-started
 	outW.Close()
 	errW.Close()
 	// A stop that fails because the deadline or the caller already killed
@@ -99,13 +97,13 @@ func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 	if err != nil && (cmd.Process == nil || runCtx.Err() == nil) {
 		if cmd.Process != nil {
 			kill(cmd.Process.Pid)
-			_ = cmd.Wait()
+			<-waited
 		}
 		waitReaders(readers, outR, errR, spec.Grace)
 		return out, err
 	}
 
-	werr := cmd.Wait()
+	werr := <-waited
 	out.Usage.Wall = time.Since(start)
 	kill(cmd.Process.Pid) // grandchildren die with the tool, whatever their session
 	waitReaders(readers, outR, errR, spec.Grace)

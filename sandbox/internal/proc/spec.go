@@ -8,10 +8,12 @@ package proc
 import (
 	"errors"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/internal/cgroup"
+	"github.com/writhq/writ/sandbox/internal/landlock"
 )
 
 // Spec is one process to run.
@@ -22,8 +24,11 @@ type Spec struct {
 	Exe  *os.File
 	Path string
 	Args []string // argv, including argv[0]
-	Env  []string // the whole environment; nil means empty
-	Dir  string
+	// Wrapper, when set, is run instead, with Path and Args[1:] appended
+	// (macOS: sandbox-exec -p PROFILE --).
+	Wrapper []string
+	Env     []string // the whole environment; nil means empty
+	Dir     string
 	// Stdin is written to the process's standard input, then closed.
 	Stdin []byte
 	// ExtraFiles become fds 3, 4... (bwrap's --ro-bind-fd).
@@ -35,6 +40,14 @@ type Spec struct {
 	AddressSpace int64
 	Cgroup       *cgroup.Group // may be nil
 	UnshareNet   bool          // start in a new, empty network namespace
+	// NetNS, when set, is the network namespace the process starts in
+	// (the egress proxy's); it overrides UnshareNet.
+	NetNS *os.File
+	// Landlock, when set, confines the process to these paths (process
+	// tier); a kernel without Landlock makes the start fail.
+	Landlock *landlock.Rules
+	// Credential, when set, is the uid and gid the process runs as.
+	Credential *syscall.Credential
 	// CgroupWatchOnly uses Cgroup to kill and account only: the process is
 	// not moved into it (the runc tier's runtime places the container).
 	CgroupWatchOnly bool

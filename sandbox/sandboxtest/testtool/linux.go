@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -47,6 +48,38 @@ func platformOp(p params) bool {
 		signalIgnore()
 		time.Sleep(time.Duration(p.MS) * time.Millisecond)
 		os.WriteFile(p.Path, []byte("alive"), 0o644)
+	case "syscalls":
+		// Each call is harmless if it succeeds here (a new user namespace
+		// for one thread, a key lookup, ...): the point is whether it is
+		// allowed at all.
+		try := func(name string, nr uintptr, a ...uintptr) string {
+			a = append(a, 0, 0, 0, 0, 0, 0)
+			_, _, e := syscall.RawSyscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5])
+			res := "OK"
+			switch e {
+			case 0:
+			case syscall.EPERM:
+				res = "EPERM"
+			case syscall.ENOSYS:
+				res = "ENOSYS"
+			default:
+				res = e.Error()
+			}
+			return name + "=" + res
+		}
+		runtime.LockOSThread() // unshare changes this thread
+		out := []string{
+			try("unshare", syscall.SYS_UNSHARE, syscall.CLONE_NEWUSER),
+			try("setns", sysSetns, 0, 0),
+			try("mount", syscall.SYS_MOUNT, 0, 0, 0, 0, 0),
+			try("ptrace", syscall.SYS_PTRACE, syscall.PTRACE_TRACEME),
+			try("keyctl", sysKeyctl, 0),
+			try("bpf", sysBPF, 0, 0, 0),
+			try("perf_event_open", syscall.SYS_PERF_EVENT_OPEN, 0, 0, 0, 0, 0),
+			try("userfaultfd", sysUserfaultfd, 0),
+			try("clone3", 435, 0, 0),
+		}
+		fmt.Print(strings.Join(out, "\n"))
 	case "forkbomb":
 		n := 0
 		for ; n < 10000; n++ {

@@ -4,6 +4,8 @@
 package main
 
 import (
+	"bufio"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -103,6 +105,15 @@ func main() {
 		}
 		c.Close()
 		fmt.Print("connected")
+	case "fetch":
+		fetch(p.Data)
+	case "sni":
+		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 3 * time.Second}, "tcp", p.Path,
+			&tls.Config{ServerName: p.Data, InsecureSkipVerify: true})
+		if err != nil {
+			fail("sni: %v", err)
+		}
+		get(c, p.Data)
 	case "tty":
 		f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 		if err != nil {
@@ -145,6 +156,48 @@ func flood(n int64) {
 			n -= int64(len(c))
 		}
 	}
+}
+
+// fetch asks the proxy of $HTTPS_PROXY for a tunnel to target (CONNECT),
+// then speaks TLS and HTTP through it and prints the body.
+func fetch(target string) {
+	proxy := strings.TrimPrefix(os.Getenv("HTTPS_PROXY"), "http://")
+	if proxy == "" {
+		fail("fetch: no HTTPS_PROXY")
+	}
+	c, err := net.DialTimeout("tcp", proxy, 3*time.Second)
+	if err != nil {
+		fail("fetch: proxy: %v", err)
+	}
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
+	br := bufio.NewReader(c)
+	head, _ := br.ReadString('\n')
+	for {
+		l, err := br.ReadString('\n')
+		if err != nil || l == "\r\n" {
+			break
+		}
+		head += l
+	}
+	if !strings.HasPrefix(head, "HTTP/1.1 200 ") {
+		fail("fetch: proxy said %q", head)
+	}
+	host, _, _ := net.SplitHostPort(target)
+	get(tls.Client(c, &tls.Config{ServerName: host, InsecureSkipVerify: true}), host)
+}
+
+// get sends GET / on c and prints the response body.
+func get(c net.Conn, host string) {
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(c, "GET / HTTP/1.0\r\nHost: %s\r\n\r\n", host)
+	b, err := io.ReadAll(c)
+	if err != nil && len(b) == 0 {
+		fail("get: %v", err)
+	}
+	_, body, _ := strings.Cut(string(b), "\r\n\r\n")
+	fmt.Print(body)
 }
 
 func fail(format string, a ...any) {

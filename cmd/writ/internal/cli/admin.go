@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 
 	"github.com/spf13/cobra"
-	"github.com/writhq/writ/client"
 )
 
 // adminFlags are the flags every admin command takes.
@@ -23,25 +21,12 @@ func (a *adminFlags) register(cmd *cobra.Command) {
 
 // call sends one admin call and reports it.
 func (a *adminFlags) call(e *env, method, path string, body []byte) error {
-	token := a.token
-	if token == "" {
-		token = os.Getenv("WRIT_TOKEN")
-	}
-	if token == "" {
-		return errors.New("an admin token is required: --token or WRIT_TOKEN")
-	}
-	c, err := e.client(a.server, token)
+	c, err := a.client(e)
 	if err != nil {
 		return err
 	}
-	err = c.Admin(context.Background(), method, path, body)
-	var ae *client.Error
-	if errors.As(err, &ae) {
-		e.printJSON(map[string]any{"ok": false, "error": map[string]string{"code": string(ae.Code), "message": ae.Message}})
-		return exitError{1}
-	}
-	if err != nil {
-		return err
+	if err := c.Admin(context.Background(), method, path, body); err != nil {
+		return e.apiFailure(err)
 	}
 	if e.output == "text" {
 		fmt.Fprintln(e.out, "ok")
@@ -69,7 +54,7 @@ func newTool(e *env) *cobra.Command {
 	}
 	apply.Flags().StringVarP(&file, "file", "f", "", "the tool registration, JSON")
 	apply.MarkFlagRequired("file")
-	cmd.AddCommand(apply)
+	cmd.AddCommand(apply, newToolHash(e))
 	return cmd
 }
 

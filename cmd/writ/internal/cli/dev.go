@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/writhq/writ/controlplane"
+	"github.com/writhq/writ/nodeagent"
+	"github.com/writhq/writ/sandbox/tiers"
 )
 
 func newDev(e *env) *cobra.Command {
@@ -54,14 +57,25 @@ permissive dev policy. Stop it with Ctrl-C; state persists in DIR.`,
 				s.Close(context.Background())
 				return err
 			}
+			agentDone := make(chan error, 1)
+			if err := startDevAgent(ctx, s, abs, toolsDir, base.Logger, agentDone); err != nil {
+				s.Close(context.Background())
+				return err
+			}
 			printDevSteps(e, abs, creds)
-			<-ctx.Done()
+			select {
+			case <-ctx.Done():
+			case err := <-agentDone:
+				fmt.Fprintln(e.err, "writ dev: the agent stopped:", err)
+				stop()
+			}
 			fmt.Fprintln(e.err, "writ dev: stopping")
 			closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			return s.Close(closeCtx)
 		},
 	}
+	cmd.AddCommand(newDevCredentials(e), newDevRegister(e))
 	cmd.Flags().StringVar(&dir, "data-dir", "", "directory for state and credentials")
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:7070", "API address (loopback only)")
 	cmd.Flags().StringVar(&raftAddr, "raft-addr", "127.0.0.1:7071", "Raft address")
@@ -96,5 +110,52 @@ func printDevSteps(e *env, dir string, c *controlplane.DevCredentials) {
 	w("  writ approval sign --intent pending.json --key %s=%s --approver %s > approval.json", c.Approver.KeyID, filepath.Join(dir, "approver.key"), c.Approver.Approver)
 	w("  writ approval submit --server %s < approval.json", c.Addr)
 	w("")
-	w("Intents wait as \"dispatched\" until node agents exist. Ctrl-C stops the server; state stays in %s.", dir)
+	w("A node agent runs in this process (state in %s); its allowlist holds the dev tools.", filepath.Join(dir, "agent"))
+	w("Ctrl-C stops the server and the agent; state stays in %s.", dir)
+}
+
+// startDevAgent runs a node agent in this process, enrolled on first start
+// with a join token from the server itself, its allowlist holding exactly
+// the manifests the dev tools were registered with. It returns once the node
+// is ready, so that the first intent has somewhere to run.
+func startDevAgent(ctx context.Context, s *controlplane.Server, dir, toolsDir string, log *slog.Logger, done chan error) error {
+	allow := filepath.Join(dir, "agent-tools")
+	if err := os.MkdirAll(allow, 0o700); err != nil {
+		return err
+	}
+	for name, m := range controlplane.DevManifests(toolsDir) {
+		if err := os.WriteFile(filepath.Join(allow, name+".json"), m, 0o600); err != nil {
+			return err
+		}
+	}
+	agentDir := filepath.Join(dir, "agent")
+	token := ""
+	if _, err := nodeagent.LoadIdentity(agentDir); errors.Is(err, nodeagent.ErrNotEnrolled) {
+		tok, aerr := s.CreateJoinToken(ctx, map[string]string{"dev": "true"}, 10*time.Minute)
+		if aerr != nil {
+			return aerr
+		}
+		token = tok.Token
+	}
+	ready := make(chan string, 1)
+	cfg := nodeagent.DefaultConfig()
+	cfg.Servers, cfg.DataDir, cfg.ToolsDir, cfg.Concurrency = []string{s.AgentAddr()}, agentDir, allow, 8
+	go func() {
+		done <- nodeagent.Run(ctx, nodeagent.RunConfig{Config: cfg, Token: token, Name: "dev-agent", PlainHTTP: true,
+			Tiers: tiers.DefaultConfig(), Logger: log, Ready: func(node string) { ready <- node }})
+	}()
+	var node string
+	select {
+	case node = <-ready:
+	case err := <-done:
+		return fmt.Errorf("the dev agent did not start: %w", err)
+	case <-time.After(30 * time.Second):
+		return errors.New("the dev agent did not start within 30 s")
+	}
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if n, ok := s.Node(node); ok && n.Status == "ready" {
+			return nil
+		}
+	}
+	return errors.New("the dev agent did not connect within 15 s")
 }

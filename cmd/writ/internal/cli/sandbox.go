@@ -36,9 +36,9 @@ type sandboxOutcome struct {
 }
 
 func newSandboxRun(e *env) *cobra.Command {
-	var tier, manifestFile, rootfs, workspace string
+	var tier, manifestFile, rootfs, image, workspace string
 	cmd := &cobra.Command{
-		Use:   "run --tier TIER --manifest FILE [--workspace DIR] [--rootfs DIR] < params.json",
+		Use:   "run --tier TIER --manifest FILE [--workspace DIR] [--rootfs DIR | --image TAR] < params.json",
 		Short: "Run one invocation of a tool in a sandbox tier, params from standard input",
 		Long: `Run one invocation of the tool a manifest describes (docs/tools.md) in the given
 tier, with params (a JSON object) read from standard input, and print the outcome
@@ -66,7 +66,7 @@ Exit status 0 when the tool ran and exited 0, 1 otherwise.`,
 				return err
 			}
 			cfg := tiers.DefaultConfig()
-			cfg.Runc.RootFS = rootfs
+			cfg.Runc.RootFS, cfg.Runc.Image = rootfs, image
 			d, err := tiers.New(tier, cfg)
 			if err != nil {
 				return err
@@ -95,6 +95,7 @@ Exit status 0 when the tool ran and exited 0, 1 otherwise.`,
 	cmd.Flags().StringVar(&tier, "tier", "", "wasm, bwrap, runc or process")
 	cmd.Flags().StringVar(&manifestFile, "manifest", "", "the tool manifest (JSON)")
 	cmd.Flags().StringVar(&rootfs, "rootfs", "", "root filesystem directory for the runc tier")
+	cmd.Flags().StringVar(&image, "image", "", "OCI image layout tarball for the runc tier's root filesystem (instead of --rootfs)")
 	cmd.Flags().StringVar(&workspace, "workspace", "", "the tool's workspace (default: a fresh temporary directory)")
 	return cmd
 }

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -15,21 +17,27 @@ import (
 )
 
 func newServer(e *env) *cobra.Command {
-	var file, id, dataDir, httpAddr, raftAddr string
+	var file, id, dataDir, httpAddr, raftAddr, gossipAddr string
+	var join []string
 	var bootstrap bool
+	var expect int
 	cmd := &cobra.Command{
 		Use:   "server --config FILE",
 		Short: "Run a control-plane server",
 		Long: `Run a control-plane server from a configuration file (docs/controlplane.md),
-with WRIT_ID, WRIT_DATA_DIR, WRIT_HTTP_ADDR and WRIT_RAFT_ADDR, and flags, each
-overriding the one before. The API is served over TLS with the server's
-certificate; a configuration that would be unsafe is refused with the reason.
-This build runs single-server clusters; joining servers into one arrives with
-memberlist discovery.`,
+with WRIT_ID, WRIT_DATA_DIR, WRIT_HTTP_ADDR, WRIT_RAFT_ADDR, WRIT_GOSSIP_ADDR,
+WRIT_JOIN (comma-separated) and WRIT_BOOTSTRAP_EXPECT, and flags, each overriding
+the one before. The API is served over TLS with the server's certificate; a
+configuration that would be unsafe is refused with the reason.
+
+A cluster: start 3 (or 5) servers with --bootstrap-expect 3 and --join naming
+the others' gossip addresses; the cluster forms once all of them see each other.
+Without join or bootstrap_expect, the server forms a single-server cluster.
+`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := controlplane.DefaultConfig()
-			cfg.Bootstrap = true
+			bootstrapSet := false
 			if file != "" {
 				f, err := controlplane.LoadFile(file)
 				if err != nil {
@@ -38,20 +46,50 @@ memberlist discovery.`,
 				if err := f.Apply(&cfg); err != nil {
 					return err
 				}
+				bootstrapSet = f.Bootstrap != nil
 			}
 			for env, dst := range map[string]*string{"WRIT_ID": &cfg.ID, "WRIT_DATA_DIR": &cfg.DataDir, "WRIT_HTTP_ADDR": &cfg.HTTPAddr, "WRIT_RAFT_ADDR": &cfg.RaftAddr} {
 				if v := os.Getenv(env); v != "" {
 					*dst = v
 				}
 			}
+			if v := os.Getenv("WRIT_GOSSIP_ADDR"); v != "" {
+				cfg.Cluster.GossipAddr = v
+			}
+			if v := os.Getenv("WRIT_JOIN"); v != "" {
+				cfg.Cluster.Join = splitList(v)
+			}
+			if v := os.Getenv("WRIT_BOOTSTRAP_EXPECT"); v != "" {
+				n, err := strconv.Atoi(v)
+				if err != nil {
+					return fmt.Errorf("WRIT_BOOTSTRAP_EXPECT=%q is not a number", v)
+				}
+				cfg.Cluster.BootstrapExpect = n
+			}
 			fl := cmd.Flags()
+			if fl.Changed("gossip-addr") {
+				cfg.Cluster.GossipAddr = gossipAddr
+			}
+			if fl.Changed("join") {
+				cfg.Cluster.Join = nil
+				for _, j := range join {
+					cfg.Cluster.Join = append(cfg.Cluster.Join, splitList(j)...)
+				}
+			}
+			if fl.Changed("bootstrap-expect") {
+				cfg.Cluster.BootstrapExpect = expect
+			}
 			for name, pair := range map[string][2]*string{"id": {&cfg.ID, &id}, "data-dir": {&cfg.DataDir, &dataDir}, "http-addr": {&cfg.HTTPAddr, &httpAddr}, "raft-addr": {&cfg.RaftAddr, &raftAddr}} {
 				if fl.Changed(name) {
 					*pair[0] = *pair[1]
 				}
 			}
 			if fl.Changed("bootstrap") {
-				cfg.Bootstrap = bootstrap
+				cfg.Bootstrap, bootstrapSet = bootstrap, true
+			}
+			if !bootstrapSet {
+				// Alone unless told to join or to expect others.
+				cfg.Bootstrap = len(cfg.Cluster.Join) == 0 && cfg.Cluster.BootstrapExpect == 0
 			}
 			if cfg.LedgerSigner == nil {
 				return errors.New("the configuration needs ledger.origin and ledger.seed_file: every receipt is signed")
@@ -65,14 +103,23 @@ memberlist discovery.`,
 			defer stop()
 			errc := make(chan error, 1)
 			go func() { errc <- s.Serve() }()
-			leaderCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			err = s.WaitLeader(leaderCtx)
-			cancel()
-			if err != nil {
-				s.Close(context.Background())
-				return fmt.Errorf("no leader within 30s: %w", err)
+			if cfg.Cluster.GossipAddr == "" {
+				// A single server leads at once, or something is wrong.
+				leaderCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				err = s.WaitLeader(leaderCtx)
+				cancel()
+				if err != nil {
+					s.Close(context.Background())
+					return fmt.Errorf("no leader within 30s: %w", err)
+				}
 			}
-			fmt.Fprintf(e.out, "writ server %s: API https://%s, Raft %s\n", cfg.ID, s.Addr(), cfg.RaftAddr)
+			// A cluster member serves at once: reads locally, and writes
+			// answer no_leader until the cluster has formed.
+			fmt.Fprintf(e.out, "writ server %s: API https://%s, Raft %s, gossip %s", cfg.ID, s.Addr(), cfg.RaftAddr, cfg.Cluster.GossipAddr)
+			if a := s.AgentAddr(); a != "" {
+				fmt.Fprintf(e.out, ", node sessions udp://%s (CA %s)", a, s.CAFingerprint())
+			}
+			fmt.Fprintln(e.out)
 			select {
 			case <-ctx.Done():
 			case err := <-errc:
@@ -89,7 +136,10 @@ memberlist discovery.`,
 	fl.StringVar(&dataDir, "data-dir", "", "data directory")
 	fl.StringVar(&httpAddr, "http-addr", "", "API address")
 	fl.StringVar(&raftAddr, "raft-addr", "", "Raft address")
-	fl.BoolVar(&bootstrap, "bootstrap", true, "form a new single-server cluster when the data directory is empty")
+	fl.BoolVar(&bootstrap, "bootstrap", false, "form a new single-server cluster when the data directory is empty (the default without join and bootstrap-expect)")
+	fl.StringVar(&gossipAddr, "gossip-addr", "", "memberlist address (TCP and UDP) where servers find each other")
+	fl.StringArrayVar(&join, "join", nil, "gossip address of another server, ADDR[,ADDR] (repeatable)")
+	fl.IntVar(&expect, "bootstrap-expect", 0, "form a new cluster once this many servers (3 or 5) see each other")
 	return cmd
 }
 
@@ -133,4 +183,15 @@ func newCA(e *env) *cobra.Command {
 	issue.MarkFlagRequired("id")
 	cmd.AddCommand(create, issue)
 	return cmd
+}
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -1,0 +1,56 @@
+package client
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// DefaultFailover is how long a request keeps trying other servers, through
+// a leader election, before it gives up.
+const DefaultFailover = 15 * time.Second
+
+// splitAddrs turns "a,b,c" into server base URLs without trailing slashes.
+func splitAddrs(addrs []string) []string {
+	var out []string
+	for _, a := range addrs {
+		for _, p := range strings.Split(a, ",") {
+			if p = strings.TrimRight(strings.TrimSpace(p), "/"); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// resendable reports whether a request may be sent again after it may have
+// reached a server: reads, PUT and DELETE (which set a state, so a second
+// one changes nothing), and intent submissions, which are idempotent by
+// their idempotency key — the same signed intent sent twice is admitted at
+// most once, and the second answer is the first intent's. An approval is not
+// resent: a second one that found its nonce consumed would answer
+// approval_replayed, hiding the first outcome.
+func resendable(method, path string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPut, http.MethodDelete:
+		return true
+	case http.MethodPost:
+		return path == "/v1/intents" || strings.HasPrefix(path, "/v1/intents?")
+	}
+	return false
+}
+
+// neverSent reports whether err means the request never reached a server:
+// the connection could not be made.
+func neverSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// backoff is the pause after every server of the list failed once.
+func backoff(round int) time.Duration {
+	d := 100 * time.Millisecond << min(round, 4)
+	return min(d, time.Second)
+}

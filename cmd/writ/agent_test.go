@@ -1,0 +1,230 @@
+package main_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// cluster is one `writ server` over TLS taking node sessions, with a tenant,
+// an orchestrator key, a permissive policy and the tools the test registers.
+type cluster struct {
+	serverSetup
+	server string // https://addr
+	cmd    *exec.Cmd
+}
+
+func startServer(t *testing.T) *cluster {
+	t.Helper()
+	s := setupServer(t, nil)
+	cmd := exec.Command(writBin, "server", "--config", s.config)
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			ready <- sc.Text()
+		}
+	}()
+	select {
+	case line := <-ready:
+		if !strings.Contains(line, "node sessions udp://") {
+			t.Fatalf("first line: %q", line)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("writ server did not start")
+	}
+	c := &cluster{serverSetup: s, server: "https://" + s.addr, cmd: cmd}
+	if _, code := run(t, "", "keygen", "hmac", "--id", "orch", "--dir", s.dir); code != 0 {
+		t.Fatal("keygen")
+	}
+	c.admin(t, "tenant", "put", "acme")
+	c.admin(t, "key", "add", "--tenant", "acme", "--id", "orch", "--secret-file", filepath.Join(s.dir, "orch.key"))
+	c.admin(t, "policy", "apply", "-f", writeFile(t, s.dir, "p.cedar", "@id(\"all\")\npermit (principal, action == Writ::Action::\"invoke\", resource) when { principal.tenant == \"acme\" };\n"))
+	return c
+}
+
+func (c *cluster) admin(t *testing.T, args ...string) string {
+	t.Helper()
+	out, code := run(t, "", append(args, "--server", c.server, "--token", c.token, "--ca", c.ca)...)
+	if code != 0 {
+		t.Fatalf("writ %s: %q exit %d", strings.Join(args, " "), out, code)
+	}
+	return out
+}
+
+// tool registers a tool whose manifest is m, and returns m for allowlists.
+func (c *cluster) tool(t *testing.T, name, manifest string) {
+	t.Helper()
+	c.admin(t, "tool", "apply", "-f", writeFile(t, c.dir, name+".tool.json", `{"name":"`+name+`","manifest":`+manifest+`}`))
+}
+
+func (c *cluster) submit(t *testing.T, tool, params, wait string) map[string]any {
+	t.Helper()
+	intent, code := run(t, "", "intent", "sign", "--key", "orch="+filepath.Join(c.dir, "orch.key"), "--tenant", "acme",
+		"--principal", "bot", "--run", "r", "--tool", tool, "--params", params)
+	if code != 0 {
+		t.Fatal("intent sign")
+	}
+	out, code := run(t, intent, "intent", "submit", "--server", c.server, "--ca", c.ca, "--wait", wait)
+	var r map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil {
+		t.Fatalf("submit: %q exit %d", out, code)
+	}
+	return r
+}
+
+// agent is a `writ agent` process with its own data directory and allowlist.
+type agent struct {
+	dir, tools string
+	extra      []string // more flags
+	cmd        *exec.Cmd
+	log        *os.File
+}
+
+// startAgent enrolls (first start, with a fresh join token) and runs an agent
+// whose allowlist holds manifests (name → manifest JSON).
+func (c *cluster) startAgent(t *testing.T, a *agent, manifests map[string]string) {
+	t.Helper()
+	if a.dir == "" {
+		a.dir, a.tools = t.TempDir(), t.TempDir()
+		os.Chmod(a.tools, 0o755)
+		for name, m := range manifests {
+			writeFile(t, a.tools, name+".json", m)
+		}
+	}
+	args := []string{"agent", "--server", c.addr, "--data-dir", a.dir, "--tools-dir", a.tools, "--name", "test-node"}
+	args = append(args, a.extra...)
+	if _, err := os.Stat(filepath.Join(a.dir, "node.json")); err != nil {
+		var tok struct{ Token string }
+		json.Unmarshal([]byte(c.admin(t, "token", "create", "--role", "node", "--labels", "pool=test")), &tok)
+		args = append(args, "--token", tok.Token)
+	}
+	a.log, _ = os.CreateTemp(t.TempDir(), "agent-log")
+	a.cmd = exec.Command(writBin, args...)
+	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
+	if err := a.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.cmd.Process.Kill(); a.cmd.Wait() })
+	c.waitNode(t, "ready", a)
+}
+
+// waitNode waits until the (only) node has status.
+func (c *cluster) waitNode(t *testing.T, status string, a *agent) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		var out struct {
+			Nodes []struct{ Status string } `json:"nodes"`
+		}
+		json.Unmarshal([]byte(c.admin(t, "nodes", "list")), &out)
+		if len(out.Nodes) == 1 && out.Nodes[0].Status == status {
+			return
+		}
+	}
+	b, _ := os.ReadFile(a.log.Name())
+	t.Fatalf("the node never became %s; agent log:\n%s", status, b)
+}
+
+func echoManifest(name string) string {
+	return `{"name":"` + name + `","tier":"wasm","module":"` + filepath.Join(toolsDir, "echo.wasm") + `"}`
+}
+
+// TestAgentRunsOverQUIC: a real server and a real agent process — enrollment
+// with a join token pinned to the CA, a QUIC session with client
+// certificates, a dispatch re-verified and run in the wasm tier, and the
+// signed result recorded with a receipt.
+func TestAgentRunsOverQUIC(t *testing.T) {
+	c := startServer(t)
+	c.tool(t, "echo", echoManifest("echo"))
+	a := &agent{}
+	c.startAgent(t, a, map[string]string{"echo": echoManifest("echo")})
+	r := c.submit(t, "echo", `{"msg":"over quic"}`, "10s")
+	res, _ := r["result"].(map[string]any)
+	if r["state"] != "completed" || res == nil || res["output"] != `{"msg":"over quic"}` || r["receipt_index"] == nil {
+		t.Fatalf("intent: %v", r)
+	}
+	// A join token is used once: a second enrollment with it is refused.
+	var nodes struct {
+		Nodes []struct{ ID, Name string } `json:"nodes"`
+	}
+	json.Unmarshal([]byte(c.admin(t, "nodes", "list")), &nodes)
+	if len(nodes.Nodes) != 1 || nodes.Nodes[0].Name != "test-node" {
+		t.Fatalf("nodes: %+v", nodes)
+	}
+	// Revoked: the session is closed and the node can never reconnect.
+	c.admin(t, "nodes", "revoke", nodes.Nodes[0].ID)
+	done := make(chan error, 1)
+	go func() { done <- a.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
+			t.Fatalf("revoked agent exited with %v, want exit 3", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a revoked agent kept running")
+	}
+	again := exec.Command(writBin, "agent", "--server", c.addr, "--data-dir", a.dir, "--tools-dir", a.tools)
+	out, err := again.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 || !strings.Contains(string(out), "revoked") {
+		t.Fatalf("a revoked node reconnecting: %v: %s", err, out)
+	}
+	if r := c.submit(t, "echo", `{}`, "0s"); r["state"] != "rejected" {
+		t.Fatalf("with the only node revoked: %v, want no_eligible_node", r)
+	}
+}
+
+// TestAgentKilledMidRun: kill -9 of the agent while the tool runs gives the
+// intent an unknown outcome once the agent is back, and the tool never runs
+// a second time (the witness file counts runs).
+func TestAgentKilledMidRun(t *testing.T) {
+	c := startServer(t)
+	manifest := `{"name":"witness","tier":"process","command":{"path":"` + witnessBin + `"}}`
+	c.tool(t, "witness", manifest)
+	// The node owner lets process-tier tools write the witness directory.
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	a := &agent{extra: []string{"--process-read-write", dir}}
+	c.startAgent(t, a, map[string]string{"witness": manifest})
+	runs, release := filepath.Join(dir, "runs"), filepath.Join(dir, "release")
+	params, _ := json.Marshal(map[string]string{"file": runs, "wait_for": release})
+	r := c.submit(t, "witness", string(params), "0s")
+	id, _ := r["intent_id"].(string)
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if b, _ := os.ReadFile(runs); len(b) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(a.log.Name())
+			t.Fatalf("the tool never started; intent %v; agent log:\n%s", r, log)
+		}
+	}
+	a.cmd.Process.Signal(syscall.SIGKILL)
+	a.cmd.Wait()
+	os.WriteFile(release, nil, 0o644) // a tool that survived its agent would finish now
+	c.startAgent(t, a, nil)
+	out, code := run(t, "", "intent", "get", id, "--server", c.server, "--ca", c.ca, "--wait", "10s",
+		"--tenant", "acme", "--key", "orch="+filepath.Join(c.dir, "orch.key"))
+	var got struct {
+		State string
+		Error struct{ Code string }
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || got.State != "unknown" || got.Error.Code != "interrupted" {
+		log, _ := os.ReadFile(a.log.Name())
+		t.Fatalf("after the agent's crash: %q exit %d; agent log:\n%s", out, code, log)
+	}
+	time.Sleep(500 * time.Millisecond) // a second run, if one were coming, has time to show
+	if b, _ := os.ReadFile(runs); strings.Count(string(b), "ran ") != 1 {
+		t.Fatalf("the tool ran %d times: %q", strings.Count(string(b), "ran "), b)
+	}
+}

@@ -1,0 +1,378 @@
+package main_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/writhq/writ/client"
+)
+
+// TestClusterOneKeyConcurrently: 64 concurrent submissions of one idempotency
+// key, spread over the three servers (two of them forwarding to the leader),
+// admit exactly one intent; every answer names it or is idempotency_conflict
+// (for the submissions whose params differ from the winner's).
+func TestClusterOneKeyConcurrently(t *testing.T) {
+	c := startTestCluster(t)
+	const n = 64
+	ids := make([]string, n)
+	got := make([]string, n)
+	errs := make([]error, n)
+	params := func(i int) string {
+		if i%8 == 7 {
+			return `{"msg":"other"}`
+		}
+		return `{"msg":"same"}`
+	}
+	bodies := make([][]byte, n)
+	for i := range bodies {
+		ids[i] = fmt.Sprintf("a-%d", i)
+		bodies[i] = c.intent(ids[i], "one-key", params(i))
+	}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			r, err := c.client(i%3).Submit(ctx, bodies[i], nil, 0)
+			if err == nil {
+				got[i] = r.IntentID
+			}
+			errs[i] = err
+		}()
+	}
+	close(start)
+	wg.Wait()
+	winner := ""
+	for i := range got {
+		var ae *client.Error
+		switch {
+		case errs[i] == nil && winner == "":
+			winner = got[i]
+		case errs[i] == nil && got[i] != winner:
+			t.Fatalf("submission %d got intent %s, another got %s", i, got[i], winner)
+		case errs[i] != nil && !(errors.As(errs[i], &ae) && ae.Code == "idempotency_conflict"):
+			t.Fatalf("submission %d: %v", i, errs[i])
+		}
+	}
+	w := -1
+	for i, id := range ids {
+		if id == winner {
+			w = i
+		}
+	}
+	if w < 0 {
+		t.Fatalf("the answers name %q, which no submission had", winner)
+	}
+	for i := range got {
+		same := params(i) == params(w)
+		if same != (errs[i] == nil) {
+			t.Errorf("submission %d (same params as the winner: %v): %v", i, same, errs[i])
+		}
+	}
+	leader := c.waitLeader(10 * time.Second)
+	c.waitCaughtUp(leader)
+	for s := range c.srv {
+		admitted := 0
+		for _, id := range ids {
+			ok, err := c.exists(s, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok {
+				admitted++
+			}
+		}
+		if admitted != 1 {
+			t.Fatalf("%s holds %d intents of one key, want 1", c.srv[s].id, admitted)
+		}
+	}
+}
+
+// submitOp is one submission in the idempotency history: the key, the
+// intent id sent, and the intent id answered ("" when the outcome is unknown).
+type submitOp struct {
+	read     bool
+	key, id  string
+	answered string
+	unknown  bool
+}
+
+// registerModel is porcupine's model of the idempotency registry: one
+// register per key, holding the intent id the key is bound to. A submission
+// binds an unbound key to its own id and answers it; on a bound key it answers
+// the bound id. A submission whose answer never came may or may not have
+// happened. A read answers the bound id, "" for none, and a list when more
+// than one intent holds the key (which no state allows).
+var registerModel = porcupine.NondeterministicModel{
+	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+		by := map[string][]porcupine.Operation{}
+		var keys []string
+		for _, op := range history {
+			k := op.Input.(submitOp).key
+			if _, ok := by[k]; !ok {
+				keys = append(keys, k)
+			}
+			by[k] = append(by[k], op)
+		}
+		sort.Strings(keys)
+		out := make([][]porcupine.Operation, 0, len(keys))
+		for _, k := range keys {
+			out = append(out, by[k])
+		}
+		return out
+	},
+	Init: func() []any { return []any{""} },
+	Step: func(state, input, output any) []any {
+		st, in, out := state.(string), input.(submitOp), output.(submitOp)
+		switch {
+		case in.read:
+			if out.answered == st {
+				return []any{st}
+			}
+			return nil
+		case out.unknown && st == "":
+			return []any{"", in.id}
+		case out.unknown:
+			return []any{st}
+		case st == "" && out.answered == in.id:
+			return []any{in.id}
+		case st != "" && out.answered == st:
+			return []any{st}
+		}
+		return nil
+	},
+	Equal: func(a, b any) bool { return a == b },
+}
+
+// TestClusterLeaderKilled: a stream of 1,000 distinct submissions (and, for
+// a quarter of the keys, a second intent with the same key and payload) goes
+// through a failover client while the leader is killed with SIGKILL. Every
+// acknowledged submission is present exactly once afterwards, no key holds
+// two intents, and an unacknowledged one is absent or present once: porcupine
+// checks the history against a register per key. Then the killed server comes
+// back, catches up, and all three servers' checkpoints are consistent.
+func TestClusterLeaderKilled(t *testing.T) {
+	c := startTestCluster(t)
+	const n, workers = 1000, 16
+	leader := c.waitLeader(10 * time.Second)
+	var (
+		mu      sync.Mutex
+		history []porcupine.Operation
+		acked   atomic.Int64
+		next    atomic.Int64
+		clock   = time.Now()
+	)
+	ts := func() int64 { return int64(time.Since(clock)) }
+	submit := func(cl *client.Client, client int, key, id string) {
+		body := c.intent(id, key, `{"n":"`+key+`"}`)
+		call := ts()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		r, err := cl.Submit(ctx, body, nil, 0)
+		cancel()
+		ret := ts()
+		out := submitOp{key: key, id: id}
+		if err != nil {
+			out.unknown = true
+			ret = math.MaxInt64
+		} else {
+			out.answered = r.IntentID
+			acked.Add(1)
+		}
+		mu.Lock()
+		history = append(history, porcupine.Operation{ClientId: client, Input: submitOp{key: key, id: id}, Call: call, Output: out, Return: ret})
+		mu.Unlock()
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl := c.client(-1)
+			for {
+				k := int(next.Add(1) - 1)
+				if k >= n {
+					return
+				}
+				key := fmt.Sprintf("k%04d", k)
+				submit(cl, w, key, key+"-a")
+				if k%4 == 0 {
+					submit(cl, w, key, key+"-b")
+				}
+			}
+		}()
+	}
+	for acked.Load() < n/4 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.kill(leader)
+	wg.Wait()
+	unknown := 0
+	for _, op := range history {
+		if op.Output.(submitOp).unknown {
+			unknown++
+		}
+	}
+	t.Logf("%d submissions, %d acknowledged, %d without an answer", len(history), acked.Load(), unknown)
+	if acked.Load() < int64(n) {
+		t.Errorf("only %d of %d keys' submissions were acknowledged: the client did not fail over", acked.Load(), n)
+	}
+	// Bring the killed server back; it catches up from the others.
+	c.start(leader)
+	newLeader := c.waitLeader(30 * time.Second)
+	c.waitCaughtUp(newLeader)
+	ctx := context.Background()
+	_ = ctx
+	for k := 0; k < n; k++ {
+		key := fmt.Sprintf("k%04d", k)
+		ids := []string{key + "-a"}
+		if k%4 == 0 {
+			ids = append(ids, key+"-b")
+		}
+		var held []string
+		for _, id := range ids {
+			ok, err := c.exists(newLeader, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok {
+				held = append(held, id)
+			}
+		}
+		call := ts()
+		history = append(history, porcupine.Operation{ClientId: workers, Input: submitOp{read: true, key: key},
+			Call: call, Output: submitOp{read: true, key: key, answered: strings.Join(held, ",")}, Return: ts()})
+	}
+	res, info := porcupine.CheckOperationsVerbose(registerModel.ToModel(), history, time.Minute)
+	if res != porcupine.Ok {
+		_ = info
+		t.Fatalf("the idempotency history is not linearizable (%s): a key was admitted twice, or an acknowledged submission is missing", res)
+	}
+	// Every server holds the same intents.
+	for s := range c.srv {
+		for k := 0; k < n; k += 97 {
+			id := fmt.Sprintf("k%04d-a", k)
+			a, err1 := c.exists(s, id)
+			b, err2 := c.exists(newLeader, id)
+			if err1 != nil || err2 != nil || a != b {
+				t.Fatalf("%s and the leader disagree about %s: %v %v (%v %v)", c.srv[s].id, id, a, b, err1, err2)
+			}
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // a checkpoint of the last receipts
+	c.waitCaughtUp(newLeader)
+	c.checkLedgers()
+}
+
+// TestClusterPausedLeader: the leader is paused with SIGSTOP while
+// submissions are sent to it; the others elect a new leader and go on. When
+// the old leader resumes, nothing it had taken in commits on its own: every
+// submission it acknowledged is present exactly once on the new leader, and
+// all servers hold the same intents.
+func TestClusterPausedLeader(t *testing.T) {
+	c := startTestCluster(t)
+	old := c.waitLeader(10 * time.Second)
+	p := c.srv[old].cmd.Process
+	if err := p.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	const n = 20
+	type answer struct {
+		id  string
+		err error
+	}
+	answers := make([]answer, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := fmt.Sprintf("p-%d", i)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			r, err := c.client(old).Submit(ctx, c.intent(id, id, `{}`), nil, 0)
+			if err == nil {
+				answers[i] = answer{r.IntentID, nil}
+			} else {
+				answers[i] = answer{"", err}
+			}
+		}()
+	}
+	// The others elect a leader among themselves and admit.
+	var others []int
+	for i := range c.srv {
+		if i != old {
+			others = append(others, i)
+		}
+	}
+	var newLeader int
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		h, err := c.health(others[0])
+		if l, _ := h["leader"].(string); err == nil && l != "" && l != c.srv[old].id {
+			for i, s := range c.srv {
+				if s.id == l {
+					newLeader = i
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the others elected no new leader")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := 0; i < 10; i++ {
+		id := fmt.Sprintf("q-%d", i)
+		if _, err := c.client(others[i%2]).Submit(ctx, c.intent(id, id, `{}`), nil, 0); err != nil {
+			t.Fatalf("submitting to the new cluster: %v", err)
+		}
+	}
+	if err := p.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	c.waitLeader(20 * time.Second)
+	c.waitCaughtUp(newLeader)
+	ackd := 0
+	for i, a := range answers {
+		id := fmt.Sprintf("p-%d", i)
+		on, err := c.exists(newLeader, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ae *client.Error
+		if a.err != nil && !(errors.As(a.err, &ae) && ae.Code == "no_leader") {
+			t.Errorf("%s: the resumed server answered %v, want an intent or no_leader", id, a.err)
+		}
+		if a.err == nil {
+			ackd++
+			if a.id != id || !on {
+				t.Errorf("%s was acknowledged (as %q) by the resumed leader but the cluster does not hold it", id, a.id)
+			}
+		}
+		for s := range c.srv {
+			got, err := c.exists(s, id)
+			if err != nil || got != on {
+				t.Errorf("%s: %s holds it: %v, the leader: %v (%v)", id, c.srv[s].id, got, on, err)
+			}
+		}
+	}
+	t.Logf("the resumed server acknowledged %d of %d submissions taken while paused (through the new leader)", ackd, n)
+	c.checkLedgers()
+}

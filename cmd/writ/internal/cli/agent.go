@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/writhq/writ/nodeagent"
+)
+
+func newAgent(e *env) *cobra.Command {
+	var configFile, token, tokenFile, dataDir, toolsDir, name, runcRoot string
+	var servers, processRW []string
+	var concurrency int
+	cmd := &cobra.Command{
+		Use:   "agent --server ADDR[,ADDR...] --token T --data-dir DIR",
+		Short: "Run a node agent: enroll once, then run what the control plane dispatches",
+		Long: `Run a node agent. On first start it enrolls with a one-time join token (writ token
+create): it generates its keys here, checks the cluster CA against the token's pin,
+and receives a client certificate. Then it keeps a QUIC session with any of the
+servers, re-verifies every dispatch, runs allowlisted tools in their sandbox, and
+keeps each signed result until a server acknowledges it. A server address is
+host:port (the API's port; sessions use the same port over UDP); http://host:port
+enrolls over plain HTTP, for a dev server on loopback only.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			cfg := nodeagent.DefaultConfig()
+			if configFile != "" {
+				loaded, err := nodeagent.LoadConfig(configFile)
+				if err != nil {
+					return err
+				}
+				cfg = loaded
+			}
+			plain := false
+			if c.Flags().Changed("server") {
+				cfg.Servers = nil
+				for _, s := range servers {
+					if rest, ok := strings.CutPrefix(s, "http://"); ok {
+						s, plain = rest, true
+					}
+					cfg.Servers = append(cfg.Servers, strings.TrimPrefix(strings.TrimSuffix(s, "/"), "https://"))
+				}
+			}
+			set := func(flag string, dst *string, v string) {
+				if c.Flags().Changed(flag) {
+					*dst = v
+				}
+			}
+			set("data-dir", &cfg.DataDir, dataDir)
+			set("tools-dir", &cfg.ToolsDir, toolsDir)
+			set("token-file", &cfg.TokenFile, tokenFile)
+			set("runc-rootfs", &cfg.RuncRootFS, runcRoot)
+			if c.Flags().Changed("process-read-write") {
+				cfg.ProcessReadWrite = processRW
+			}
+			if c.Flags().Changed("concurrency") {
+				cfg.Concurrency = concurrency
+			}
+			// The tiers keep their state in the data directory, the one
+			// place the installed service may write.
+			tc := cfg.Tiers()
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			log := slog.New(slog.NewTextHandler(e.err, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			err := nodeagent.Run(ctx, nodeagent.RunConfig{Config: cfg, Token: token, Name: name, PlainHTTP: plain, Tiers: tc, Logger: log})
+			if errors.Is(err, nodeagent.ErrRevoked) {
+				fmt.Fprintln(e.err, "writ agent: this node is revoked; enroll again with a new data directory and token")
+				return exitError{3}
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&configFile, "config", "", "agent configuration file (JSON, docs/agent.md); flags override it")
+	f.StringSliceVar(&servers, "server", nil, "control-plane servers, host:port (repeat or comma-separate)")
+	f.StringVar(&token, "token", "", "one-time join token (only for the first start)")
+	f.StringVar(&tokenFile, "token-file", "", "file holding the join token")
+	f.StringVar(&dataDir, "data-dir", "", "state directory: keys, certificate, journal and outbox")
+	f.StringVar(&toolsDir, "tools-dir", "", "the tool allowlist: one sandbox manifest per *.json file")
+	f.StringVar(&name, "name", "", "node name (default: the host name)")
+	f.StringVar(&runcRoot, "runc-rootfs", "", "root filesystem for the runc tier")
+	f.IntVar(&concurrency, "concurrency", 4, "tools run at once")
+	f.StringSliceVar(&processRW, "process-read-write", nil, "host directories process-tier tools may write besides their workspace")
+	cmd.AddCommand(newAgentInstall(e))
+	return cmd
+}

@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"github.com/writhq/writ/sandbox/tiers"
+)
+
+func newBench(e *env) *cobra.Command {
+	cmd := &cobra.Command{Use: "bench", Short: "Measure Writ on this host, each figure beside a baseline from the same run"}
+	cmd.AddCommand(newBenchSandbox(e), newBenchAdmit(e))
+	return cmd
+}
+
+func newBenchSandbox(e *env) *cobra.Command {
+	var names []string
+	var n int
+	var echo, echoWasm, rootfs, image string
+	cmd := &cobra.Command{
+		Use:   "sandbox [--tier T]... [--n N] [--rootfs DIR | --image TAR]",
+		Short: "Start time of each sandbox tier for the echo tool, as a ratio to its raw baseline",
+		Long: `Run the echo tool N times in each tier, alternating with its raw baseline in the
+same process: fork/exec of the echo binary (process), bwrap --ro-bind / / with the
+tier's namespaces (bwrap), runc run of the same bundle (runc), and a wazero
+instantiate and call of the same compiled module (wasm). Prints the medians and
+their ratio. A tier this host cannot run is reported with its reason.
+The echo tool is bin/tools/echo and bin/tools/echo.wasm beside this binary
+(make build). The runc tier needs --rootfs or --image.`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if n < 1 || n > 100000 {
+				return errors.New("--n must be between 1 and 100000")
+			}
+			if echo == "" || echoWasm == "" {
+				exe, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				dir := filepath.Join(filepath.Dir(exe), "tools")
+				if echo == "" {
+					echo = filepath.Join(dir, "echo")
+				}
+				if echoWasm == "" {
+					echoWasm = filepath.Join(dir, "echo.wasm")
+				}
+			}
+			cfg := tiers.DefaultConfig()
+			cfg.Runc.RootFS, cfg.Runc.Image = rootfs, image
+			if rootfs == "" && image == "" {
+				cfg.Runc.RootFS = "/nonexistent-rootfs-give---rootfs"
+			}
+			res := tiers.Bench(context.Background(), tiers.BenchConfig{Tiers: cfg, Names: names, N: n, Echo: echo, EchoWasm: echoWasm})
+			if e.output == "json" {
+				return e.printJSON(res)
+			}
+			w := tabwriter.NewWriter(e.out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "tier\tp50\traw p50\tratio\tbaseline")
+			for _, r := range res {
+				if r.Error != "" {
+					fmt.Fprintf(w, "%s\t-\t-\t-\tunavailable: %s\n", r.Tier, r.Error)
+					continue
+				}
+				fmt.Fprintf(w, "%s\t%v\t%v\t%.2f\t%s\n", r.Tier, r.P50, r.RawP50, r.Ratio, r.Baseline)
+			}
+			return w.Flush()
+		},
+	}
+	cmd.Flags().StringSliceVar(&names, "tier", nil, "tiers to measure (default: all)")
+	cmd.Flags().IntVar(&n, "n", 50, "timed runs of each side")
+	cmd.Flags().StringVar(&echo, "echo", "", "the echo tool built for this host (default: tools/echo beside writ)")
+	cmd.Flags().StringVar(&echoWasm, "echo-wasm", "", "the echo tool as a wasip1 module (default: tools/echo.wasm beside writ)")
+	cmd.Flags().StringVar(&rootfs, "rootfs", "", "root filesystem directory for the runc tier")
+	cmd.Flags().StringVar(&image, "image", "", "OCI image layout tarball for the runc tier's root filesystem")
+	return cmd
+}

@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// dashboardTokenFlags are the flags writ token create takes for the
+// dashboard's roles (viewer, approver, admin); --role node and --labels are
+// the join tokens' (fleet.go).
+type dashboardTokenFlags struct{ tenant, approver string }
+
+func (f *dashboardTokenFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.tenant, "tenant", "", "dashboard tokens: the tenant a viewer is limited to, or an approver bound to")
+	cmd.Flags().StringVar(&f.approver, "approver", "", "approver tokens: the approver identity its key is registered with")
+}
+
+// body returns the request of POST /v1/admin/tokens; ttl 0 is the server's
+// default (30 days).
+func (f dashboardTokenFlags) body(role string, ttl time.Duration) ([]byte, error) {
+	switch {
+	case role != "viewer" && role != "approver" && role != "admin":
+		return nil, fmt.Errorf("--role must be viewer, approver, admin or node, not %q", role)
+	case role == "approver" && (f.tenant == "" || f.approver == ""):
+		return nil, errors.New("an approver token needs --tenant and --approver (the identity its key is registered with)")
+	case role != "approver" && f.approver != "":
+		return nil, errors.New("--approver is for --role approver")
+	}
+	return json.Marshal(map[string]any{"role": role, "tenant": f.tenant, "approver": f.approver, "ttl_seconds": int64(ttl / time.Second)})
+}
+
+// createDashboardToken issues a dashboard sign-in token and prints it once.
+func createDashboardToken(e *env, a *adminFlags, f dashboardTokenFlags, role string, ttl time.Duration) error {
+	body, err := f.body(role, ttl)
+	if err != nil {
+		return err
+	}
+	c, err := a.client(e)
+	if err != nil {
+		return err
+	}
+	var out map[string]any
+	if err := c.AdminJSON(context.Background(), "POST", "tokens", body, &out); err != nil {
+		return e.apiFailure(err)
+	}
+	if e.output == "text" {
+		fmt.Fprintln(e.out, out["token"])
+		return nil
+	}
+	return e.printJSON(out)
+}
+
+func newTokenRevoke(e *env, a *adminFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "revoke ID",
+		Short: "Revoke a dashboard token and end its sessions",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return a.call(e, "DELETE", "tokens/"+url.PathEscape(args[0]), nil)
+		},
+	}
+}

@@ -1,0 +1,98 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/quic-go/quic-go"
+
+	"github.com/writhq/writ/controlplane/internal/fsm"
+)
+
+// listenAgents opens the QUIC listener of node sessions. 0-RTT is off: a
+// replayed first flight must never reach the session.
+func (s *Server) listenAgents(cert tls.Certificate) error {
+	fl, err := newFleet(s.cfg)
+	if err != nil {
+		return err
+	}
+	ln, err := quic.ListenAddr(s.cfg.AgentAddr, fl.agentTLS(cert), &quic.Config{
+		HandshakeIdleTimeout: 10 * time.Second,
+		MaxIdleTimeout:       3 * s.cfg.AgentHeartbeat,
+		Allow0RTT:            false,
+		MaxIncomingStreams:   4,
+	})
+	if err != nil {
+		return fmt.Errorf("controlplane: agent address: %w", err)
+	}
+	s.fleet, s.agents = fl, ln
+	return nil
+}
+
+// AgentAddr is the UDP address node sessions are served on, or "".
+func (s *Server) AgentAddr() string {
+	if s.agents == nil {
+		return ""
+	}
+	return s.agents.Addr().String()
+}
+
+// CAFingerprint is the cluster CA fingerprint join tokens pin.
+func (s *Server) CAFingerprint() string {
+	if s.fleet == nil {
+		return ""
+	}
+	return s.fleet.pin
+}
+
+func (s *Server) acceptAgents() {
+	defer s.done.Done()
+	for {
+		conn, err := s.agents.Accept(context.Background())
+		if err != nil {
+			return
+		}
+		go s.serveSession(conn)
+	}
+}
+
+// watchSessions ends sessions whose node went silent, and records as down the
+// nodes this server is recorded as holding without holding them (after its
+// own restart, or a session that ended while Raft had no leader).
+func (s *Server) watchSessions() {
+	defer s.done.Done()
+	every := s.cfg.AgentHeartbeat
+	started := time.Now()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		for _, ss := range s.fleet.all() {
+			ss.mu.Lock()
+			silent := time.Since(ss.lastSeen) > 3*every
+			ss.mu.Unlock()
+			if silent {
+				ss.log.Warn("node went silent; ending its session")
+				ss.close("silent")
+			}
+		}
+		if time.Since(started) < 3*every || s.node.Raft.State() != raft.Leader {
+			continue
+		}
+		for _, n := range s.fsm.Nodes() {
+			if n.Server != s.cfg.ID || n.Status == fsm.NodeDown || s.fleet.session(n.ID) != nil {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			s.applyAnywhere(ctx, fsm.MsgNodeSession, fsm.NodeSession{At: s.now(), Node: n.ID, Server: s.cfg.ID})
+			cancel()
+		}
+	}
+}

@@ -1,0 +1,190 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/pem"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/writhq/writ/controlplane/internal/fsm"
+	"github.com/writhq/writ/protocol"
+)
+
+// A join token is "wj1.<id>.<secret>.<pin>": the token's id, its secret
+// (32 random bytes, base64url), and the hex SHA-256 of the cluster CA's public
+// key, which the agent checks before it trusts anything the server says.
+// The control plane keeps only the secret's hash.
+const joinTokenPrefix = "wj1"
+
+// JoinTokenRequest is the body of POST /v1/admin/join-tokens.
+type JoinTokenRequest struct {
+	Labels map[string]string `json:"labels,omitzero"`
+	// TTLSeconds is how long the token may be used (default 1 h, at most 7 days).
+	TTLSeconds int64 `json:"ttl_seconds,omitzero"`
+}
+
+// JoinTokenResponse carries the token, shown once.
+type JoinTokenResponse struct {
+	Token     string            `json:"token"`
+	ID        string            `json:"id"`
+	Labels    map[string]string `json:"labels"`
+	ExpiresAt string            `json:"expires_at"`
+}
+
+// EnrollRequest is the body of POST /v1/enroll: the token, the node's name,
+// its Ed25519 result-signing key and a CSR for its TLS key, both generated on
+// the node.
+type EnrollRequest struct {
+	Token  string `json:"token"`
+	Name   string `json:"name"`
+	Public []byte `json:"public"`
+	CSR    []byte `json:"csr"`
+}
+
+// EnrollResponse names the node and carries its client certificate chain
+// (DER, leaf first, then the CA).
+type EnrollResponse struct {
+	Node  string   `json:"node"`
+	Chain [][]byte `json:"chain"`
+}
+
+func (s *Server) enrollRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /v1/admin/join-tokens", s.adminJSON(s.handleJoinToken))
+	mux.HandleFunc("GET /v1/enroll/ca", s.handleCA)
+	mux.HandleFunc("POST /v1/enroll", s.handleEnroll)
+}
+
+func (s *Server) handleJoinToken(w http.ResponseWriter, r *http.Request) (any, *apiError) {
+	if s.fleet == nil {
+		return nil, refusal(codeNotFound, "this server takes no node sessions")
+	}
+	var req JoinTokenRequest
+	if aerr := decodeAdmin(w, r, &req); aerr != nil {
+		return nil, aerr
+	}
+	resp, aerr := s.CreateJoinToken(r.Context(), req.Labels, time.Duration(req.TTLSeconds)*time.Second)
+	if aerr != nil {
+		return nil, aerr
+	}
+	return resp, nil
+}
+
+// CreateJoinToken issues a one-time join token for a node with labels, usable
+// for ttl (0: one hour). Only its hash is stored; the token is returned once.
+func (s *Server) CreateJoinToken(ctx context.Context, labels map[string]string, ttl time.Duration) (*JoinTokenResponse, *apiError) {
+	if s.fleet == nil {
+		return nil, refusal(codeNotFound, "this server takes no node sessions")
+	}
+	if ttl == 0 {
+		ttl = time.Hour
+	}
+	if ttl < time.Minute || ttl > 7*24*time.Hour {
+		return nil, refusal(protocol.CodeMalformed, "ttl must be between 1 minute and 7 days")
+	}
+	for k, v := range labels {
+		if !validID(k) || len(v) > 256 {
+			return nil, refusal(protocol.CodeMalformed, "label names are ids; values at most 256 bytes")
+		}
+	}
+	id, secret := make([]byte, 8), make([]byte, 32)
+	rand.Read(id)
+	rand.Read(secret)
+	tok := fsm.PutJoinToken{ID: hex.EncodeToString(id), Hash: protocol.HashBytes(secret), Labels: labels,
+		ExpiresAt: s.now().Add(ttl)}
+	if tok.Labels == nil {
+		tok.Labels = map[string]string{}
+	}
+	if aerr := s.adminApply(ctx, fsm.MsgPutJoinToken, tok); aerr != nil {
+		return nil, aerr
+	}
+	pin := strings.TrimPrefix(s.fleet.pin, "sha256:")
+	return &JoinTokenResponse{
+		Token: joinTokenPrefix + "." + tok.ID + "." + base64.RawURLEncoding.EncodeToString(secret) + "." + pin,
+		ID:    tok.ID, Labels: tok.Labels, ExpiresAt: protocol.FormatTime(tok.ExpiresAt),
+	}, nil
+}
+
+// handleCA serves the cluster CA certificate. It is public: an agent checks
+// it against the pin in its join token before trusting it.
+func (s *Server) handleCA(w http.ResponseWriter, r *http.Request) {
+	if s.fleet == nil {
+		writeError(w, codeNotFound, "this server takes no node sessions")
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-pem-file")
+	w.Write(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.fleet.ca.Cert.Raw}))
+}
+
+// handleEnroll consumes a join token through Raft and certifies the node's
+// TLS key. A wrong token counts as an authentication failure of its source.
+func (s *Server) handleEnroll(w http.ResponseWriter, r *http.Request) {
+	if s.blocked(w, r) {
+		return
+	}
+	resp, aerr := s.enroll(w, r)
+	if aerr != nil {
+		if aerr.code == fsm.CodeInvalidToken || aerr.code == protocol.CodeMalformed {
+			s.fails.failed(source(r))
+		}
+		writeError(w, aerr.code, aerr.msg)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) enroll(w http.ResponseWriter, r *http.Request) (*EnrollResponse, *apiError) {
+	if s.fleet == nil {
+		return nil, refusal(codeNotFound, "this server takes no node sessions")
+	}
+	var req EnrollRequest
+	if aerr := decodeAdmin(w, r, &req); aerr != nil {
+		return nil, aerr
+	}
+	parts := strings.Split(req.Token, ".")
+	if len(parts) != 4 || parts[0] != joinTokenPrefix {
+		return nil, refusal(fsm.CodeInvalidToken, "the join token is not valid")
+	}
+	secret, err := base64.RawURLEncoding.DecodeString(parts[2])
+	if err != nil || len(secret) != 32 {
+		return nil, refusal(fsm.CodeInvalidToken, "the join token is not valid")
+	}
+	if len(req.Public) != ed25519.PublicKeySize {
+		return nil, refusal(protocol.CodeMalformed, "public must be a 32-byte Ed25519 key")
+	}
+	name := req.Name
+	if !validID(name) {
+		return nil, refusal(protocol.CodeMalformed, "name must be 1-128 characters of [A-Za-z0-9._:-]")
+	}
+	csr, err := certificateRequest(req.CSR)
+	if err != nil {
+		return nil, refusal(protocol.CodeMalformed, "csr must be a signed PKCS#10 certificate request")
+	}
+	// Check before proposing, so that guesses never reach Raft; the FSM
+	// checks again and consumes the token exactly once.
+	hash := protocol.HashBytes(secret)
+	if tok, ok := s.fsm.JoinToken(parts[1]); !ok || !constantEqual(tok.Hash, hash) {
+		return nil, refusal(fsm.CodeInvalidToken, "the join token is not valid")
+	}
+	idb := make([]byte, 8)
+	rand.Read(idb)
+	node := "node-" + hex.EncodeToString(idb)
+	res, err := s.apply(r.Context(), fsm.MsgEnroll, fsm.Enroll{At: s.now(), TokenID: parts[1], TokenHash: hash,
+		Node: node, Name: name, Public: req.Public})
+	if err != nil {
+		return nil, raftError(err)
+	}
+	if res.Err != nil {
+		return nil, refusal(res.Err.Code, res.Err.Message)
+	}
+	chain, err := s.fleet.issueNode(node, csr, s.cfg.NodeCertValidity)
+	if err != nil {
+		return nil, refusal(codeInternal, "the node was enrolled but its certificate could not be issued")
+	}
+	s.log.Info("node enrolled", "node", node, "name", name)
+	return &EnrollResponse{Node: node, Chain: chain}, nil
+}

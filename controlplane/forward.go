@@ -1,0 +1,186 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/writhq/writ/controlplane/internal/pki"
+	"github.com/writhq/writ/protocol"
+)
+
+// Headers between servers. A forwarded request names the original client's
+// source, which the leader believes only from a peer presenting a server
+// certificate of the cluster CA; the leader's answer carries its applied index.
+const (
+	headerForwardedFor = "Writ-Forwarded-For"
+	headerIndex        = "Writ-Index"
+)
+
+// forwarding sends writes that reach a follower to the leader, over mutual
+// TLS, and returns the leader's answer. Reads are served locally.
+func (s *Server) forwarding(next http.Handler) http.Handler {
+	if s.cluster == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !isWrite(r.Method) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		peer := fromServer(r) && r.Header.Get(headerForwardedFor) != ""
+		switch {
+		case s.isLeader() && peer:
+			next.ServeHTTP(&indexWriter{ResponseWriter: w, s: s}, r)
+		case s.isLeader():
+			next.ServeHTTP(w, r)
+		case peer:
+			// Forwarded once already: never again, so no request loops
+			// while servers disagree about who leads.
+			writeError(w, codeNoLeader, "this server is not the leader either; retry")
+		default:
+			s.forward(w, r)
+		}
+	})
+}
+
+func isWrite(method string) bool {
+	return method != http.MethodGet && method != http.MethodHead && method != http.MethodOptions
+}
+
+// fromServer reports whether the request came over TLS from a client
+// certificate of the cluster CA naming a server.
+func fromServer(r *http.Request) bool {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
+		return false
+	}
+	role, _, err := pki.Identity(r.TLS.VerifiedChains[0][0])
+	return err == nil && role == pki.RoleServer
+}
+
+// indexWriter adds the leader's applied index to its answer to a forward.
+type indexWriter struct {
+	http.ResponseWriter
+	s *Server
+}
+
+func (iw *indexWriter) WriteHeader(code int) {
+	iw.Header().Set(headerIndex, strconv.FormatUint(iw.s.fsm.Index(), 10))
+	iw.ResponseWriter.WriteHeader(code)
+}
+
+func (iw *indexWriter) Write(b []byte) (int, error) {
+	if iw.Header().Get(headerIndex) == "" {
+		iw.WriteHeader(http.StatusOK)
+	}
+	return iw.ResponseWriter.Write(b)
+}
+
+// forward relays one write to the leader. A submission with ?wait= is sent
+// without it; once this server's FSM has applied what the leader answered,
+// the wait is served here from its own notifications.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
+	if s.blocked(w, r) {
+		return
+	}
+	_, leader := s.node.Raft.LeaderWithID()
+	m, ok := s.cluster.g.member(string(leader))
+	if leader == "" || !ok {
+		writeError(w, codeNoLeader, "no leader is known yet; retry")
+		return
+	}
+	var wait time.Duration
+	q := r.URL.Query()
+	submit := r.Method == http.MethodPost && r.URL.Path == "/v1/intents"
+	if submit {
+		var aerr *apiError
+		if wait, aerr = s.waitFor(r); aerr != nil {
+			writeError(w, aerr.code, aerr.msg)
+			return
+		}
+		q.Del("wait")
+	}
+	body, aerr := readBody(w, r, s.forwardLimit())
+	if aerr != nil {
+		s.refuse(w, r, aerr)
+		return
+	}
+	u := "https://" + m.API + r.URL.Path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, r.Method, u, bytes.NewReader(body))
+	if err != nil {
+		writeError(w, codeInternal, "cannot forward")
+		return
+	}
+	for k, vs := range r.Header {
+		if k == "Authorization" || k == "Content-Type" || strings.HasPrefix(k, "Writ-") {
+			req.Header[k] = vs
+		}
+	}
+	req.Header.Set(headerForwardedFor, source(r))
+	resp, err := s.cluster.http.Do(req)
+	if err != nil {
+		s.log.Warn("forwarding to the leader", "leader", leader, "err", err)
+		writeError(w, codeNoLeader, "the leader did not answer; the write may or may not have been applied; retry (intents are idempotent by their key)")
+		return
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		writeError(w, codeNoLeader, "the leader's answer was cut off; the write may or may not have been applied")
+		return
+	}
+	s.countForwardedFailure(r, resp.StatusCode, out)
+	if submit && wait > 0 && resp.StatusCode == http.StatusOK {
+		var ir struct {
+			ID string `json:"intent_id"`
+		}
+		idx, _ := strconv.ParseUint(resp.Header.Get(headerIndex), 10, 64)
+		deadline := time.Now().Add(wait)
+		wctx, wcancel := context.WithDeadline(r.Context(), deadline)
+		caught := json.Unmarshal(out, &ir) == nil && ir.ID != "" && s.fsm.WaitIndex(wctx, idx)
+		wcancel()
+		if caught {
+			s.answer(w, r, ir.ID, time.Until(deadline))
+			return
+		}
+	}
+	for _, k := range []string{"Content-Type", "Retry-After", "Cache-Control"} {
+		if v := resp.Header.Get(k); v != "" {
+			w.Header().Set(k, v)
+		}
+	}
+	w.WriteHeader(resp.StatusCode)
+	w.Write(out)
+}
+
+// countForwardedFailure counts, here too, a forwarded request that failed
+// authentication, so that this server refuses a guessing source before
+// forwarding anything more from it.
+func (s *Server) countForwardedFailure(r *http.Request, status int, body []byte) {
+	if status != http.StatusBadRequest && status != http.StatusUnauthorized {
+		return
+	}
+	var e protocol.ErrorResponse
+	if json.Unmarshal(body, &e) != nil {
+		return
+	}
+	switch e.Error.Code {
+	case protocol.CodeMalformed, protocol.CodeUnknownKey, protocol.CodeBadSignature, protocol.CodeApprovalInvalid, codeUnauthorized:
+		s.fails.failed(source(r))
+	}
+}
+
+// forwardLimit is the largest body any write takes.
+func (s *Server) forwardLimit() int {
+	return max(2*s.verifier.Config().MaxBytes+1024, 1<<20)
+}

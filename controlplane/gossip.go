@@ -1,0 +1,150 @@
+package controlplane
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	stdlog "log"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/writhq/writ/controlplane/internal/keyring"
+)
+
+// memberMeta is what a server tells the others about itself in memberlist's
+// node metadata (at most 512 bytes).
+type memberMeta struct {
+	V      int    `json:"v"`
+	ID     string `json:"id"`
+	Raft   string `json:"raft"`
+	API    string `json:"api"`
+	Expect int    `json:"expect"`
+	// State is set once the server holds Raft state (it is in a cluster): a
+	// cluster that exists is never bootstrapped again.
+	State bool `json:"state"`
+}
+
+// gossip is this server's memberlist: who the servers are and where their
+// Raft and API listen. Nothing learnt here is trusted for safety: Raft's own
+// mutual TLS decides who may be a peer.
+type gossip struct {
+	ml  *memberlist.Memberlist
+	log *slog.Logger
+
+	mu   sync.Mutex
+	self memberMeta
+}
+
+// gossipKeySize is memberlist's AES-256-GCM key, derived from the keyring.
+const gossipKeySize = 32
+
+func startGossip(cl ClusterConfig, self memberMeta, kr *keyring.Keyring, log *slog.Logger, events memberlist.EventDelegate) (*gossip, error) {
+	host, port, err := net.SplitHostPort(cl.GossipAddr)
+	if err != nil {
+		return nil, err
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return nil, fmt.Errorf("controlplane: gossip port %q", port)
+	}
+	g := &gossip{log: log, self: self}
+	mc := memberlist.DefaultLANConfig()
+	mc.Name = self.ID
+	mc.BindAddr, mc.BindPort = host, p
+	mc.AdvertisePort = p
+	// Every message and stream is sealed with a key only holders of the
+	// cluster keyring can derive; a stranger can neither read nor join.
+	mc.SecretKey = kr.Derive("gossip", gossipKeySize)
+	mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
+	mc.Delegate = g
+	mc.Events = events
+	mc.Logger = stdlog.New(gossipLog{log}, "", 0)
+	ml, err := memberlist.Create(mc)
+	if err != nil {
+		return nil, fmt.Errorf("controlplane: gossip on %s: %w", cl.GossipAddr, err)
+	}
+	g.ml = ml
+	return g, nil
+}
+
+// members returns the servers memberlist believes alive, with their metadata.
+func (g *gossip) members() []memberMeta {
+	var out []memberMeta
+	for _, n := range g.ml.Members() {
+		if n.State != memberlist.StateAlive {
+			continue
+		}
+		var m memberMeta
+		if json.Unmarshal(n.Meta, &m) != nil || m.V != 1 || m.ID != n.Name {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// member returns the alive server id, if memberlist knows it.
+func (g *gossip) member(id string) (memberMeta, bool) {
+	for _, m := range g.members() {
+		if m.ID == id {
+			return m, true
+		}
+	}
+	return memberMeta{}, false
+}
+
+// setState marks this server as holding Raft state and tells the others.
+func (g *gossip) setState() {
+	g.mu.Lock()
+	changed := !g.self.State
+	g.self.State = true
+	g.mu.Unlock()
+	if changed {
+		if err := g.ml.UpdateNode(5 * time.Second); err != nil {
+			g.log.Warn("gossip: updating metadata", "err", err)
+		}
+	}
+}
+
+func (g *gossip) close() {
+	g.ml.Leave(2 * time.Second)
+	g.ml.Shutdown()
+}
+
+// NodeMeta is memberlist.Delegate: this server's metadata.
+func (g *gossip) NodeMeta(limit int) []byte {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	b, _ := json.Marshal(g.self)
+	if len(b) > limit {
+		g.log.Error("gossip: metadata over the limit", "bytes", len(b), "limit", limit)
+		return nil
+	}
+	return b
+}
+
+func (g *gossip) NotifyMsg([]byte)                           {}
+func (g *gossip) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+func (g *gossip) LocalState(join bool) []byte                { return nil }
+func (g *gossip) MergeRemoteState(buf []byte, join bool)     {}
+
+// gossipLog passes memberlist's log lines to slog, dropping its debug chatter.
+type gossipLog struct{ log *slog.Logger }
+
+func (l gossipLog) Write(p []byte) (int, error) {
+	line := bytes.TrimSpace(p)
+	switch {
+	case bytes.Contains(line, []byte("[DEBUG]")):
+	case bytes.Contains(line, []byte("[ERR]")):
+		l.log.Error(string(line))
+	case bytes.Contains(line, []byte("[WARN]")):
+		l.log.Warn(string(line))
+	default:
+		l.log.Info(string(line))
+	}
+	return len(p), nil
+}

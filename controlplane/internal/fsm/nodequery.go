@@ -1,0 +1,81 @@
+package fsm
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+)
+
+// Node returns a copy of a node's record.
+func (f *FSM) Node(id string) (Node, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	n, ok := f.state.Nodes[id]
+	if !ok {
+		return Node{}, false
+	}
+	return n.clone(), true
+}
+
+// Nodes returns every enrolled node, by id.
+func (f *FSM) Nodes() []Node {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make([]Node, 0, len(f.state.Nodes))
+	for _, id := range sortedKeys(f.state.Nodes) {
+		out = append(out, f.state.Nodes[id].clone())
+	}
+	return out
+}
+
+// WatchNode returns a node's record and a channel closed at its next change
+// or its next dispatch.
+func (f *FSM) WatchNode(id string) (Node, <-chan struct{}, bool) {
+	ch := f.watch.watch(NodeWatch(id))
+	n, ok := f.Node(id)
+	return n, ch, ok
+}
+
+// JoinToken returns an unused join token.
+func (f *FSM) JoinToken(id string) (JoinToken, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	t, ok := f.state.JoinTokens[id]
+	if !ok {
+		return JoinToken{}, false
+	}
+	return *t, true
+}
+
+// Dispatch returns a copy of a dispatch record.
+func (f *FSM) Dispatch(id string) (Dispatch, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	d, ok := f.state.Dispatches[id]
+	if !ok {
+		return Dispatch{}, false
+	}
+	return *d, true
+}
+
+// OpenDispatches returns the dispatches of a node that have no result yet, in
+// the order they were made: what a server pushes when the node's session
+// (re)starts.
+func (f *FSM) OpenDispatches(node string) []Dispatch {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var out []Dispatch
+	for id := range f.idx.open[node] {
+		out = append(out, *f.state.Dispatches[id])
+	}
+	slices.SortFunc(out, func(a, b Dispatch) int { return cmp.Compare(a.Fence, b.Fence) })
+	return out
+}
+
+func (n *Node) clone() Node {
+	c := *n
+	c.Labels = maps.Clone(n.Labels)
+	c.Tools = maps.Clone(n.Tools)
+	c.Tiers = slices.Clone(n.Tiers)
+	return c
+}

@@ -1,0 +1,192 @@
+package fsm
+
+import (
+	"crypto/subtle"
+	"slices"
+	"time"
+
+	"github.com/writhq/writ/protocol"
+)
+
+// Node statuses. Only a ready node is given dispatches; a revoked node never
+// comes back.
+const (
+	NodeReady    = "ready"
+	NodeDown     = "down"
+	NodeDraining = "draining"
+	NodeRevoked  = "revoked"
+)
+
+// Node is an enrolled node agent.
+type Node struct {
+	ID     string            `json:"id"`
+	Name   string            `json:"name"`
+	Labels map[string]string `json:"labels"`
+	// Public is the node's Ed25519 key, which signs its results.
+	Public []byte `json:"public"`
+	Status string `json:"status"`
+	// What the node said of itself when its session began.
+	OS          string            `json:"os"`
+	Arch        string            `json:"arch"`
+	Version     string            `json:"version"`
+	Tiers       []string          `json:"tiers"`
+	Tools       map[string]string `json:"tools"` // name → manifest hash
+	Concurrency int               `json:"concurrency"`
+	// Server holds the node's session (the last one to say so).
+	Server     string    `json:"server"`
+	InFlight   int       `json:"in_flight"`
+	EnrolledAt time.Time `json:"enrolled_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+// JoinToken is a one-time enrollment token. Only the hash of its secret is
+// kept; the labels become the node's.
+type JoinToken struct {
+	ID        string            `json:"id"`
+	Hash      string            `json:"hash"`
+	Labels    map[string]string `json:"labels"`
+	ExpiresAt time.Time         `json:"expires_at"`
+}
+
+// Node and enrollment commands.
+const (
+	MsgPutJoinToken MsgType = 32
+	MsgEnroll       MsgType = 33
+	MsgNodeSession  MsgType = 34
+	MsgNodeStatus   MsgType = 35
+	MsgResult       MsgType = 36
+)
+
+// PutJoinToken stores a join token (its secret's hash).
+type PutJoinToken = JoinToken
+
+// Enroll consumes a join token and registers a node. The leader checked the
+// token's secret against Hash before proposing; the FSM checks it again, so a
+// token is used at most once whatever the leader saw.
+type Enroll struct {
+	At        time.Time `json:"at"`
+	TokenID   string    `json:"token_id"`
+	TokenHash string    `json:"token_hash"`
+	Node      string    `json:"node"`
+	Name      string    `json:"name"`
+	Public    []byte    `json:"public"`
+}
+
+// NodeSession records that a server holds (or lost) a node's session, and
+// what the node said in its hello.
+type NodeSession struct {
+	At        time.Time `json:"at"`
+	Node      string    `json:"node"`
+	Server    string    `json:"server"`
+	Connected bool      `json:"connected"`
+	// Set when Connected.
+	OS          string            `json:"os,omitzero"`
+	Arch        string            `json:"arch,omitzero"`
+	Version     string            `json:"version,omitzero"`
+	Tiers       []string          `json:"tiers,omitzero"`
+	Tools       map[string]string `json:"tools,omitzero"`
+	Concurrency int               `json:"concurrency,omitzero"`
+}
+
+// NodeStatus is an admin's drain, undrain or revoke.
+type NodeStatus struct {
+	At     time.Time `json:"at"`
+	Node   string    `json:"node"`
+	Status string    `json:"status"`
+}
+
+// Codes of node commands.
+const (
+	CodeInvalidToken   protocol.Code = "invalid_token"
+	CodeNodeRevoked    protocol.Code = "node_revoked"
+	CodeNoEligibleNode protocol.Code = "no_eligible_node"
+)
+
+// NodeWatch is the watch key of a node: woken when it is given a dispatch or
+// its record changes.
+func NodeWatch(id string) string { return "\x00node:" + id }
+
+func (f *FSM) applyEnroll(c *Enroll) Result {
+	now := f.advance(c.At)
+	s := f.state
+	tok := s.JoinTokens[c.TokenID]
+	if tok == nil || subtle.ConstantTimeCompare([]byte(tok.Hash), []byte(c.TokenHash)) != 1 {
+		return refuse(CodeInvalidToken, "the join token is not valid")
+	}
+	if !tok.ExpiresAt.After(now) {
+		return refuse(CodeInvalidToken, "the join token expired at %s", protocol.FormatTime(tok.ExpiresAt))
+	}
+	if _, ok := s.Nodes[c.Node]; ok {
+		return refuse(CodeIdempotencyConflict, "node id %q is taken", c.Node)
+	}
+	delete(s.JoinTokens, c.TokenID)
+	s.Nodes[c.Node] = &Node{
+		ID: c.Node, Name: c.Name, Labels: tok.Labels, Public: c.Public, Status: NodeDown,
+		Tools: map[string]string{}, EnrolledAt: now, UpdatedAt: now,
+	}
+	return Result{}
+}
+
+func (f *FSM) applyNodeSession(index uint64, c *NodeSession) (Result, []string) {
+	now := f.advance(c.At)
+	n := f.state.Nodes[c.Node]
+	switch {
+	case n == nil:
+		return refuse(CodeNotFound, "no node %q", c.Node), nil
+	case n.Status == NodeRevoked:
+		return refuse(CodeNodeRevoked, "node %q is revoked", c.Node), nil
+	}
+	if !c.Connected {
+		// A server that lost the session says so only for itself: the node may
+		// already be connected to another one.
+		if n.Server != c.Server || n.Status == NodeDown {
+			return Result{}, nil
+		}
+		if n.Status == NodeReady {
+			n.Status = NodeDown
+		}
+		n.Server, n.UpdatedAt = "", now
+		return Result{}, []string{NodeWatch(n.ID)}
+	}
+	n.OS, n.Arch, n.Version, n.Concurrency = c.OS, c.Arch, c.Version, max(c.Concurrency, 1)
+	n.Tiers = slices.Sorted(slices.Values(c.Tiers))
+	n.Tools = c.Tools
+	if n.Tools == nil {
+		n.Tools = map[string]string{}
+	}
+	n.Server, n.UpdatedAt = c.Server, now
+	if n.Status == NodeDown {
+		n.Status = NodeReady
+	}
+	return Result{}, append([]string{NodeWatch(n.ID)}, f.drainQueue(index)...)
+}
+
+func (f *FSM) applyNodeStatus(index uint64, c *NodeStatus) (Result, []string) {
+	now := f.advance(c.At)
+	n := f.state.Nodes[c.Node]
+	if n == nil {
+		return refuse(CodeNotFound, "no node %q", c.Node), nil
+	}
+	if n.Status == NodeRevoked {
+		return refuse(CodeNodeRevoked, "node %q is revoked", c.Node), nil
+	}
+	switch c.Status {
+	case NodeRevoked, NodeDraining:
+		n.Status = c.Status
+	case NodeReady: // undrain: ready if connected
+		if n.Status == NodeDraining {
+			n.Status = NodeDown
+			if n.Server != "" {
+				n.Status = NodeReady
+			}
+		}
+	default:
+		return refuse(protocol.CodeMalformed, "status %q is not ready, draining or revoked", c.Status), nil
+	}
+	n.UpdatedAt = now
+	changed := []string{NodeWatch(n.ID)}
+	if n.Status == NodeReady {
+		changed = append(changed, f.drainQueue(index)...)
+	}
+	return Result{}, changed
+}

@@ -1,0 +1,208 @@
+package fsm
+
+import (
+	"crypto/subtle"
+	"time"
+
+	"github.com/writhq/writ/protocol"
+)
+
+// Dashboard users and their sessions. A user is a token an admin issued
+// (viewer, approver or admin); only its secret's hash is kept, and sessions
+// are kept by the hash of their cookie, so the state, the log and snapshots
+// hold nothing a browser could sign in with. Both are replicated, so a token
+// and a session work on every server.
+const (
+	MsgPutUser      MsgType = 48
+	MsgDeleteUser   MsgType = 49
+	MsgOpenSession  MsgType = 50
+	MsgCloseSession MsgType = 51
+)
+
+// Dashboard roles.
+const (
+	RoleViewer   = "viewer"
+	RoleApprover = "approver"
+	RoleAdmin    = "admin"
+)
+
+// AdminTokenUser is the user of a session opened with a configured admin
+// token, which the FSM does not hold: the leader checked it.
+const AdminTokenUser = "admin-token"
+
+// MaxSessions bounds the open sessions; past it, after pruning the expired
+// ones, sign-in is refused.
+const MaxSessions = 10_000
+
+// CodeTooManySessions refuses a sign-in while MaxSessions are open.
+const CodeTooManySessions protocol.Code = "too_many_sessions"
+
+// User is a dashboard user: a token issued by an admin. An approver is bound
+// to an approver identity of one tenant; a viewer may be limited to one
+// tenant ("" sees every tenant).
+type User struct {
+	ID        string    `json:"id"`
+	Hash      string    `json:"hash"` // of the token's secret
+	Role      string    `json:"role"`
+	Tenant    string    `json:"tenant,omitzero"`
+	Approver  string    `json:"approver,omitzero"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// PutUser stores a user token.
+type PutUser = User
+
+// DeleteUser revokes a user token and closes its sessions.
+type DeleteUser struct {
+	ID string `json:"id"`
+}
+
+// OpenSession opens a session for a user whose token the leader checked; the
+// FSM checks TokenHash again, so a deleted or expired token opens nothing
+// whatever the leader saw. A session of AdminTokenUser carries its role.
+type OpenSession struct {
+	At        time.Time `json:"at"`
+	Hash      string    `json:"hash"` // of the session cookie's secret
+	User      string    `json:"user"`
+	TokenHash string    `json:"token_hash,omitzero"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// CloseSession ends a session (sign-out).
+type CloseSession struct {
+	Hash string `json:"hash"`
+}
+
+// Session is an open dashboard session: who it is, with the user's role and
+// binding copied in when it opened.
+type Session struct {
+	User      string    `json:"user"`
+	Role      string    `json:"role"`
+	Tenant    string    `json:"tenant,omitzero"`
+	Approver  string    `json:"approver,omitzero"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+func (f *FSM) applyPutUser(c *PutUser) Result {
+	switch c.Role {
+	case RoleViewer, RoleAdmin:
+	case RoleApprover:
+		if c.Tenant == "" || c.Approver == "" {
+			return refuse(protocol.CodeMalformed, "an approver is bound to a tenant and an approver identity")
+		}
+	default:
+		return refuse(protocol.CodeMalformed, "role %q is not viewer, approver or admin", c.Role)
+	}
+	f.advance(c.CreatedAt)
+	if _, ok := f.state.Users[c.ID]; ok {
+		return refuse(CodeIdempotencyConflict, "user %q exists", c.ID)
+	}
+	u := *c
+	f.state.Users[c.ID] = &u
+	return Result{}
+}
+
+func (f *FSM) applyDeleteUser(c *DeleteUser) Result {
+	if _, ok := f.state.Users[c.ID]; !ok {
+		return refuse(CodeNotFound, "no user %q", c.ID)
+	}
+	delete(f.state.Users, c.ID)
+	for h, s := range f.state.Sessions {
+		if s.User == c.ID {
+			delete(f.state.Sessions, h)
+		}
+	}
+	return Result{}
+}
+
+func (f *FSM) applyOpenSession(c *OpenSession) Result {
+	now := f.advance(c.At)
+	s := &Session{User: c.User, Role: RoleAdmin, ExpiresAt: c.ExpiresAt.UTC()}
+	if c.User != AdminTokenUser {
+		u := f.state.Users[c.User]
+		if u == nil || subtle.ConstantTimeCompare([]byte(u.Hash), []byte(c.TokenHash)) != 1 || !u.ExpiresAt.After(now) {
+			return refuse(CodeInvalidToken, "the token is not valid")
+		}
+		s.Role, s.Tenant, s.Approver = u.Role, u.Tenant, u.Approver
+		if u.ExpiresAt.Before(s.ExpiresAt) {
+			s.ExpiresAt = u.ExpiresAt
+		}
+	}
+	if _, ok := f.state.Sessions[c.Hash]; ok {
+		return refuse(CodeIdempotencyConflict, "session exists")
+	}
+	f.pruneSessions(now)
+	if len(f.state.Sessions) >= MaxSessions {
+		return refuse(CodeTooManySessions, "%d sessions are open", MaxSessions)
+	}
+	f.state.Sessions[c.Hash] = s
+	return Result{}
+}
+
+// pruneSessions forgets expired sessions and users, at each sign-in: the
+// sessions are bounded, so this costs what MaxSessions does at most. Deleting
+// while ranging is deterministic: what is deleted does not depend on the
+// order.
+func (f *FSM) pruneSessions(now time.Time) {
+	for h, s := range f.state.Sessions {
+		if !s.ExpiresAt.After(now) {
+			delete(f.state.Sessions, h)
+		}
+	}
+	for id, u := range f.state.Users {
+		if !u.ExpiresAt.After(now) {
+			delete(f.state.Users, id)
+		}
+	}
+}
+
+// User returns a dashboard user.
+func (f *FSM) User(id string) (User, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	u, ok := f.state.Users[id]
+	if !ok {
+		return User{}, false
+	}
+	return *u, true
+}
+
+// Session returns the session whose cookie secret hashes to hash. The caller
+// checks its expiry against its own clock.
+func (f *FSM) Session(hash string) (Session, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	s, ok := f.state.Sessions[hash]
+	if !ok {
+		return Session{}, false
+	}
+	return *s, true
+}
+
+func (f *FSM) applyUsers(t MsgType, decode func(any)) Result {
+	switch t {
+	case MsgPutUser:
+		var c PutUser
+		decode(&c)
+		return f.applyPutUser(&c)
+	case MsgDeleteUser:
+		var c DeleteUser
+		decode(&c)
+		return f.applyDeleteUser(&c)
+	case MsgOpenSession:
+		var c OpenSession
+		decode(&c)
+		return f.applyOpenSession(&c)
+	default:
+		var c CloseSession
+		decode(&c)
+		delete(f.state.Sessions, c.Hash)
+		return Result{}
+	}
+}
+
+func userMsgName(t MsgType) string {
+	return map[MsgType]string{MsgPutUser: "put_user", MsgDeleteUser: "delete_user",
+		MsgOpenSession: "open_session", MsgCloseSession: "close_session"}[t]
+}

@@ -1,0 +1,80 @@
+package fsm
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestUserSessions(t *testing.T) {
+	f := newFSM(t)
+	b := &logBuilder{t: t}
+	var observed [][]string
+	f.Observe(func(_ uint64, keys []string, _ bool) { observed = append(observed, keys) })
+	put := PutUser{ID: "u1", Hash: "sha256:s1", Role: RoleApprover, Tenant: "acme", Approver: "alice", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
+	if r := apply(t, f, b, MsgPutUser, put); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	for _, bad := range []PutUser{
+		{ID: "u2", Hash: "sha256:x", Role: "root", ExpiresAt: t0.Add(time.Hour)},
+		{ID: "u3", Hash: "sha256:x", Role: RoleApprover, Tenant: "acme", ExpiresAt: t0.Add(time.Hour)},
+		put,
+	} {
+		if r := apply(t, f, b, MsgPutUser, bad); r.Err == nil {
+			t.Errorf("user %+v was stored", bad)
+		}
+	}
+	open := func(hash, user, token string, at time.Time) Result {
+		return apply(t, f, b, MsgOpenSession, OpenSession{At: at, Hash: hash, User: user, TokenHash: token, ExpiresAt: at.Add(8 * time.Hour)})
+	}
+	if r := open("sess-a", "u1", "sha256:wrong", t0); r.Err == nil || r.Err.Code != CodeInvalidToken {
+		t.Fatalf("a wrong token opened a session: %+v", r)
+	}
+	if r := open("sess-a", "u1", "sha256:s1", t0); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	s, ok := f.Session("sess-a")
+	if !ok || s.Role != RoleApprover || s.Approver != "alice" || s.Tenant != "acme" || !s.ExpiresAt.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("session %+v, %v: want approver alice of acme, ending with its token", s, ok)
+	}
+	if r := open("sess-b", AdminTokenUser, "", t0); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if s, _ := f.Session("sess-b"); s.Role != RoleAdmin {
+		t.Fatalf("admin-token session has role %q", s.Role)
+	}
+	apply(t, f, b, MsgCloseSession, CloseSession{Hash: "sess-b"})
+	if _, ok := f.Session("sess-b"); ok {
+		t.Fatal("a closed session is still open")
+	}
+	apply(t, f, b, MsgDeleteUser, DeleteUser{ID: "u1"})
+	if _, ok := f.Session("sess-a"); ok {
+		t.Fatal("deleting a user left its session open")
+	}
+	if r := open("sess-c", "u1", "sha256:s1", t0); r.Err == nil {
+		t.Fatal("a deleted token opened a session")
+	}
+	apply(t, f, b, MsgPutUser, PutUser{ID: "u4", Hash: "sha256:s4", Role: RoleViewer, CreatedAt: t0, ExpiresAt: t0.Add(time.Minute)})
+	if r := open("sess-d", "u4", "sha256:s4", t0.Add(time.Minute)); r.Err == nil {
+		t.Fatal("an expired token opened a session")
+	}
+	if len(observed) != 0 {
+		t.Fatalf("user commands told the observer of changes: %v", observed)
+	}
+	// Users and sessions replay to the same state.
+	got, _ := f.Encode()
+	want, _ := replay(t, b.logs).Encode()
+	if string(got) != string(want) {
+		t.Fatal("replaying user commands gives another state")
+	}
+}
+
+func TestObserverSeesChanges(t *testing.T) {
+	f, b := fleetFSM(t)
+	var keys []string
+	f.Observe(func(_ uint64, k []string, _ bool) { keys = append(keys, k...) })
+	apply(t, f, b, MsgAdmit, admit("i1", "k1", "p", t0))
+	if !slices.Contains(keys, "i1") || !slices.Contains(keys, NodeWatch("n1")) {
+		t.Fatalf("observed %q; want the intent and its node", keys)
+	}
+}

@@ -1,0 +1,168 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/writhq/writ/controlplane/internal/fsm"
+	"github.com/writhq/writ/controlplane/internal/raftnode"
+	"github.com/writhq/writ/protocol"
+)
+
+// AdmitEntrySize is the size of the Raft entry that admitting the signed
+// intent raw proposes, for a baseline of entries of the same size.
+func AdmitEntrySize(raw []byte) (int, error) {
+	in, err := protocol.DecodeIntent(raw, 1<<20)
+	if err != nil {
+		return 0, err
+	}
+	canon, err := protocol.Canonicalize(raw)
+	if err != nil {
+		return 0, err
+	}
+	expires, _ := protocol.ParseTime(in.ExpiresAt)
+	b, err := fsm.Encode(fsm.MsgAdmit, &fsm.Admit{
+		At: time.Now().UTC(), Intent: canon, ID: in.ID, Tenant: in.Tenant, Principal: in.Principal, RunID: in.RunID,
+		Tool: in.Tool, PayloadHash: in.PayloadHash, IdempotencyKey: in.IdempotencyKey, ExpiresAt: expires,
+		Decision: fsm.Decision{Allow: true, PolicyHash: protocol.HashBytes(nil), Policies: []string{"dev.invoke"}},
+	})
+	return len(b), err
+}
+
+// StartLocalCluster starts n servers (3 or 5) in this process on loopback,
+// with a new cluster CA, keyring and checkpoint key in dir, found by each
+// other through memberlist (bootstrap_expect n), and registers what writ dev
+// registers. It is for `writ bench admit`: the same servers, Raft over mutual
+// TLS and API over TLS as writ server, in one process. base sets limits and
+// the logger.
+func StartLocalCluster(ctx context.Context, dir string, n int, base Config) ([]*Server, *DevCredentials, error) {
+	pki := filepath.Join(dir, "pki")
+	if err := CreateCA(pki, 24*time.Hour); err != nil {
+		return nil, nil, err
+	}
+	key := make([]byte, 32)
+	rand.Read(key)
+	if err := writeNew(filepath.Join(dir, "keyring.key"), []byte(base64.StdEncoding.EncodeToString(key)+"\n"), 0o600); err != nil {
+		return nil, nil, err
+	}
+	type ports struct{ api, raft, gossip string }
+	var ps []ports
+	var join, addrs []string
+	for i := 0; i < n; i++ {
+		p := ports{freeAddr(), freeAddr(), freeAddr()}
+		ps = append(ps, p)
+		join = append(join, p.gossip)
+		addrs = append(addrs, "https://"+p.api)
+	}
+	creds, origin, hash, err := ClusterCredentials(filepath.Join(dir, "dev.json"), addrs, filepath.Join(pki, "ca.pem"))
+	if err != nil {
+		return nil, nil, err
+	}
+	signer, vkey, err := LedgerKey(origin, filepath.Join(dir, "ledger.key"))
+	if err != nil {
+		return nil, nil, err
+	}
+	var servers []*Server
+	closeAll := func() {
+		for _, s := range servers {
+			s.Close(context.Background())
+		}
+	}
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("s%d", i+1)
+		if err := IssueServerCert(pki, id, []string{"127.0.0.1"}, 24*time.Hour, pki); err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		cfg := base
+		cfg.ID, cfg.DataDir, cfg.HTTPAddr, cfg.RaftAddr = id, filepath.Join(dir, id), ps[i].api, ps[i].raft
+		cfg.TLS = TLSFiles{CAFile: filepath.Join(pki, "ca.pem"), CertFile: filepath.Join(pki, id+".pem"), KeyFile: filepath.Join(pki, id+".key")}
+		cfg.KeyringFile = filepath.Join(dir, "keyring.key")
+		cfg.Cluster = ClusterConfig{GossipAddr: ps[i].gossip, Join: join, BootstrapExpect: n}
+		cfg.AdminTokenHashes = []string{hash}
+		cfg.LedgerSigner, cfg.LedgerVerifierKey = signer, vkey
+		if cfg.Logger == nil {
+			cfg.Logger = slog.Default()
+		}
+		s, err := New(cfg)
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		servers = append(servers, s)
+		go s.Serve()
+	}
+	leader, err := waitClusterLeader(ctx, servers)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	for _, call := range DevAdminCalls(creds, filepath.Join(dir, "tools")) {
+		leader.localToken = creds.AdminToken
+		if aerr := leader.adminCall(ctx, call); aerr != nil {
+			closeAll()
+			return nil, nil, aerr
+		}
+	}
+	return servers, creds, nil
+}
+
+// waitClusterLeader waits until one of servers leads.
+func waitClusterLeader(ctx context.Context, servers []*Server) (*Server, error) {
+	for {
+		for _, s := range servers {
+			if s.isLeader() {
+				return s, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, errors.New("controlplane: the local cluster elected no leader")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// adminCall applies one of DevAdminCalls directly (this server leads).
+func (s *Server) adminCall(ctx context.Context, c AdminCall) error {
+	req := httptest.NewRequestWithContext(ctx, c.Method, "/v1/admin/"+c.Path, bytes.NewReader(c.Body))
+	req.Header.Set("Authorization", "Bearer "+s.localToken)
+	rec := httptest.NewRecorder()
+	s.http.Handler.ServeHTTP(rec, req)
+	if rec.Code != 200 {
+		return fmt.Errorf("%s /v1/admin/%s: %d %s", c.Method, c.Path, rec.Code, rec.Body.String())
+	}
+	return nil
+}
+
+// IsLeader reports whether this server leads the cluster now.
+func (s *Server) IsLeader() bool { return s.isLeader() }
+
+// ApplyNoop puts one entry that changes nothing, carrying payload, through
+// Raft and waits until it is applied here: the raw Raft baseline of benchmarks.
+func (s *Server) ApplyNoop(ctx context.Context, size int) error {
+	_, _, err := s.node.Apply(ctx, fsm.MsgNoop, strings.Repeat("x", max(size-3, 0)))
+	if errors.Is(err, raftnode.ErrNotLeader) {
+		return errors.New("controlplane: not the leader")
+	}
+	return err
+}
+
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}

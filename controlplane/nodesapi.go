@@ -1,0 +1,106 @@
+package controlplane
+
+import (
+	"crypto/subtle"
+	"net/http"
+	"strings"
+
+	"github.com/writhq/writ/controlplane/internal/fsm"
+	"github.com/writhq/writ/protocol"
+)
+
+// NodeView is a node as the API shows it: never its keys.
+type NodeView struct {
+	ID          string            `json:"id"`
+	Name        string            `json:"name"`
+	Labels      map[string]string `json:"labels"`
+	Status      string            `json:"status"`
+	OS          string            `json:"os"`
+	Arch        string            `json:"arch"`
+	Version     string            `json:"version"`
+	Tiers       []string          `json:"tiers"`
+	Tools       map[string]string `json:"tools"`
+	Concurrency int               `json:"concurrency"`
+	InFlight    int               `json:"in_flight"`
+	Server      string            `json:"server,omitzero"`
+	EnrolledAt  string            `json:"enrolled_at"`
+	UpdatedAt   string            `json:"updated_at"`
+	// LastHeartbeat is known only to the server holding the session.
+	LastHeartbeat string `json:"last_heartbeat,omitzero"`
+}
+
+func (s *Server) nodeRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /v1/nodes", s.adminJSON(s.handleNodes))
+	mux.HandleFunc("GET /v1/nodes/{id}", s.adminJSON(s.handleNode))
+	mux.HandleFunc("POST /v1/admin/nodes/{id}/{action}", s.admin(s.handleNodeAction))
+}
+
+func (s *Server) view(n fsm.Node) NodeView {
+	v := NodeView{ID: n.ID, Name: n.Name, Labels: n.Labels, Status: n.Status, OS: n.OS, Arch: n.Arch, Version: n.Version,
+		Tiers: n.Tiers, Tools: n.Tools, Concurrency: n.Concurrency, InFlight: n.InFlight, Server: n.Server,
+		EnrolledAt: protocol.FormatTime(n.EnrolledAt), UpdatedAt: protocol.FormatTime(n.UpdatedAt)}
+	if s.fleet != nil {
+		if ss := s.fleet.session(n.ID); ss != nil {
+			ss.mu.Lock()
+			v.LastHeartbeat = protocol.FormatTime(ss.lastSeen)
+			ss.mu.Unlock()
+		}
+	}
+	return v
+}
+
+func (s *Server) handleNodes(w http.ResponseWriter, r *http.Request) (any, *apiError) {
+	nodes := s.fsm.Nodes()
+	out := make([]NodeView, 0, len(nodes))
+	for _, n := range nodes {
+		out = append(out, s.view(n))
+	}
+	return map[string]any{"nodes": out}, nil
+}
+
+func (s *Server) handleNode(w http.ResponseWriter, r *http.Request) (any, *apiError) {
+	n, ok := s.fsm.Node(r.PathValue("id"))
+	if !ok {
+		return nil, refusal(codeNotFound, "no such node")
+	}
+	return s.view(n), nil
+}
+
+// handleNodeAction drains, undrains ("ready") or revokes a node. A revoked
+// node's session is closed by the server holding it as soon as it applies
+// the change, and the node can never connect or enroll under that id again.
+func (s *Server) handleNodeAction(w http.ResponseWriter, r *http.Request) *apiError {
+	status := map[string]string{"drain": fsm.NodeDraining, "ready": fsm.NodeReady, "revoke": fsm.NodeRevoked}[r.PathValue("action")]
+	if status == "" {
+		return refusal(codeNotFound, "action must be drain, ready or revoke")
+	}
+	return s.adminApply(r.Context(), fsm.MsgNodeStatus, fsm.NodeStatus{At: s.now(), Node: r.PathValue("id"), Status: status})
+}
+
+// adminJSON wraps a handler that answers with a body, behind the admin token.
+func (s *Server) adminJSON(h func(http.ResponseWriter, *http.Request) (any, *apiError)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || !s.adminToken(token) {
+			writeError(w, codeUnauthorized, "an admin token is required")
+			return
+		}
+		v, aerr := h(w, r)
+		if aerr != nil {
+			writeError(w, aerr.code, aerr.msg)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
+	}
+}
+
+func constantEqual(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
+
+// Node returns the API view of an enrolled node.
+func (s *Server) Node(id string) (NodeView, bool) {
+	n, ok := s.fsm.Node(id)
+	if !ok {
+		return NodeView{}, false
+	}
+	return s.view(n), true
+}

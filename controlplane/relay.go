@@ -1,0 +1,118 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/hashicorp/raft"
+	"github.com/writhq/writ/controlplane/internal/fsm"
+	"github.com/writhq/writ/controlplane/internal/raftnode"
+)
+
+// Node sessions end on any server; what they record (a session began or
+// ended, a result) must be proposed by the leader. A follower relays the
+// command over the servers' mutual TLS to the leader's internal endpoint,
+// which accepts only these commands and only from a server certificate.
+var relayable = map[fsm.MsgType]bool{fsm.MsgNodeSession: true, fsm.MsgResult: true,
+	// The dashboard's sessions and node actions (dashboard.go), taken by any server.
+	fsm.MsgOpenSession: true, fsm.MsgCloseSession: true, fsm.MsgNodeStatus: true}
+
+type relayBody struct {
+	Type uint8           `json:"type"`
+	Cmd  json.RawMessage `json:"cmd"`
+}
+
+type relayAnswer struct {
+	Result fsm.Result `json:"result"`
+}
+
+func (s *Server) relayRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /v1/internal/apply", s.handleRelay)
+}
+
+// applyAnywhere proposes a command of a node session: here when this server
+// leads, through the leader otherwise.
+func (s *Server) applyAnywhere(ctx context.Context, t fsm.MsgType, cmd any) (fsm.Result, error) {
+	if s.node.Raft.State() == raft.Leader || s.cluster == nil {
+		return s.apply(ctx, t, cmd)
+	}
+	_, leader := s.node.Raft.LeaderWithID()
+	m, ok := s.cluster.g.member(string(leader))
+	if leader == "" || !ok {
+		return fsm.Result{}, raftnode.ErrNotLeader
+	}
+	raw, err := json.Marshal(cmd)
+	if err != nil {
+		return fsm.Result{}, err
+	}
+	body, _ := json.Marshal(relayBody{Type: uint8(t), Cmd: raw})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+m.API+"/v1/internal/apply", bytes.NewReader(body))
+	if err != nil {
+		return fsm.Result{}, err
+	}
+	resp, err := s.cluster.http.Do(req)
+	if err != nil {
+		return fsm.Result{}, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		return fsm.Result{}, fmt.Errorf("controlplane: the leader refused a relayed %s: HTTP %d: %s", t, resp.StatusCode, b)
+	}
+	var a relayAnswer
+	if err := json.Unmarshal(b, &a); err != nil {
+		return fsm.Result{}, err
+	}
+	return a.Result, nil
+}
+
+func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
+	if !fromServer(r) {
+		writeError(w, codeUnauthorized, "only a server of this cluster may relay commands")
+		return
+	}
+	body, aerr := readBody(w, r, 8<<20)
+	if aerr != nil {
+		writeError(w, aerr.code, aerr.msg)
+		return
+	}
+	var rb relayBody
+	if err := json.Unmarshal(body, &rb); err != nil || !relayable[fsm.MsgType(rb.Type)] {
+		writeError(w, "malformed", "not a relayable command")
+		return
+	}
+	// The leader decides time: the relaying server's clock is replaced.
+	var cmd any
+	var err error
+	switch fsm.MsgType(rb.Type) {
+	case fsm.MsgNodeSession:
+		c := &fsm.NodeSession{}
+		err = json.Unmarshal(rb.Cmd, c)
+		c.At, cmd = s.now(), c
+	case fsm.MsgResult:
+		c := &fsm.RecordResult{}
+		err = json.Unmarshal(rb.Cmd, c)
+		c.At, cmd = s.now(), c
+	default:
+		cmd, err = relayedDashboardCommand(s, fsm.MsgType(rb.Type), rb.Cmd)
+	}
+	if err != nil {
+		writeError(w, "malformed", "the command does not decode")
+		return
+	}
+	res, err := s.apply(r.Context(), fsm.MsgType(rb.Type), cmd)
+	if err != nil {
+		if errors.Is(err, raftnode.ErrNotLeader) {
+			writeError(w, codeNoLeader, "not the leader")
+			return
+		}
+		writeError(w, codeInternal, "not committed")
+		return
+	}
+	writeJSON(w, http.StatusOK, relayAnswer{Result: res})
+}

@@ -1,0 +1,254 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/quic-go/quic-go"
+
+	"github.com/writhq/writ/controlplane/internal/fsm"
+	"github.com/writhq/writ/controlplane/internal/pki"
+	"github.com/writhq/writ/protocol"
+)
+
+// QUIC application error codes a server closes a node session with.
+const (
+	closeNormal   quic.ApplicationErrorCode = 0
+	closeIdentity quic.ApplicationErrorCode = 1 // no valid node certificate
+	closeRevoked  quic.ApplicationErrorCode = 2
+	closeProtocol quic.ApplicationErrorCode = 3
+)
+
+// session is one node's QUIC session with this server: it pushes the node's
+// dispatches as the FSM applies them and takes its results.
+type session struct {
+	srv    *Server
+	node   string
+	conn   *quic.Conn
+	stream *quic.Stream
+	log    *slog.Logger
+
+	wmu  sync.Mutex // frames are written by the pusher and the reader
+	sent map[string]bool
+
+	mu       sync.Mutex
+	lastSeen time.Time
+	inFlight int
+	closed   chan struct{}
+	once     sync.Once
+}
+
+// serveSession runs one node connection until it ends. The client
+// certificate was verified against the cluster CA in the handshake; here it
+// must also name an enrolled node that is not revoked, before any stream is
+// accepted.
+func (s *Server) serveSession(conn *quic.Conn) {
+	tlsState := conn.ConnectionState().TLS
+	if len(tlsState.PeerCertificates) == 0 {
+		conn.CloseWithError(closeIdentity, "a node certificate is required")
+		return
+	}
+	role, id, err := pki.Identity(tlsState.PeerCertificates[0])
+	if err != nil || role != pki.RoleNode {
+		s.metrics.sessionRefused.WithLabelValues("identity").Inc()
+		conn.CloseWithError(closeIdentity, "not a node certificate")
+		return
+	}
+	n, ok := s.fsm.Node(id)
+	if !ok || n.Status == fsm.NodeRevoked {
+		s.metrics.sessionRefused.WithLabelValues("revoked").Inc()
+		conn.CloseWithError(closeRevoked, "node is not enrolled or is revoked")
+		return
+	}
+	ctx, cancel := context.WithTimeout(conn.Context(), 10*time.Second)
+	stream, err := conn.AcceptStream(ctx)
+	cancel()
+	if err != nil {
+		conn.CloseWithError(closeProtocol, "no session stream")
+		return
+	}
+	ss := &session{srv: s, node: id, conn: conn, stream: stream, log: s.log.With("node", id),
+		sent: map[string]bool{}, closed: make(chan struct{}), lastSeen: time.Now()}
+	if err := ss.handshake(); err != nil {
+		ss.log.Warn("node session refused", "err", err)
+		ss.bye(protocol.ErrorBody{Code: protocol.CodeMalformed, Message: err.Error()}, closeProtocol)
+		return
+	}
+	s.fleet.attach(ss)
+	s.metrics.sessions.Inc()
+	ss.log.Info("node session began", "remote", conn.RemoteAddr().String())
+	go ss.push()
+	ss.read()
+	ss.close("session ended")
+	s.metrics.sessions.Dec()
+	if s.fleet.detach(ss) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := s.applyAnywhere(ctx, fsm.MsgNodeSession, fsm.NodeSession{At: s.now(), Node: id, Server: s.cfg.ID}); err != nil {
+			ss.log.Warn("could not record the end of a node session", "err", err)
+		}
+	}
+	ss.log.Info("node session ended")
+}
+
+// handshake reads hello, records the session through Raft when anything
+// changed, and answers welcome.
+func (ss *session) handshake() error {
+	ss.stream.SetReadDeadline(time.Now().Add(10 * time.Second))
+	f, err := protocol.ReadFrame(ss.stream)
+	ss.stream.SetReadDeadline(time.Time{})
+	if err != nil {
+		return err
+	}
+	var h protocol.Hello
+	if f.Type != protocol.FrameHello {
+		return fmt.Errorf("the first frame must be hello, not %q", f.Type)
+	}
+	if err := f.DecodeBody(&h); err != nil {
+		return err
+	}
+	if h.Node != ss.node {
+		return fmt.Errorf("hello names node %q, the certificate %q", h.Node, ss.node)
+	}
+	if h.Concurrency < 1 || h.Concurrency > 4096 || len(h.Tools) > 4096 || len(h.Tiers) > 16 {
+		return errors.New("hello: concurrency must be 1-4096, at most 4096 tools and 16 tiers")
+	}
+	tools := make(map[string]string, len(h.Tools))
+	for _, t := range h.Tools {
+		if _, err := protocol.ParseHash(t.Hash); err != nil || t.Name == "" || len(t.Name) > 64 {
+			return fmt.Errorf("hello: tool %.64q has no valid name and hash", t.Name)
+		}
+		tools[t.Name] = t.Hash
+	}
+	cmd := fsm.NodeSession{At: ss.srv.now(), Node: ss.node, Server: ss.srv.cfg.ID, Connected: true,
+		OS: h.OS, Arch: h.Arch, Version: h.Version, Tiers: h.Tiers, Tools: tools, Concurrency: h.Concurrency}
+	if n, _ := ss.srv.fsm.Node(ss.node); !sameSession(n, &cmd) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		res, err := ss.srv.applyAnywhere(ctx, fsm.MsgNodeSession, cmd)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("recording the session: %w", err)
+		}
+		if res.Err != nil {
+			return errors.New(res.Err.Message)
+		}
+	}
+	return ss.write(protocol.FrameWelcome, protocol.Welcome{
+		Server:      ss.srv.cfg.ID,
+		Keys:        []protocol.ServerKey{{KeyID: ss.srv.fleet.keyID, Cert: ss.srv.fleet.keyCert}},
+		HeartbeatMS: ss.srv.cfg.AgentHeartbeat.Milliseconds(),
+	})
+}
+
+// sameSession reports whether the FSM already holds what cmd would record, so
+// that a reconnection to the same server writes nothing to Raft.
+func sameSession(n fsm.Node, c *fsm.NodeSession) bool {
+	return n.Server == c.Server && n.Status != fsm.NodeDown && n.OS == c.OS && n.Arch == c.Arch &&
+		n.Version == c.Version && n.Concurrency == c.Concurrency &&
+		slices.Equal(n.Tiers, slices.Sorted(slices.Values(c.Tiers))) && maps.Equal(n.Tools, c.Tools)
+}
+
+func (ss *session) write(t string, body any) error {
+	ss.wmu.Lock()
+	defer ss.wmu.Unlock()
+	ss.stream.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	return protocol.WriteFrame(ss.stream, t, body)
+}
+
+func (ss *session) bye(e protocol.ErrorBody, code quic.ApplicationErrorCode) {
+	_ = ss.write(protocol.FrameBye, protocol.Bye{Error: e})
+	ss.conn.CloseWithError(code, e.Message)
+	ss.close(e.Message)
+}
+
+func (ss *session) close(reason string) {
+	ss.once.Do(func() {
+		close(ss.closed)
+		ss.conn.CloseWithError(closeNormal, reason)
+	})
+}
+
+// push sends the node's open dispatches, now and whenever the FSM gives it
+// more, until the session closes or the node is revoked.
+func (ss *session) push() {
+	for {
+		n, changed, ok := ss.srv.fsm.WatchNode(ss.node)
+		if !ok || n.Status == fsm.NodeRevoked {
+			ss.bye(protocol.ErrorBody{Code: fsm.CodeNodeRevoked, Message: "node is revoked"}, closeRevoked)
+			return
+		}
+		for _, d := range ss.srv.fsm.OpenDispatches(ss.node) {
+			if ss.sent[d.ID] {
+				continue
+			}
+			raw, err := ss.srv.signDispatch(d)
+			if err != nil {
+				ss.log.Error("cannot sign dispatch", "dispatch", d.ID, "err", err)
+				continue
+			}
+			if err := ss.write(protocol.FrameDispatch, protocol.DispatchFrame{Dispatch: raw}); err != nil {
+				ss.close("write failed")
+				return
+			}
+			ss.sent[d.ID] = true
+			ss.srv.metrics.dispatchesSent.Inc()
+		}
+		select {
+		case <-changed:
+		case <-ss.closed:
+			return
+		}
+	}
+}
+
+// signDispatch makes the signed dispatch of a record: everything in it comes
+// from the replicated state, signed with this server's key.
+func (s *Server) signDispatch(d fsm.Dispatch) ([]byte, error) {
+	in, ok := s.fsm.Intent(d.IntentID)
+	if !ok {
+		return nil, fmt.Errorf("intent %s is gone", d.IntentID)
+	}
+	intent, err := protocol.DecodeIntent(in.Raw, 0)
+	if err != nil {
+		return nil, err
+	}
+	tool, ok := s.fsm.Tool(in.Tool)
+	if !ok {
+		return nil, fmt.Errorf("tool %s is gone", in.Tool)
+	}
+	out := &protocol.Dispatch{
+		Type: protocol.KindDispatch.Type(), ID: d.ID, IntentID: d.IntentID, Node: d.Node, Tool: in.Tool,
+		ToolManifestHash: tool.Hash, Params: intent.Params, PayloadHash: in.PayloadHash, Sandbox: tool.Tier,
+		IssuedAt: protocol.FormatTime(d.IssuedAt), ExpiresAt: protocol.FormatTime(d.ExpiresAt),
+		Nonce: d.Nonce, Fence: d.Fence, KeyID: s.fleet.keyID,
+	}
+	if err := out.Sign(s.fleet.key); err != nil {
+		return nil, err
+	}
+	b, err := jsonv2.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	return protocol.Canonicalize(b)
+}
+
+// certificateRequest parses a CSR from the node and checks its signature:
+// the node holds the key it asks a certificate for.
+func certificateRequest(der []byte) (*x509.CertificateRequest, error) {
+	csr, err := x509.ParseCertificateRequest(der)
+	if err != nil {
+		return nil, fmt.Errorf("certificate request: %w", err)
+	}
+	if err := csr.CheckSignature(); err != nil {
+		return nil, fmt.Errorf("the certificate request's signature does not verify: %w", err)
+	}
+	return csr, nil
+}

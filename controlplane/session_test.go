@@ -1,0 +1,126 @@
+package controlplane_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"testing"
+	"time"
+
+	"github.com/quic-go/quic-go"
+
+	"github.com/writhq/writ/controlplane"
+	"github.com/writhq/writ/controlplane/internal/pki"
+	"github.com/writhq/writ/protocol"
+)
+
+// servedStream dials with tlsConf and reports whether the server ever answered a
+// hello: it must not, for a client without a valid node certificate.
+func servedStream(t *testing.T, addr, node string, tlsConf *tls.Config) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := quic.DialAddr(ctx, addr, tlsConf, &quic.Config{})
+	if err != nil {
+		return false
+	}
+	defer conn.CloseWithError(0, "")
+	stream, err := conn.OpenStreamSync(ctx)
+	if err != nil {
+		return false
+	}
+	protocol.WriteFrame(stream, protocol.FrameHello, protocol.Hello{Node: node, Concurrency: 1, Tiers: []string{"wasm"}})
+	stream.SetReadDeadline(time.Now().Add(3 * time.Second))
+	f, err := protocol.ReadFrame(stream)
+	return err == nil && f.Type == protocol.FrameWelcome
+}
+
+// TestSessionNeedsANodeCertificate: no certificate, one from another CA, or
+// a server's certificate: the connection is closed before any stream is
+// served. A session that is served proves the test can tell.
+func TestSessionNeedsANodeCertificate(t *testing.T) {
+	d := startDev(t)
+	pool := d.node.ca
+	base := &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", NextProtos: []string{protocol.ALPN}, MinVersion: tls.VersionTLS13}
+	if servedStream(t, d.s.AgentAddr(), d.node.id, base) {
+		t.Error("a client without a certificate was served")
+	}
+	other, _, err := pki.NewCA("another CA", time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, _ := other.Sign(pki.RoleNode, d.node.id, key.Public(), nil, true, time.Now(), time.Hour)
+	foreign := base.Clone()
+	foreign.Certificates = []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}
+	if servedStream(t, d.s.AgentAddr(), d.node.id, foreign) {
+		t.Error("a certificate from another CA, naming an enrolled node, was served")
+	}
+	mine := base.Clone()
+	mine.Certificates = []tls.Certificate{{Certificate: d.node.chain, PrivateKey: d.node.tlsKey}}
+	if !servedStream(t, d.s.AgentAddr(), d.node.id, mine) {
+		t.Error("the enrolled node's own certificate was not served: the test cannot tell")
+	}
+}
+
+// TestRevokedNodeIsDisconnected: revocation closes the node's session at
+// once, and a new connection with its still-valid certificate is refused.
+func TestRevokedNodeIsDisconnected(t *testing.T) {
+	d := startDev(t)
+	if err := d.admin.NodeAction(context.Background(), d.node.id, "revoke"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-d.node.conn.Context().Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the revoked node's session stayed open")
+	}
+	mine := &tls.Config{RootCAs: d.node.ca, ServerName: "127.0.0.1", NextProtos: []string{protocol.ALPN}, MinVersion: tls.VersionTLS13,
+		Certificates: []tls.Certificate{{Certificate: d.node.chain, PrivateKey: d.node.tlsKey}}}
+	if servedStream(t, d.s.AgentAddr(), d.node.id, mine) {
+		t.Error("a revoked node was served again")
+	}
+}
+
+// TestSilentNodeThenLateResult: a node that runs a dispatch and goes silent
+// past its deadline leaves the intent unknown; its late result is recorded
+// as a superseding receipt, and the unknown one stays.
+func TestSilentNodeThenLateResult(t *testing.T) {
+	d := startDevWith(t, func(c *controlplane.Config) { c.FSM.DispatchTTL, c.FSM.DispatchGrace = time.Second, time.Second })
+	ctx := context.Background()
+	// A tool with a 100 ms timeout, so that the deadline comes soon; the
+	// node reconnects to allow it.
+	if err := d.admin.Admin(ctx, "PUT", "tools", []byte(`{"name":"quick","manifest":{"name":"quick","tier":"wasm","module":"/x.wasm","limits":{"timeout_ms":100}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	d.node.close()
+	if err := d.node.connect(t, d.s.AgentAddr(), toolHashes(t, "http://"+d.s.Addr().String())); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, d.s, d.node.id)
+	d.node.hold.Store(true)
+	r, err := d.c.Submit(ctx, d.intent(t, "quick", `{"msg":"late"}`), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.c.Intent(ctx, r.IntentID, 10*time.Second)
+	if err != nil || got.State != "unknown" || got.Error == nil || got.Error.Code != "node_silent" || got.ReceiptIndex == nil {
+		t.Fatalf("silent node: %+v %v", got, err)
+	}
+	d.node.hold.Store(false)
+	d.node.release()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got, err = d.c.Intent(ctx, r.IntentID, 0)
+		if err == nil && got.SupersededBy != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the late result never superseded: %+v %v", got, err)
+		}
+	}
+	if got.State != "unknown" || *got.SupersededBy <= *got.ReceiptIndex {
+		t.Fatalf("after the late result: %+v", got)
+	}
+}

@@ -1,0 +1,141 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/ed25519"
+	"time"
+
+	"github.com/writhq/writ/controlplane/internal/fsm"
+	"github.com/writhq/writ/protocol"
+)
+
+// read takes the node's frames until the session ends. A frame that breaks
+// the protocol ends the session; a result that fails verification is
+// answered with an error ack and counted, never recorded.
+func (ss *session) read() {
+	for {
+		f, err := protocol.ReadFrame(ss.stream)
+		if err != nil {
+			return
+		}
+		ss.mu.Lock()
+		ss.lastSeen = time.Now()
+		ss.mu.Unlock()
+		switch f.Type {
+		case protocol.FrameResult:
+			var rf protocol.ResultFrame
+			if err := f.DecodeBody(&rf); err != nil {
+				ss.bye(protocol.ErrorBody{Code: protocol.CodeMalformed, Message: err.Error()}, closeProtocol)
+				return
+			}
+			go ss.result(rf.Result)
+		case protocol.FrameHeartbeat:
+			var hb protocol.Heartbeat
+			if f.DecodeBody(&hb) == nil {
+				ss.mu.Lock()
+				ss.inFlight = hb.InFlight
+				ss.mu.Unlock()
+			}
+		case protocol.FrameReject:
+			var rj protocol.Reject
+			_ = f.DecodeBody(&rj)
+			ss.srv.metrics.nodeReports.WithLabelValues("reject").Inc()
+			ss.log.Warn("node could not read a dispatch", "code", rj.Error.Code, "message", rj.Error.Message)
+		case protocol.FrameRenew:
+			var rn protocol.Renew
+			if err := f.DecodeBody(&rn); err != nil {
+				ss.bye(protocol.ErrorBody{Code: protocol.CodeMalformed, Message: err.Error()}, closeProtocol)
+				return
+			}
+			go ss.renew(rn.CSR)
+		default:
+			ss.bye(protocol.ErrorBody{Code: protocol.CodeMalformed, Message: "unexpected frame " + f.Type}, closeProtocol)
+			return
+		}
+	}
+}
+
+// nodeKeys finds a node's result-signing key: a node signs with key id equal
+// to its node id.
+type nodeKeys struct{ f *fsm.FSM }
+
+func (k nodeKeys) SignerKey(id string) (ed25519.PublicKey, bool) {
+	n, ok := k.f.Node(id)
+	if !ok || n.Status == fsm.NodeRevoked || len(n.Public) != ed25519.PublicKeySize {
+		return nil, false
+	}
+	return ed25519.PublicKey(n.Public), true
+}
+
+// result verifies a node's signed result and records it through Raft; the
+// node gets an ack once it is committed, or an error ack when it never can be.
+// Without either (no leader, a timeout) the node keeps it and sends it again.
+func (ss *session) result(raw []byte) {
+	s := ss.srv
+	res, err := s.verifier.VerifyResult(raw, nodeKeys{s.fsm})
+	if err == nil && (res.Node != ss.node || res.KeyID != ss.node) {
+		err = &protocol.Error{Code: protocol.CodeWrongNode, Message: "a result must be signed by the node that sends it"}
+	}
+	if err != nil {
+		s.metrics.nodeReports.WithLabelValues("bad_result").Inc()
+		ss.log.Warn("node sent a result that does not verify", "err", err)
+		// Resending cannot help: tell the node to drop it, when it can be named.
+		if d, derr := protocol.DecodeResult(raw, 0); derr == nil {
+			ss.ack(protocol.Ack{DispatchID: d.DispatchID, Error: &protocol.ErrorBody{Code: protocol.CodeOf(err), Message: err.Error()}})
+		}
+		return
+	}
+	canon, err := protocol.Canonicalize(raw)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := s.applyAnywhere(ctx, fsm.MsgResult, fsm.RecordResult{
+		At: s.now(), DispatchID: res.DispatchID, IntentID: res.IntentID, Node: res.Node,
+		Status: res.Status, Error: res.Error, Result: canon,
+	})
+	if err != nil {
+		ss.log.Warn("result not committed; the node will resend it", "dispatch", res.DispatchID, "err", err)
+		return
+	}
+	if out.Err != nil {
+		// A report on a dispatch this cluster never made (a forged one the
+		// node refused) or one already decided otherwise.
+		s.metrics.nodeReports.WithLabelValues(string(out.Err.Code)).Inc()
+		ss.log.Warn("node result not recorded", "dispatch", res.DispatchID, "status", res.Status, "error", res.Error, "code", out.Err.Code)
+		ss.ack(protocol.Ack{DispatchID: res.DispatchID, Error: out.Err})
+		return
+	}
+	a := protocol.Ack{DispatchID: res.DispatchID}
+	if in, ok := s.fsm.Intent(res.IntentID); ok {
+		a.Receipt = in.Receipt
+		if in.SupersededBy != nil {
+			a.Receipt = in.SupersededBy
+		}
+	}
+	ss.ack(a)
+}
+
+func (ss *session) ack(a protocol.Ack) {
+	if err := ss.write(protocol.FrameAck, a); err != nil {
+		ss.close("write failed")
+	}
+}
+
+// renew issues a new client certificate for the node's new TLS key.
+func (ss *session) renew(der []byte) {
+	csr, err := certificateRequest(der)
+	var chain [][]byte
+	if err == nil {
+		chain, err = ss.srv.fleet.issueNode(ss.node, csr, ss.srv.cfg.NodeCertValidity)
+	}
+	if err != nil {
+		ss.log.Warn("certificate renewal refused", "err", err)
+		ss.bye(protocol.ErrorBody{Code: protocol.CodeMalformed, Message: err.Error()}, closeProtocol)
+		return
+	}
+	if err := ss.write(protocol.FrameCertificate, protocol.Certificate{Chain: chain}); err != nil {
+		ss.close("write failed")
+	}
+}

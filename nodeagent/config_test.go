@@ -1,0 +1,77 @@
+package nodeagent
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestConfigParsesStrictlyOverDefaults(t *testing.T) {
+	c, err := ParseConfig([]byte(`{"servers":["s1.example:7443","10.0.0.2:7443"],"labels":{"site":"lab"},"concurrency":2}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := DefaultConfig()
+	if c.DataDir != d.DataDir || c.ToolsDir != d.ToolsDir || c.Concurrency != 2 || c.Labels["site"] != "lab" || len(c.Servers) != 2 {
+		t.Fatalf("got %+v, want the defaults with the file's members on top", c)
+	}
+	if c.StorePath() != filepath.Join(d.DataDir, "agent.db") || c.Tiers().Wasm.CacheDir != filepath.Join(d.DataDir, "wasm-cache") {
+		t.Fatalf("derived paths: %s, %s", c.StorePath(), c.Tiers().Wasm.CacheDir)
+	}
+	for name, c := range map[string]struct{ in, want string }{
+		"unknown member":    {`{"servers":["a:1"],"server":"b:1"}`, "server"},
+		"duplicate member":  {`{"servers":["a:1"],"servers":["b:1"]}`, "duplicate"},
+		"trailing data":     {`{"servers":["a:1"]} {}`, ""},
+		"no servers":        {`{}`, "at least one server"},
+		"no port":           {`{"servers":["a"]}`, "host:port"},
+		"server twice":      {`{"servers":["a:1","a:1"]}`, "twice"},
+		"relative data dir": {`{"servers":["a:1"],"data_dir":"var/lib"}`, "data_dir"},
+		"unclean tools dir": {`{"servers":["a:1"],"tools_dir":"/etc/../tmp"}`, "tools_dir"},
+		"zero concurrency":  {`{"servers":["a:1"],"concurrency":0}`, "concurrency"},
+		"huge concurrency":  {`{"servers":["a:1"],"concurrency":100000}`, "concurrency"},
+		"bad label":         {`{"servers":["a:1"],"labels":{"a b":"c"}}`, "label"},
+		"bad env":           {`{"servers":["a:1"],"env":{"A=B":"c"}}`, "env"},
+		"wrong type":        {`{"servers":"a:1"}`, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(c.in))
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want ErrConfig mentioning %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestLoadConfigNamesTheFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "agent.json")
+	os.WriteFile(p, []byte(`{"servers":[]}`), 0o644)
+	if _, err := LoadConfig(p); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), p) {
+		t.Fatalf("got %v, want an error naming %s", err, p)
+	}
+	os.WriteFile(p, []byte(`{"servers":["a:1"],"data_dir":"/srv/writ"}`), 0o644)
+	if c, err := LoadConfig(p); err != nil || c.DataDir != "/srv/writ" {
+		t.Fatalf("got %+v, %v", c, err)
+	}
+}
+
+// FuzzParseConfig: any input is either refused with ErrConfig or gives a
+// configuration that validates.
+func FuzzParseConfig(f *testing.F) {
+	for _, s := range []string{`{"servers":["a:1"]}`, `{"servers":["a:1"],"labels":{"k":"v"},"concurrency":3,"env":{"LANG":"C"}}`, `{}`, `[]`, `{"servers":["[::1]:7443"]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := ParseConfig(b)
+		if err != nil {
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("error %v does not wrap ErrConfig", err)
+			}
+			return
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("ParseConfig accepted %+v, which does not validate: %v", c, err)
+		}
+	})
+}

@@ -1,0 +1,246 @@
+package nodeagent
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/writhq/writ/protocol"
+	"github.com/writhq/writ/sandbox"
+)
+
+func TestValidDispatchRunsOnceAndResultVerifies(t *testing.T) {
+	h := newHarness(t, 2)
+	params := `{"msg":"hello, node"}`
+	raw := sign(t, h.dispatch("echo", params), serverKey)
+	if err := h.x.Handle(context.Background(), raw, servers); err != nil {
+		t.Fatal(err)
+	}
+	r := h.outbox()["dsp-1"]
+	if r == nil || r.Status != protocol.StatusOK || r.Output != params || r.Sandbox != "wasm" || r.ExitCode != 0 ||
+		r.IntentID != "int-1" || r.OutputHash != protocol.HashBytes([]byte(params)) || r.OutputBytes != int64(len(params)) || r.Truncated {
+		t.Fatalf("got result %+v, want ok with the params echoed by the wasm tier", r)
+	}
+	if r.StartedAt != "2026-11-22T10:00:00.000Z" || r.FinishedAt != r.StartedAt {
+		t.Errorf("got times %s..%s, want RFC 3339 UTC with milliseconds from the agent's clock", r.StartedAt, r.FinishedAt)
+	}
+	if len(h.notified) != 1 || h.notified[0] != "dsp-1" {
+		t.Errorf("OnResult saw %v, want [dsp-1]", h.notified)
+	}
+
+	// The same dispatch pushed again, and the witness run pushed twice:
+	// each runs once, and nothing new is recorded for the repeats.
+	wraw := sign(t, h.dispatch("witness", h.witnessParams(false)), serverKey)
+	for range 2 {
+		for _, b := range [][]byte{raw, wraw} {
+			if err := h.x.Handle(context.Background(), b, servers); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n := h.runs(); n != 1 {
+		t.Fatalf("witness ran %d times, want 1", n)
+	}
+	out := h.outbox()
+	if len(out) != 2 || out["dsp-2"].Status != protocol.StatusOK || out["dsp-2"].Sandbox != "process" {
+		t.Fatalf("got outbox %v, want two ok results", out)
+	}
+	// After the server acks, a re-push still does not run it again.
+	h.store.Ack("dsp-2")
+	if err := h.x.Handle(context.Background(), wraw, servers); err != nil || h.runs() != 1 || len(h.outbox()) != 1 {
+		t.Fatalf("re-push after ack: err %v, %d runs, outbox %v", err, h.runs(), h.outbox())
+	}
+}
+
+func TestForgedDispatchesAreRefusedAndRunNothing(t *testing.T) {
+	h := newHarness(t, 2)
+	wp := h.witnessParams(false)
+	// One real run, whose nonce a later dispatch replays.
+	first := h.dispatch("witness", wp)
+	if err := h.x.Handle(context.Background(), sign(t, first, serverKey), servers); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		raw  func() []byte
+		want protocol.Code
+	}{
+		{"signed by an untrusted key", func() []byte { return sign(t, h.dispatch("witness", wp), otherKey) }, protocol.CodeBadSignature},
+		{"unknown server key id", func() []byte {
+			return sign(t, h.dispatch("witness", wp, func(d *protocol.Dispatch) { d.KeyID = "server-9" }), serverKey)
+		}, protocol.CodeUnknownKey},
+		{"addressed to another node", func() []byte {
+			return sign(t, h.dispatch("witness", wp, func(d *protocol.Dispatch) { d.Node = "node-2" }), serverKey)
+		}, protocol.CodeWrongNode},
+		{"replayed nonce", func() []byte {
+			return sign(t, h.dispatch("witness", wp, func(d *protocol.Dispatch) { d.Nonce = first.Nonce }), serverKey)
+		}, protocol.CodeReplayedNonce},
+		{"expired", func() []byte {
+			return sign(t, h.dispatch("witness", wp, func(d *protocol.Dispatch) {
+				d.IssuedAt, d.ExpiresAt = protocol.FormatTime(h.clock.Now().Add(-time.Minute)), protocol.FormatTime(h.clock.Now())
+			}), serverKey)
+		}, protocol.CodeExpired},
+		{"not yet valid", func() []byte {
+			return sign(t, h.dispatch("witness", wp, func(d *protocol.Dispatch) {
+				d.IssuedAt, d.ExpiresAt = protocol.FormatTime(h.clock.Now().Add(time.Hour)), protocol.FormatTime(h.clock.Now().Add(61*time.Minute))
+			}), serverKey)
+		}, protocol.CodeNotYetValid},
+		{"ttl too long", func() []byte {
+			return sign(t, h.dispatch("witness", wp, func(d *protocol.Dispatch) { d.ExpiresAt = protocol.FormatTime(h.clock.Now().Add(time.Hour)) }), serverKey)
+		}, protocol.CodeTTLTooLong},
+		{"tampered params", func() []byte {
+			raw := string(sign(t, h.dispatch("witness", wp), serverKey))
+			return []byte(strings.Replace(raw, "witness.log", "witness.lug", 1))
+		}, protocol.CodeBadSignature},
+		{"params signed under another payload hash", func() []byte {
+			return sign(t, h.dispatch("witness", wp, func(d *protocol.Dispatch) { d.Params = jsontext.Value(`{"file":"/tmp/x"}`) }), serverKey)
+		}, protocol.CodePayloadHashMismatch},
+		{"unknown manifest hash", func() []byte {
+			return sign(t, h.dispatch("witness", wp, func(d *protocol.Dispatch) { d.ToolManifestHash = protocol.HashBytes([]byte("{}")) }), serverKey)
+		}, protocol.CodeManifestMismatch},
+		{"another tier than the manifest's", func() []byte {
+			return sign(t, h.dispatch("witness", wp, func(d *protocol.Dispatch) { d.Sandbox = "bwrap" }), serverKey)
+		}, protocol.CodeManifestMismatch},
+		{"unknown tool", func() []byte { return sign(t, h.dispatch("rm_rf", `{}`), serverKey) }, protocol.CodeUnknownTool},
+		{"tier not probed here", func() []byte { return sign(t, h.dispatch("contained", wp), serverKey) }, protocol.CodeTierUnavailable},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			raw := c.raw()
+			d, err := protocol.DecodeDispatch(raw, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := h.x.Handle(context.Background(), raw, servers); err != nil {
+				t.Fatal(err)
+			}
+			r := h.outbox()[d.ID]
+			if r == nil || r.Status != protocol.StatusRefused || !strings.HasPrefix(r.Error, string(c.want)+": ") ||
+				r.Sandbox != "" || r.ExitCode != -1 || r.Output != "" || r.OutputHash != protocol.HashBytes(nil) || r.IntentID != d.IntentID {
+				t.Fatalf("got result %+v, want refused with %s", r, c.want)
+			}
+			if n := h.runs(); n != 1 {
+				t.Fatalf("the witness ran %d times, want only the one real run", n)
+			}
+		})
+	}
+	// A forged dispatch does not burn the nonce of a real one: the real
+	// dispatch that a forgery copied the nonce of still runs.
+	real := h.dispatch("witness", wp)
+	forged := *real
+	forged.ID = "dsp-forged"
+	h.x.Handle(context.Background(), sign(t, &forged, otherKey), servers)
+	if err := h.x.Handle(context.Background(), sign(t, real, serverKey), servers); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.outbox()[real.ID]; r == nil || r.Status != protocol.StatusOK || h.runs() != 2 {
+		t.Fatalf("the real dispatch after a forgery with its nonce: %+v, %d runs; want ok and 2 runs", r, h.runs())
+	}
+}
+
+func TestUndecodableDispatchIsAnError(t *testing.T) {
+	h := newHarness(t, 1)
+	for _, raw := range []string{`not json`, `{"type":"writ.dispatch/v1"}`, `{}`} {
+		err := h.x.Handle(context.Background(), []byte(raw), servers)
+		if !errors.Is(err, ErrUndecodable) || protocol.CodeOf(err) != protocol.CodeMalformed {
+			t.Errorf("Handle(%s): got %v, want a malformed error", raw, err)
+		}
+	}
+	if len(h.outbox()) != 0 {
+		t.Fatal("an undecodable dispatch left a result")
+	}
+}
+
+func TestDispatchLimitsTightenOnly(t *testing.T) {
+	h := newHarness(t, 1)
+	params := `{"msg":"more than four bytes"}`
+	raw := sign(t, h.dispatch("echo", params, func(d *protocol.Dispatch) { d.Limits.OutputBytes = 4 }), serverKey)
+	if err := h.x.Handle(context.Background(), raw, servers); err != nil {
+		t.Fatal(err)
+	}
+	r := h.outbox()["dsp-1"]
+	if r.Status != protocol.StatusOutputLimit || !r.Truncated || r.Output != params[:4] || r.OutputHash == protocol.HashBytes([]byte(params[:4])) {
+		t.Fatalf("got %+v, want output_limit after 4 bytes with the hash of more", r)
+	}
+
+	m := sandbox.DefaultLimits()
+	got := tighten(m, protocol.Limits{TimeoutMS: 10, MemoryBytes: 1 << 40, OutputBytes: 100, CPUMS: 1500, Pids: 0})
+	want := m
+	want.TimeoutMS, want.OutputBytes, want.CPUSeconds = 10, 100, 2
+	if got != want {
+		t.Fatalf("tighten: got %+v, want %+v (looser values ignored)", got, want)
+	}
+}
+
+func TestResultOutputEncoding(t *testing.T) {
+	for name, c := range map[string]struct {
+		out      []byte
+		written  int64
+		want     string
+		encoding string
+		trunc    bool
+	}{
+		"text":        {[]byte("héllo"), 6, "héllo", "", false},
+		"binary":      {[]byte{0xff, 0}, 2, "/wA=", "base64", false},
+		"cut by tier": {[]byte("abc"), 10, "abc", "", true},
+		"too long":    {[]byte(strings.Repeat("é", MaxResultOutput)), 2 * MaxResultOutput, strings.Repeat("é", MaxResultOutput/2), "", true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := &protocol.Result{}
+			fillFromOutcome(r, sandbox.Outcome{Status: sandbox.StatusOK, Output: c.out, OutputBytes: c.written, Tier: "wasm", OutputHash: "sha256:x"})
+			if r.Output != c.want || r.OutputEncoding != c.encoding || r.Truncated != c.trunc || r.OutputBytes != c.written {
+				t.Fatalf("got output %.20q encoding %q truncated %v, want %.20q %q %v", r.Output, r.OutputEncoding, r.Truncated, c.want, c.encoding, c.trunc)
+			}
+		})
+	}
+}
+
+func TestConcurrencyLimitHolds(t *testing.T) {
+	h := newHarness(t, 2)
+	var wg sync.WaitGroup
+	for range 5 {
+		raw := sign(t, h.dispatch("witness", h.witnessParams(true)), serverKey)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := h.x.Handle(context.Background(), raw, servers); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	waitFor(t, "two runs to start", func() bool { return h.runs() >= 2 })
+	time.Sleep(100 * time.Millisecond) // room for a third to start, were the limit broken
+	if n, in := h.runs(), h.x.InFlight(); n != 2 || in != 2 {
+		t.Fatalf("with concurrency 2: %d runs started, %d in flight; want 2 and 2", n, in)
+	}
+	writeFiles(t, h.dir, map[string]string{"release": ""})
+	wg.Wait()
+	if n, out := h.runs(), h.outbox(); n != 5 || len(out) != 5 {
+		t.Fatalf("after release: %d runs, %d results; want 5 and 5", n, len(out))
+	}
+}
+
+func TestWaitingForASlotCanBeCancelled(t *testing.T) {
+	h := newHarness(t, 1)
+	busy := sign(t, h.dispatch("witness", h.witnessParams(true)), serverKey)
+	done := make(chan error)
+	go func() { done <- h.x.Handle(context.Background(), busy, servers) }()
+	waitFor(t, "the first run", func() bool { return h.runs() == 1 })
+	ctx, cancel := context.WithCancel(context.Background())
+	waiting := sign(t, h.dispatch("witness", h.witnessParams(false)), serverKey)
+	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	if err := h.x.Handle(ctx, waiting, servers); err != context.Canceled {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+	writeFiles(t, h.dir, map[string]string{"release": ""})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// Nothing was recorded for the cancelled one: pushed again, it runs.
+	if err := h.x.Handle(context.Background(), waiting, servers); err != nil || h.runs() != 2 {
+		t.Fatalf("re-push of the cancelled dispatch: %v, %d runs; want it to run", err, h.runs())
+	}
+}

@@ -1,0 +1,170 @@
+package nodeagent
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json"
+	"github.com/writhq/writ/nodeagent/internal/store"
+	"github.com/writhq/writ/protocol"
+	"github.com/writhq/writ/sandbox"
+)
+
+// MaxResultOutput bounds the output a result carries, whatever the tool's
+// output limit: a result must fit in one object (protocol.DefaultMaxBytes)
+// even when every byte needs a six-byte JSON escape. output_hash and
+// output_bytes still cover everything the tool wrote.
+const MaxResultOutput = 128 << 10
+
+// run claims the verified dispatch's nonce and journals it, in one durable
+// step, then runs its tool once and completes the journal entry with the
+// signed result. A nonce seen before is refused with replayed_nonce. The
+// nonce is remembered for the allowed clock skew past the dispatch's expiry.
+func (x *Executor) run(d *protocol.Dispatch, raw []byte, e Entry) error {
+	startedAt := x.now()
+	expires, _ := protocol.ParseTime(d.ExpiresAt) // verified
+	err := x.cfg.Store.Begin(store.Started{DispatchID: d.ID, IntentID: d.IntentID, Nonce: d.Nonce,
+		ExpiresAt: expires, StartedAt: startedAt, Dispatch: raw, NonceUntil: expires.Add(x.cfg.Verifier.Config().Skew)})
+	if errors.Is(err, store.ErrAlreadyStarted) || errors.Is(err, store.ErrQueued) {
+		return nil
+	}
+	if errors.Is(err, store.ErrReplayed) {
+		return x.refuse(d, raw, nodeError(protocol.CodeReplayedNonce, "nonce %q was seen in an earlier dispatch", d.Nonce))
+	}
+	if err != nil {
+		return err
+	}
+	// From here on the tool may be running: a crash leaves the journal
+	// entry, and Recover reports the run as unknown.
+	out := x.invoke(d, e)
+	finishedAt := x.now()
+	if finishedAt.Before(startedAt) {
+		finishedAt = startedAt
+	}
+	r := x.newResult(d.ID, d.IntentID)
+	fillFromOutcome(r, out)
+	r.StartedAt, r.FinishedAt = formatTime(startedAt), formatTime(finishedAt)
+	b, err := x.sign(r)
+	if err != nil {
+		return err
+	}
+	if err := x.cfg.Store.Complete(d.ID, b); err != nil {
+		return err
+	}
+	x.log.Info("dispatch ran", "dispatch", d.ID, "intent", d.IntentID, "tool", d.Tool, "tier", out.Tier,
+		"status", r.Status, "exit_code", r.ExitCode, "wall", out.Usage.Wall)
+	x.notify(d.ID, b)
+	return nil
+}
+
+// invoke runs the tool in a fresh workspace. A failure to make the
+// workspace, or a driver error that is not a refusal, becomes an Outcome.
+func (x *Executor) invoke(d *protocol.Dispatch, e Entry) sandbox.Outcome {
+	ws, err := os.MkdirTemp(x.cfg.WorkDir, "run-")
+	if err != nil {
+		out, _ := sandbox.Refuse(d.Sandbox, fmt.Errorf("workspace: %v", err))
+		return out
+	}
+	defer os.RemoveAll(ws)
+	// WorkDir is private (0700); inside it the workspace is open to the
+	// tool's own uid, which in the runc tier is not the agent's.
+	os.Chmod(ws, 0o777)
+	m := e.Manifest.WithDefaults()
+	m.Limits = tighten(m.Limits, d.Limits)
+	inv := sandbox.Invocation{Manifest: m, Params: []byte(d.Params), Workspace: ws, Env: x.cfg.Env}
+	out, err := x.cfg.Tiers.Drivers[d.Sandbox].Run(x.ctx, inv)
+	if err != nil && !errors.Is(err, sandbox.ErrRefused) {
+		// The Driver contract says this does not happen; if it does, the
+		// tool may have started, so it is an error, not a refusal.
+		return sandbox.Outcome{Status: sandbox.StatusError, ExitCode: -1, Tier: d.Sandbox, Reason: err.Error()}
+	}
+	if out.Tier == "" {
+		out.Tier = d.Sandbox
+	}
+	return out
+}
+
+// tighten applies a dispatch's non-zero limits to a manifest's filled-in
+// limits, only where they are stricter: a dispatch never loosens what the
+// node owner's manifest allows. CPU is enforced in whole seconds, rounded up.
+func tighten(l sandbox.Limits, d protocol.Limits) sandbox.Limits {
+	lower := func(v *int64, to int64) {
+		if to > 0 && to < *v {
+			*v = to
+		}
+	}
+	lower(&l.TimeoutMS, d.TimeoutMS)
+	lower(&l.MemoryBytes, d.MemoryBytes)
+	lower(&l.OutputBytes, d.OutputBytes)
+	lower(&l.Pids, d.Pids)
+	if d.CPUMS > 0 {
+		lower(&l.CPUSeconds, int64(math.Ceil(float64(d.CPUMS)/1000)))
+	}
+	return l
+}
+
+// fillFromOutcome writes how the tool ended into r.
+func fillFromOutcome(r *protocol.Result, out sandbox.Outcome) {
+	r.ExitCode, r.Sandbox = out.ExitCode, out.Tier
+	r.OutputHash, r.OutputBytes = out.OutputHash, out.OutputBytes
+	if r.OutputHash == "" {
+		r.OutputHash = protocol.HashBytes(nil)
+	}
+	switch out.Status {
+	case sandbox.StatusOK:
+		r.Status = protocol.StatusOK
+	case sandbox.StatusTimeout:
+		r.Status = protocol.StatusTimeout
+	case sandbox.StatusOutputLimit:
+		r.Status = protocol.StatusOutputLimit
+	case sandbox.StatusRefused:
+		r.Status, r.ExitCode = protocol.StatusRefused, -1
+		r.Error = string(protocol.CodeSandboxRefused) + ": " + out.Reason
+	default:
+		r.Status = protocol.StatusError
+	}
+	output := out.Output
+	r.Truncated = out.Truncated || int64(len(output)) < out.OutputBytes
+	if len(output) > MaxResultOutput {
+		cut := output[:MaxResultOutput]
+		if utf8.Valid(output) {
+			for len(cut) > 0 && !utf8.RuneStart(output[len(cut)]) {
+				cut = cut[:len(cut)-1]
+			}
+		}
+		output, r.Truncated = cut, true
+	}
+	if utf8.Valid(output) {
+		r.Output = string(output)
+	} else {
+		r.Output, r.OutputEncoding = base64.StdEncoding.EncodeToString(output), "base64"
+	}
+}
+
+func (x *Executor) newResult(dispatchID, intentID string) *protocol.Result {
+	return &protocol.Result{Type: protocol.KindResult.Type(), DispatchID: dispatchID, IntentID: intentID,
+		Node: x.cfg.NodeID, OutputHash: protocol.HashBytes(nil), KeyID: x.cfg.NodeID}
+}
+
+// sign signs r with the node key and encodes it.
+func (x *Executor) sign(r *protocol.Result) ([]byte, error) {
+	if err := r.Sign(x.cfg.Key); err != nil {
+		return nil, fmt.Errorf("nodeagent: sign result of %s: %w", r.DispatchID, err)
+	}
+	return json.Marshal(r)
+}
+
+// formatTime writes a result timestamp: RFC 3339, UTC, milliseconds.
+func formatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+func mkdirPrivate(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return os.Chmod(dir, 0o700)
+}

@@ -1,0 +1,59 @@
+//go:build linux
+
+package proc
+
+import (
+	"fmt"
+	"os/exec"
+	"runtime"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/writhq/writ/sandbox/internal/landlock"
+)
+
+// startAndWait starts cmd from one locked OS thread, holds it at its exec
+// (see hold.go), reports the start on started, then waits for it and
+// reports on waited (only when it started).
+//
+// Everything happens on that one thread for three reasons: it is the
+// ptrace tracer; Pdeathsig fires when the thread that forked exits, so it
+// must outlive the child; and namespaces and Landlock domains are per
+// thread, so joining the tool's network namespace or confining the thread
+// before the fork is how the child gets them. A thread changed that way is
+// never handed back to the Go scheduler: it exits with this goroutine.
+func startAndWait(cmd *exec.Cmd, spec Spec, started, waited chan<- error) {
+	runtime.LockOSThread()
+	tainted := spec.NetNS != nil || spec.Landlock != nil
+	if !tainted {
+		defer runtime.UnlockOSThread()
+	}
+	if err := enter(spec); err != nil {
+		started <- err
+		return
+	}
+	err := cmd.Start()
+	if err == nil {
+		err = hold(cmd.Process.Pid, spec, 3+len(spec.ExtraFiles))
+	}
+	started <- err
+	if cmd.Process != nil {
+		waited <- cmd.Wait()
+	}
+}
+
+// enter moves the calling thread into the tool's network namespace and
+// confines it with Landlock, as spec asks.
+func enter(spec Spec) error {
+	if spec.NetNS != nil {
+		if err := unix.Setns(int(spec.NetNS.Fd()), unix.CLONE_NEWNET); err != nil {
+			return fmt.Errorf("proc: join the tool's network namespace: %w", err)
+		}
+	}
+	if spec.Landlock != nil {
+		if err := landlock.RestrictThread(*spec.Landlock); err != nil {
+			return fmt.Errorf("proc: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,8 @@
+package main
+
+const (
+	sysKeyctl      = 219
+	sysBPF         = 280
+	sysUserfaultfd = 282
+	sysSetns       = 268
+)

@@ -1,0 +1,210 @@
+package tiers
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/writhq/writ/sandbox"
+	"github.com/writhq/writ/sandbox/bwrap"
+	"github.com/writhq/writ/sandbox/runc"
+)
+
+// BenchConfig says what `writ bench sandbox` measures.
+type BenchConfig struct {
+	Tiers    Config
+	Names    []string // tiers to measure; nil means all
+	N        int      // timed runs of each side
+	EchoWasm string   // the echo tool as a wasip1 module (wasm tier)
+	Echo     string   // the echo tool as a static host binary (command tiers)
+}
+
+// BenchResult is one tier's start-to-end time for the echo tool next to
+// its raw baseline, both medians of runs alternated in the same process.
+type BenchResult struct {
+	Tier     string        `json:"tier"`
+	Baseline string        `json:"baseline"`
+	P50      time.Duration `json:"p50_ns"`
+	RawP50   time.Duration `json:"raw_p50_ns"`
+	Ratio    float64       `json:"ratio"`
+	Error    string        `json:"error,omitempty"`
+}
+
+const benchParams = `{"bench":"echo"}`
+
+// Bench measures each tier. A tier that cannot run here gets a result with
+// Error set; the others are still measured.
+func Bench(ctx context.Context, bc BenchConfig) []BenchResult {
+	names := bc.Names
+	if names == nil {
+		names = Names
+	}
+	var out []BenchResult
+	for _, name := range names {
+		r := BenchResult{Tier: name}
+		raw, tier, cleanup, err := benchPair(ctx, bc, name, &r)
+		if err == nil {
+			r.P50, r.RawP50, err = alternate(raw, tier, bc.N)
+			r.Ratio = float64(r.P50) / float64(max(r.RawP50, 1))
+		}
+		if cleanup != nil {
+			cleanup()
+		}
+		if err != nil {
+			r.Error = err.Error()
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// benchPair returns the raw baseline and the tier run for one tier.
+func benchPair(ctx context.Context, bc BenchConfig, name string, r *BenchResult) (raw, tier func() error, cleanup func(), err error) {
+	cfg := bc.Tiers
+	work, err := os.MkdirTemp("", "writ-bench-")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cleanup = func() { os.RemoveAll(work) }
+	ws := filepath.Join(work, "ws")
+	os.Mkdir(ws, 0o777)
+	os.Chmod(ws, 0o777)
+	m := sandbox.Manifest{Name: "echo", Tier: name, Command: &sandbox.Command{Path: bc.Echo}}
+	if name == sandbox.TierWasm {
+		m.Command, m.Module = nil, bc.EchoWasm
+		cfg.Wasm.CacheDir = filepath.Join(work, "cache")
+	}
+	if name == sandbox.TierRunc {
+		cfg.Runc.StateDir = filepath.Join(work, "runc")
+	}
+	d, err := New(name, cfg)
+	if err != nil {
+		return nil, nil, cleanup, err
+	}
+	if err := d.Available(); err != nil {
+		return nil, nil, cleanup, err
+	}
+	inv := sandbox.Invocation{Manifest: m, Params: []byte(benchParams), Workspace: ws}
+	tier = func() error {
+		o, err := d.Run(ctx, inv)
+		if err == nil && (o.Status != sandbox.StatusOK || string(o.Output) != benchParams) {
+			err = fmt.Errorf("%s: %s %q %q", name, o.Status, o.Output, o.Stderr)
+		}
+		return err
+	}
+	command := func(argv ...string) func() error {
+		return func() error {
+			c := exec.CommandContext(ctx, argv[0], argv[1:]...)
+			c.Stdin = bytes.NewReader([]byte(benchParams))
+			out, err := c.Output()
+			if err == nil && string(out) != benchParams {
+				err = fmt.Errorf("raw %s: output %q", name, out)
+			}
+			return err
+		}
+	}
+	switch name {
+	case sandbox.TierProcess:
+		r.Baseline = "fork/exec of the echo binary"
+		raw = command(bc.Echo)
+	case sandbox.TierBwrap:
+		r.Baseline = "bwrap --ro-bind / / with the tier's namespaces"
+		bin, err := exec.LookPath(cfg.Bwrap.Binary)
+		if err != nil {
+			return nil, nil, cleanup, err
+		}
+		raw = command(slices.Concat([]string{bin}, bwrap.Namespaces(cfg.Bwrap.UID, cfg.Bwrap.GID),
+			[]string{"--ro-bind", "/", "/", bc.Echo})...)
+	case sandbox.TierRunc:
+		r.Baseline = "runc run of the same bundle"
+		rd := d.(*runc.Driver)
+		bundle := filepath.Join(work, "bundle")
+		os.Mkdir(bundle, 0o700)
+		if err := rd.WriteBundle(bundle, "writ-bench-raw", inv); err != nil {
+			return nil, nil, cleanup, err
+		}
+		n := 0
+		raw = func() error {
+			n++
+			return command(rd.Runtime(), "--root", rd.StateDir(), "run", "--bundle", bundle, fmt.Sprintf("writ-bench-raw-%d", n))()
+		}
+	case sandbox.TierWasm:
+		r.Baseline = "wazero instantiate and call of the same compiled module"
+		raw, err = rawWazero(ctx, bc.EchoWasm, cleanup, &cleanup)
+		if err != nil {
+			return nil, nil, cleanup, err
+		}
+	}
+	return raw, tier, cleanup, nil
+}
+
+// rawWazero compiles the module once and returns a function that
+// instantiates it with the parameters on stdin, which runs _start.
+func rawWazero(ctx context.Context, module string, prev func(), cleanup *func()) (func() error, error) {
+	b, err := os.ReadFile(module)
+	if err != nil {
+		return nil, err
+	}
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCloseOnContextDone(true))
+	*cleanup = func() { rt.Close(ctx); prev() }
+	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+	compiled, err := rt.CompileModule(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	return func() error {
+		var out bytes.Buffer
+		mod, err := rt.InstantiateModule(ctx, compiled, wazero.NewModuleConfig().WithName("").
+			WithStdin(bytes.NewReader([]byte(benchParams))).WithStdout(&out))
+		var exit *sys.ExitError
+		if errors.As(err, &exit) && exit.ExitCode() == 0 {
+			err = nil
+		}
+		if mod != nil {
+			mod.Close(ctx)
+		}
+		if err == nil && out.String() != benchParams {
+			err = fmt.Errorf("raw wazero: output %q", out.String())
+		}
+		return err
+	}, nil
+}
+
+// alternate runs raw and tier n times each, alternately after a warm-up,
+// and returns the medians (tier, raw).
+func alternate(raw, tier func() error, n int) (time.Duration, time.Duration, error) {
+	for i := 0; i < 2; i++ {
+		if err := raw(); err != nil {
+			return 0, 0, err
+		}
+		if err := tier(); err != nil {
+			return 0, 0, err
+		}
+	}
+	var rs, ts []time.Duration
+	for i := 0; i < n; i++ {
+		start := time.Now()
+		if err := raw(); err != nil {
+			return 0, 0, err
+		}
+		rs = append(rs, time.Since(start))
+		start = time.Now()
+		if err := tier(); err != nil {
+			return 0, 0, err
+		}
+		ts = append(ts, time.Since(start))
+	}
+	slices.Sort(rs)
+	slices.Sort(ts)
+	return ts[len(ts)/2], rs[len(rs)/2], nil
+}

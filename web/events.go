@@ -1,0 +1,218 @@
+package web
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+)
+
+// Change names something the control plane changed: an intent, a node or
+// the ledger's checkpoint (Kind "intent", "node", "checkpoint").
+type Change struct {
+	Kind string
+	ID   string
+}
+
+// Event is one message of /v1/events. Seq numbers the events of one epoch (a
+// server's run) without gaps; a client resumes with the last Seq it saw.
+type Event struct {
+	Seq   uint64 `json:"seq"`
+	Epoch string `json:"epoch"`
+	// Type is intent, node, checkpoint, or reset: reload, events were lost.
+	Type  string `json:"type"`
+	Index uint64 `json:"index,omitempty"` // the Raft index that made it
+	ID    string `json:"id,omitempty"`
+	// Tenant is the intent's, and Page the page that shows it: what a
+	// client must be allowed to view to receive the event.
+	Tenant     string         `json:"tenant,omitempty"`
+	Page       string         `json:"-"`
+	Intent     *IntentSummary `json:"intent,omitempty"`
+	Node       *Node          `json:"node,omitempty"`
+	Checkpoint *Checkpoint    `json:"checkpoint,omitempty"`
+
+	data []byte // the JSON sent, encoded once for every client
+}
+
+// hub turns changes into events, keeps the last ones in a ring for clients
+// that resume, and fans them out to subscribers through bounded queues.
+// Nothing in it ever waits for a client.
+type hub struct {
+	b       Backend
+	fleet   Fleet
+	epoch   string
+	in      chan batch
+	lost    atomic.Bool // a batch was dropped: tell everyone to reload
+	queue   int
+	done    chan struct{}
+	stopped sync.Once
+
+	mu   sync.Mutex
+	seq  uint64
+	ring []*Event // the last len(ring) events; ring[seq % len] holds seq
+	subs map[*subscriber]struct{}
+}
+
+type batch struct {
+	index   uint64
+	changes []Change
+	reset   bool
+}
+
+// subscriber is one client's queue. closed is closed when the hub drops it.
+type subscriber struct {
+	ch     chan *Event
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (s *subscriber) drop() { s.once.Do(func() { close(s.closed) }) }
+
+func newHub(b Backend, buffer, queue, changes int) *hub {
+	e := make([]byte, 8)
+	rand.Read(e)
+	h := &hub{b: b, epoch: hex.EncodeToString(e), in: make(chan batch, changes), queue: queue,
+		done: make(chan struct{}), ring: make([]*Event, buffer), subs: map[*subscriber]struct{}{}}
+	h.fleet, _ = b.(Fleet)
+	go h.run()
+	return h
+}
+
+// changed hands a batch to the hub without waiting: when the hub is behind,
+// the batch is dropped and clients are told to reload.
+func (h *hub) changed(index uint64, changes []Change, reset bool) {
+	select {
+	case h.in <- batch{index, changes, reset}:
+	default:
+		h.lost.Store(true)
+	}
+}
+
+func (h *hub) stop() { h.stopped.Do(func() { close(h.done) }) }
+
+func (h *hub) run() {
+	for {
+		select {
+		case <-h.done:
+			h.mu.Lock()
+			for s := range h.subs {
+				s.drop()
+			}
+			h.mu.Unlock()
+			return
+		case bt := <-h.in:
+			if h.lost.Swap(false) || bt.reset {
+				h.publish(&Event{Type: "reset", Index: bt.index})
+			}
+			seen := map[Change]bool{}
+			for _, c := range bt.changes {
+				if !seen[c] {
+					seen[c] = true
+					if ev := h.event(bt.index, c); ev != nil {
+						h.publish(ev)
+					}
+				}
+			}
+		}
+	}
+}
+
+// event reads the current view of what changed.
+func (h *hub) event(index uint64, c Change) *Event {
+	switch c.Kind {
+	case "intent":
+		var s IntentSummary
+		if sum, ok := h.b.(Summarizer); ok {
+			if s, ok = sum.IntentSummary(c.ID); !ok {
+				return nil
+			}
+		} else {
+			d, ok := h.b.Intent(c.ID)
+			if !ok {
+				return nil
+			}
+			s = d.IntentSummary
+		}
+		return &Event{Type: "intent", Index: index, ID: c.ID, Tenant: s.Tenant, Page: "intents", Intent: &s}
+	case "node":
+		if h.fleet == nil {
+			return nil
+		}
+		n, _, ok := h.fleet.Node(c.ID, 0)
+		if !ok {
+			return nil
+		}
+		return &Event{Type: "node", Index: index, ID: c.ID, Page: "fleet", Node: &n}
+	case "checkpoint":
+		cp, ok := h.b.Checkpoint()
+		if !ok {
+			return nil
+		}
+		return &Event{Type: "checkpoint", Index: index, Page: "ledger", Checkpoint: &cp}
+	}
+	return nil
+}
+
+func (h *hub) publish(ev *Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.seq++
+	ev.Seq, ev.Epoch = h.seq, h.epoch
+	ev.data, _ = json.Marshal(ev)
+	h.ring[h.seq%uint64(len(h.ring))] = ev
+	for s := range h.subs {
+		select {
+		case s.ch <- ev:
+		default:
+			// Too slow: drop it rather than wait; it reconnects and resumes.
+			delete(h.subs, s)
+			s.drop()
+		}
+	}
+}
+
+// subscribe registers a client that last saw event since of epoch, and
+// returns the events it missed, or reset when they are no longer kept (or
+// come from another epoch, a restarted server).
+func (h *hub) subscribe(epoch string, since uint64) (s *subscriber, backlog []*Event, reset bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s = &subscriber{ch: make(chan *Event, h.queue), closed: make(chan struct{})}
+	select {
+	case <-h.done:
+		s.drop()
+		return s, nil, false
+	default:
+	}
+	h.subs[s] = struct{}{}
+	if epoch == "" {
+		return s, nil, false // a client that wants what happens from now on
+	}
+	oldest := uint64(1)
+	if h.seq > uint64(len(h.ring)) {
+		oldest = h.seq - uint64(len(h.ring)) + 1
+	}
+	if epoch != h.epoch || since > h.seq || since+1 < oldest {
+		return s, nil, true
+	}
+	for q := since + 1; q <= h.seq; q++ {
+		backlog = append(backlog, h.ring[q%uint64(len(h.ring))])
+	}
+	return s, backlog, false
+}
+
+// position is the epoch and the last event's number: a page rendered now
+// resumes from there.
+func (h *hub) position() (string, uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.epoch, h.seq
+}
+
+func (h *hub) unsubscribe(s *subscriber) {
+	h.mu.Lock()
+	delete(h.subs, s)
+	h.mu.Unlock()
+	s.drop()
+}
