@@ -46,6 +46,7 @@ type hub struct {
 	lost    atomic.Bool // a batch was dropped: tell everyone to reload
 	queue   int
 	done    chan struct{}
+	exited  chan struct{} // closed when run has returned
 	stopped sync.Once
 
 	mu   sync.Mutex
@@ -73,7 +74,7 @@ func newHub(b Backend, buffer, queue, changes int) *hub {
 	e := make([]byte, 8)
 	rand.Read(e)
 	h := &hub{b: b, epoch: hex.EncodeToString(e), in: make(chan batch, changes), queue: queue,
-		done: make(chan struct{}), ring: make([]*Event, buffer), subs: map[*subscriber]struct{}{}}
+		done: make(chan struct{}), exited: make(chan struct{}), ring: make([]*Event, buffer), subs: map[*subscriber]struct{}{}}
 	h.fleet, _ = b.(Fleet)
 	go h.run()
 	return h
@@ -89,9 +90,14 @@ func (h *hub) changed(index uint64, changes []Change, reset bool) {
 	}
 }
 
-func (h *hub) stop() { h.stopped.Do(func() { close(h.done) }) }
+// stop ends the hub and waits until it no longer reads batches.
+func (h *hub) stop() {
+	h.stopped.Do(func() { close(h.done) })
+	<-h.exited
+}
 
 func (h *hub) run() {
+	defer close(h.exited)
 	for {
 		select {
 		case <-h.done:
