@@ -155,9 +155,10 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Errorf("the dev agent is %q, want ready", s)
 	}
 	b.shoot("fleet")
-	b.run("node page", chromedp.Click(`#nodes tbody tr a`, chromedp.ByQuery), chromedp.WaitVisible("#node-status", chromedp.ByQuery))
+	var nodePage string
+	b.run("node page", chromedp.Click(`#nodes tbody tr a`, chromedp.ByQuery), chromedp.WaitVisible("#node-status", chromedp.ByQuery),
+		chromedp.Location(&nodePage))
 	b.checkAccessible("node")
-	b.shoot("node")
 
 	// The approver loads their key from the dev.json file; it is found
 	// among their registered keys.
@@ -215,6 +216,9 @@ func TestDashboardInChromium(t *testing.T) {
 	b.run("intents list", chromedp.Navigate(d.server+"/ui/intents?tool=echo_approval"), chromedp.WaitVisible("#intent-"+id, chromedp.ByID))
 	b.checkAccessible("intents")
 	b.shoot("intents")
+	// The node's page lists the dispatch it ran.
+	b.run("node page again", chromedp.Navigate(nodePage), chromedp.WaitVisible("#intent-"+id, chromedp.ByID))
+	b.shoot("node")
 
 	// Its receipt, verified by the page's own code against the key this
 	// browser trusts (dev.json's, typed in).
