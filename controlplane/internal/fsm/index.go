@@ -57,6 +57,8 @@ type indexes struct {
 	// open holds the ids of each node's open dispatches, so that a server
 	// pushing a node's work reads that node's, not every dispatch.
 	open map[string]map[string]bool
+	// views serve the dashboard's queries.
+	views *views
 }
 
 func (x *indexes) opened(node, id string) {
@@ -74,7 +76,7 @@ func (x *indexes) closed(node, id string) {
 }
 
 func buildIndexes(s *State) *indexes {
-	x := &indexes{open: map[string]map[string]bool{}}
+	x := &indexes{open: map[string]map[string]bool{}, views: buildViews(s)}
 	for _, id := range sortedKeys(s.Intents) {
 		in := s.Intents[id]
 		if !Final(in.State) {
