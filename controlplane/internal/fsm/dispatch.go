@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
-	"hash/fnv"
 	"slices"
 	"time"
 
@@ -52,7 +51,10 @@ func (f *FSM) schedule(in *Intent, index uint64) []string {
 }
 
 // pick returns the eligible node with the fewest dispatches in flight and a
-// free slot (nil when all are full), and whether any node is eligible.
+// free slot (nil when all are full), and whether any node is eligible. An
+// intent targeted at one node looks at the nodes of that id or name only, so
+// its cost does not grow with the fleet; otherwise every node is a candidate.
+// The choice is the same in any iteration order: lowest rank, then lowest id.
 func (f *FSM) pick(in *Intent) (*Node, bool) {
 	s := f.state
 	tool := s.Tools[in.Tool]
@@ -62,24 +64,49 @@ func (f *FSM) pick(in *Intent) (*Node, bool) {
 	var best *Node
 	var bestRank uint64
 	eligible := false
-	for _, id := range sortedKeys(s.Nodes) {
-		n := s.Nodes[id]
+	consider := func(n *Node) {
 		if !f.eligible(n, in, tool) {
-			continue
+			return
 		}
 		eligible = true
 		if n.InFlight >= n.Concurrency {
-			continue
+			return
 		}
 		// Spread equal loads by a hash of intent and node, the same everywhere.
-		h := fnv.New64a()
-		h.Write([]byte(in.ID + "\x00" + n.ID))
-		rank := uint64(n.InFlight)<<40 | h.Sum64()>>24
-		if best == nil || rank < bestRank {
+		rank := uint64(n.InFlight)<<40 | spread(in.ID, n.ID)>>24
+		if best == nil || rank < bestRank || (rank == bestRank && n.ID < best.ID) {
 			best, bestRank = n, rank
 		}
 	}
+	if t := in.Target; t != nil && t.Node != "" {
+		if n := s.Nodes[t.Node]; n != nil {
+			consider(n)
+		}
+		for id := range f.idx.names[t.Node] {
+			if n := s.Nodes[id]; n != nil && id != t.Node {
+				consider(n)
+			}
+		}
+		return best, eligible
+	}
+	for _, n := range s.Nodes {
+		consider(n)
+	}
 	return best, eligible
+}
+
+// spread is FNV-1a of intent id, a zero byte and node id.
+func spread(intent, node string) uint64 {
+	const prime = 1099511628211
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(intent); i++ {
+		h = (h ^ uint64(intent[i])) * prime
+	}
+	h *= prime // the zero byte
+	for i := 0; i < len(node); i++ {
+		h = (h ^ uint64(node[i])) * prime
+	}
+	return h
 }
 
 func (f *FSM) eligible(n *Node, in *Intent, tool *Tool) bool {

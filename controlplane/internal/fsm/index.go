@@ -57,6 +57,16 @@ type indexes struct {
 	// open holds the ids of each node's open dispatches, so that a server
 	// pushing a node's work reads that node's, not every dispatch.
 	open map[string]map[string]bool
+	// names holds the ids of the nodes of each name, for intents that
+	// target a node by name.
+	names map[string]map[string]bool
+}
+
+func (x *indexes) named(name, id string) {
+	if x.names[name] == nil {
+		x.names[name] = map[string]bool{}
+	}
+	x.names[name][id] = true
 }
 
 func (x *indexes) opened(node, id string) {
@@ -74,7 +84,10 @@ func (x *indexes) closed(node, id string) {
 }
 
 func buildIndexes(s *State) *indexes {
-	x := &indexes{open: map[string]map[string]bool{}}
+	x := &indexes{open: map[string]map[string]bool{}, names: map[string]map[string]bool{}}
+	for id, n := range s.Nodes {
+		x.named(n.Name, id)
+	}
 	for _, id := range sortedKeys(s.Intents) {
 		in := s.Intents[id]
 		if !Final(in.State) {

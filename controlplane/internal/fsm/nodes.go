@@ -124,6 +124,7 @@ func (f *FSM) applyEnroll(c *Enroll) Result {
 		ID: c.Node, Name: c.Name, Labels: tok.Labels, Public: c.Public, Status: NodeDown,
 		Tools: map[string]string{}, EnrolledAt: now, UpdatedAt: now,
 	}
+	f.idx.named(c.Name, c.Node)
 	return Result{}
 }
 
