@@ -86,12 +86,12 @@ func (s *Server) watchSessions() {
 		if time.Since(started) < 3*every || s.node.Raft.State() != raft.Leader {
 			continue
 		}
-		for _, n := range s.fsm.Nodes() {
-			if n.Server != s.cfg.ID || n.Status == fsm.NodeDown || s.fleet.session(n.ID) != nil {
+		for _, id := range s.fsm.HeldBy(s.cfg.ID) {
+			if s.fleet.session(id) != nil {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			s.applyAnywhere(ctx, fsm.MsgNodeSession, fsm.NodeSession{At: s.now(), Node: n.ID, Server: s.cfg.ID})
+			s.applyAnywhere(ctx, fsm.MsgNodeSession, fsm.NodeSession{At: s.now(), Node: id, Server: s.cfg.ID})
 			cancel()
 		}
 	}

@@ -185,7 +185,18 @@ func (ss *session) push() {
 			ss.bye(protocol.ErrorBody{Code: fsm.CodeNodeRevoked, Message: "node is revoked"}, closeRevoked)
 			return
 		}
-		for _, d := range ss.srv.fsm.OpenDispatches(ss.node) {
+		open := ss.srv.fsm.OpenDispatches(ss.node)
+		if len(ss.sent) > len(open) {
+			// Forget what has closed, so that sent holds open dispatches only.
+			still := make(map[string]bool, len(open))
+			for _, d := range open {
+				if ss.sent[d.ID] {
+					still[d.ID] = true
+				}
+			}
+			ss.sent = still
+		}
+		for _, d := range open {
 			if ss.sent[d.ID] {
 				continue
 			}
