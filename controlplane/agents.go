@@ -29,6 +29,15 @@ func (s *Server) listenAgents(cert tls.Certificate) error {
 		return fmt.Errorf("controlplane: agent address: %w", err)
 	}
 	s.fleet, s.agents = fl, ln
+	s.fsm.OnNodeChange(func(node string) {
+		if node == "" {
+			for _, ss := range fl.all() {
+				ss.kick()
+			}
+		} else if ss := fl.session(node); ss != nil {
+			ss.kick()
+		}
+	})
 	return nil
 }
 
@@ -79,7 +88,7 @@ func (s *Server) watchSessions() {
 			silent := time.Since(ss.lastSeen) > 3*every
 			ss.mu.Unlock()
 			if silent {
-				ss.log.Warn("node went silent; ending its session")
+				ss.log().Warn("node went silent; ending its session")
 				ss.close("silent")
 			}
 		}

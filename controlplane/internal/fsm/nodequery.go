@@ -43,14 +43,6 @@ func (f *FSM) HeldBy(server string) []string {
 	return out
 }
 
-// WatchNode returns a node's record and a channel closed at its next change
-// or its next dispatch.
-func (f *FSM) WatchNode(id string) (Node, <-chan struct{}, bool) {
-	ch := f.watch.watch(NodeWatch(id))
-	n, ok := f.Node(id)
-	return n, ch, ok
-}
-
 // JoinToken returns an unused join token.
 func (f *FSM) JoinToken(id string) (JoinToken, bool) {
 	f.mu.RLock()

@@ -104,7 +104,9 @@ const (
 
 // NodeWatch is the watch key of a node: woken when it is given a dispatch or
 // its record changes.
-func NodeWatch(id string) string { return "\x00node:" + id }
+func NodeWatch(id string) string { return nodeWatchPrefix + id }
+
+const nodeWatchPrefix = "\x00node:"
 
 func (f *FSM) applyEnroll(c *Enroll) Result {
 	now := f.advance(c.At)

@@ -356,6 +356,9 @@ func startFleetServer(e *env, dir string, o fleetOptions) (*fleetServer, error) 
 	if o.cpuProfile != "" {
 		args = append(args, "--cpuprofile", o.cpuProfile)
 	}
+	if o.heapProfile != "" {
+		args = append(args, "--memprofilerate", "4096")
+	}
 	cmd := exec.Command(exe, args...)
 	cmd.Stderr = e.err
 	in, err := cmd.StdinPipe()
@@ -419,12 +422,16 @@ func (s *fleetServer) stop() {
 // stdin with its memory after a GC, until stdin closes.
 func newBenchFleetServer(e *env) *cobra.Command {
 	var dir, addr, cpuProfile string
+	var memRate int
 	cmd := &cobra.Command{
 		Use:    "fleet-server --data-dir DIR --addr ADDR",
 		Short:  "The server process of writ bench fleet",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
+			if memRate > 0 {
+				runtime.MemProfileRate = memRate
+			}
 			if cpuProfile != "" {
 				f, err := os.Create(cpuProfile)
 				if err != nil {
@@ -472,13 +479,26 @@ func newBenchFleetServer(e *env) *cobra.Command {
 	cmd.Flags().StringVar(&dir, "data-dir", "", "data directory")
 	cmd.Flags().StringVar(&addr, "addr", "", "API address (TCP) and node sessions (UDP)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "CPU profile file")
+	cmd.Flags().IntVar(&memRate, "memprofilerate", 0, "runtime.MemProfileRate (0: the default)")
 	return cmd
 }
 
+// serverMem collects garbage until goroutine stacks stop shrinking (each GC
+// halves an idle goroutine's oversized stack; a long-running server gets
+// there by its periodic GCs), returns freed memory to the OS, and reports.
 func serverMem() memReport {
-	runtime.GC()
-	debug.FreeOSMemory()
 	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	for range 10 {
+		before := ms.StackInuse
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		if ms.StackInuse >= before {
+			break
+		}
+	}
+	debug.FreeOSMemory()
 	runtime.ReadMemStats(&ms)
 	return memReport{HeapAlloc: ms.HeapAlloc, HeapInuse: ms.HeapInuse, StackInuse: ms.StackInuse, Sys: ms.Sys,
 		RSS: selfRSS(), Goroutines: runtime.NumGoroutine()}
