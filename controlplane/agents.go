@@ -49,6 +49,16 @@ func (s *Server) AgentAddr() string {
 	return s.agents.Addr().String()
 }
 
+// NodeSessions is the number of node sessions this server holds.
+func (s *Server) NodeSessions() int {
+	if s.fleet == nil {
+		return 0
+	}
+	s.fleet.mu.Lock()
+	defer s.fleet.mu.Unlock()
+	return len(s.fleet.sessions)
+}
+
 // CAFingerprint is the cluster CA fingerprint join tokens pin.
 func (s *Server) CAFingerprint() string {
 	if s.fleet == nil {

@@ -90,6 +90,13 @@ func (s *Server) serveSession(conn *quic.Conn) {
 	s.metrics.sessions.Inc()
 	ss.log().Info("node session began", "remote", conn.RemoteAddr().String())
 	ss.kick()
+	go ss.serve()
+}
+
+// serve reads the node's frames until the session ends, on a goroutine of
+// its own whose stack never held the handshake's.
+func (ss *session) serve() {
+	s, id := ss.srv, ss.node
 	ss.read()
 	ss.close("session ended")
 	s.metrics.sessions.Dec()

@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"sync"
@@ -188,6 +189,17 @@ func (a *Agent) Connect(ctx context.Context, tr *quic.Transport, addr *net.UDPAd
 			return err
 		}
 	}
+	if every := time.Duration(w.HeartbeatMS) * time.Millisecond; every > 0 {
+		// A timer, not a goroutine, per agent; the first beat at a random
+		// point of the period, so that a fleet's beats spread out.
+		var t *time.Timer
+		t = time.AfterFunc(mrand.N(every), func() {
+			if a.Heartbeat() == nil {
+				t.Reset(every)
+			}
+		})
+		context.AfterFunc(conn.Context(), func() { t.Stop() })
+	}
 	go a.serve()
 	return nil
 }
@@ -262,30 +274,4 @@ func (a *Agent) answer(d *protocol.Dispatch) error {
 		return err
 	}
 	return a.write(protocol.FrameResult, protocol.ResultFrame{Result: raw})
-}
-
-// Heartbeats sends each agent's heartbeat once per every, spread evenly over
-// the period, until ctx ends: one goroutine for the whole fleet.
-func Heartbeats(ctx context.Context, agents []*Agent, every time.Duration) {
-	if len(agents) == 0 {
-		return
-	}
-	gap := every / time.Duration(len(agents))
-	t := time.NewTicker(max(gap, time.Millisecond))
-	defer t.Stop()
-	per := max(1, int(time.Millisecond/max(gap, 1))) // agents per tick when the gap is under a tick
-	for i := 0; ; {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		for range per {
-			a := agents[i%len(agents)]
-			i++
-			if a.conn != nil && a.conn.Context().Err() == nil {
-				a.Heartbeat()
-			}
-		}
-	}
 }

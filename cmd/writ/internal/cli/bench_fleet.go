@@ -75,7 +75,7 @@ run no tool. Measured, each beside its baseline from the same run:
 	cmd.Flags().IntVar(&o.transports, "transports", 8, "UDP sockets the agents share")
 	cmd.Flags().IntVar(&o.conc, "concurrency", 32, "enrollments and connections at once")
 	cmd.Flags().DurationVar(&o.settle, "settle", 5*time.Second, "idle time before the memory is measured")
-	cmd.Flags().StringVar(&o.cpuProfile, "cpuprofile", "", "write the server's CPU profile of the run to this file")
+	cmd.Flags().StringVar(&o.cpuProfile, "cpuprofile", "", "write the server's CPU profile of the dispatches to the fleet to this file")
 	cmd.Flags().StringVar(&o.heapProfile, "memprofile", "", "write the server's heap profile with the agents idle to this file")
 	return cmd
 }
@@ -88,6 +88,9 @@ type memReport struct {
 	Sys        uint64 `json:"sys"`
 	RSS        uint64 `json:"rss"`
 	Goroutines int    `json:"goroutines"`
+	Sessions   int    `json:"sessions"`
+	NumGC      uint32 `json:"num_gc"`
+	GCPause    uint64 `json:"gc_pause_total_ns"`
 }
 
 type latency struct {
@@ -103,6 +106,7 @@ type fleetReport struct {
 	Procs      int       `json:"gomaxprocs"`
 	Before     memReport `json:"server_before"`
 	After      memReport `json:"server_after"`
+	End        memReport `json:"server_end"` // after the dispatch measurements
 	// Per idle agent: the differences divided by Agents.
 	HeapPerAgent       float64       `json:"heap_per_agent"`
 	StackPerAgent      float64       `json:"stack_per_agent"`
@@ -227,9 +231,6 @@ func benchFleet(e *env, o fleetOptions) (*fleetReport, error) {
 		return nil, fmt.Errorf("connecting: %w", err)
 	}
 	r.Connect = time.Since(start)
-	hbCtx, stopHB := context.WithCancel(ctx)
-	defer stopHB()
-	go simagent.Heartbeats(hbCtx, agents, 10*time.Second)
 	time.Sleep(o.settle)
 	if r.After, err = srv.mem(o.heapProfile); err != nil {
 		return nil, err
@@ -246,11 +247,24 @@ func benchFleet(e *env, o fleetOptions) (*fleetReport, error) {
 	r.StackPerAgent = (float64(r.After.StackInuse) - float64(r.Before.StackInuse)) / n
 	r.RSSPerAgent = (float64(r.After.RSS) - float64(r.Before.RSS)) / n
 	r.GoroutinesPerAgent = float64(r.After.Goroutines-r.Before.Goroutines) / n
+	if o.cpuProfile != "" {
+		if err := srv.command("cpu "+o.cpuProfile, nil); err != nil {
+			return nil, err
+		}
+	}
 	fmt.Fprintf(e.err, "writ bench fleet: %d dispatches to random agents\n", o.dispatches)
 	if r.Random, err = dispatch("random", func() string { return agents[rand.IntN(len(agents))].ID }); err != nil {
 		return nil, err
 	}
 	if r.Untargeted, err = dispatch("any", func() string { return "" }); err != nil {
+		return nil, err
+	}
+	if o.cpuProfile != "" {
+		if err := srv.command("cpustop", nil); err != nil {
+			return nil, err
+		}
+	}
+	if r.End, err = srv.mem(""); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -268,6 +282,7 @@ func printFleet(e *env, r *fleetReport) {
 	w("%-26s %14s %14s %10.1f KiB", "heap + stacks", kib(r.Before.HeapAlloc+r.Before.StackInuse), kib(r.After.HeapAlloc+r.After.StackInuse), (r.HeapPerAgent+r.StackPerAgent)/1024)
 	w("%-26s %14s %14s %10.1f KiB", "RSS", kib(r.Before.RSS), kib(r.After.RSS), r.RSSPerAgent/1024)
 	w("%-26s %14d %14d %14.2f", "goroutines", r.Before.Goroutines, r.After.Goroutines, r.GoroutinesPerAgent)
+	w("%-26s %14d %14d", "node sessions", r.Before.Sessions, r.After.Sessions)
 	w("")
 	w("%-26s %10s %10s %10s", "dispatch, submit to result", "p50", "p99", "max")
 	row := func(name string, l latency) {
@@ -276,6 +291,8 @@ func printFleet(e *env, r *fleetReport) {
 	row("one agent (baseline)", r.One)
 	row(fmt.Sprintf("random of %d", r.Agents), r.Random)
 	row(fmt.Sprintf("untargeted, %d", r.Agents), r.Untargeted)
+	w("server GCs during the dispatches to the fleet: %d, %s of pauses", r.End.NumGC-r.After.NumGC,
+		time.Duration(r.End.GCPause-r.After.GCPause).Round(time.Microsecond))
 }
 
 func percentiles(d []time.Duration) latency {
@@ -353,9 +370,6 @@ func startFleetServer(e *env, dir string, o fleetOptions) (*fleetServer, error) 
 		return nil, err
 	}
 	args := []string{"bench", "fleet-server", "--data-dir", dir, "--addr", addr}
-	if o.cpuProfile != "" {
-		args = append(args, "--cpuprofile", o.cpuProfile)
-	}
 	if o.heapProfile != "" {
 		args = append(args, "--memprofilerate", "4096")
 	}
@@ -399,10 +413,18 @@ func (s *fleetServer) line(v any) error {
 // when set.
 func (s *fleetServer) mem(file string) (memReport, error) {
 	var m memReport
-	if _, err := fmt.Fprintf(s.in, "mem %s\n", file); err != nil {
-		return m, err
+	return m, s.command(strings.TrimSpace("mem "+file), &m)
+}
+
+// command sends one line to the server and reads its answer into v.
+func (s *fleetServer) command(line string, v any) error {
+	if _, err := fmt.Fprintln(s.in, line); err != nil {
+		return err
 	}
-	return m, s.line(&m)
+	if v == nil {
+		v = &struct{}{}
+	}
+	return s.line(v)
 }
 
 func (s *fleetServer) stop() {
@@ -421,7 +443,7 @@ func (s *fleetServer) stop() {
 // loopback that reports its address on stdout, then answers "mem [FILE]" on
 // stdin with its memory after a GC, until stdin closes.
 func newBenchFleetServer(e *env) *cobra.Command {
-	var dir, addr, cpuProfile string
+	var dir, addr string
 	var memRate int
 	cmd := &cobra.Command{
 		Use:    "fleet-server --data-dir DIR --addr ADDR",
@@ -431,17 +453,6 @@ func newBenchFleetServer(e *env) *cobra.Command {
 		RunE: func(*cobra.Command, []string) error {
 			if memRate > 0 {
 				runtime.MemProfileRate = memRate
-			}
-			if cpuProfile != "" {
-				f, err := os.Create(cpuProfile)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				if err := pprof.StartCPUProfile(f); err != nil {
-					return err
-				}
-				defer pprof.StopCPUProfile()
 			}
 			base := controlplane.DefaultConfig()
 			base.Logger = slog.New(slog.NewTextHandler(e.err, &slog.HandlerOptions{Level: slog.LevelError}))
@@ -458,18 +469,46 @@ func newBenchFleetServer(e *env) *cobra.Command {
 				return err
 			}
 			sc := bufio.NewScanner(e.in)
+			var cpu *os.File
+			defer func() {
+				if cpu != nil {
+					pprof.StopCPUProfile()
+					cpu.Close()
+				}
+			}()
 			for sc.Scan() {
 				cmd, file, _ := strings.Cut(sc.Text(), " ")
-				if cmd != "mem" {
-					return fmt.Errorf("fleet-server: unknown command %q", cmd)
-				}
-				m := serverMem()
-				if file != "" {
-					if err := writeHeapProfile(file); err != nil {
+				var reply any = struct{}{}
+				switch {
+				case cmd == "mem":
+					m := serverMem()
+					m.Sessions = s.NodeSessions()
+					if file != "" {
+						if err := writeHeapProfile(file); err != nil {
+							return err
+						}
+					}
+					reply = m
+				case cmd == "cpu" && cpu == nil:
+					f, err := os.Create(file)
+					if err != nil {
 						return err
 					}
+					if err := pprof.StartCPUProfile(f); err != nil {
+						f.Close()
+						return err
+					}
+					cpu = f
+				case cmd == "cpustop" && cpu != nil:
+					pprof.StopCPUProfile()
+					if err := cpu.Close(); err != nil {
+						return err
+					}
+					cpu = nil
+				default:
+					return fmt.Errorf("fleet-server: unexpected command %q", sc.Text())
 				}
-				if err := e.printJSON(m); err != nil {
+				if err := e.printJSON(reply); err != nil {
 					return err
 				}
 			}
@@ -478,7 +517,6 @@ func newBenchFleetServer(e *env) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&dir, "data-dir", "", "data directory")
 	cmd.Flags().StringVar(&addr, "addr", "", "API address (TCP) and node sessions (UDP)")
-	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "CPU profile file")
 	cmd.Flags().IntVar(&memRate, "memprofilerate", 0, "runtime.MemProfileRate (0: the default)")
 	return cmd
 }
@@ -501,7 +539,7 @@ func serverMem() memReport {
 	debug.FreeOSMemory()
 	runtime.ReadMemStats(&ms)
 	return memReport{HeapAlloc: ms.HeapAlloc, HeapInuse: ms.HeapInuse, StackInuse: ms.StackInuse, Sys: ms.Sys,
-		RSS: selfRSS(), Goroutines: runtime.NumGoroutine()}
+		RSS: selfRSS(), Goroutines: runtime.NumGoroutine(), NumGC: ms.NumGC, GCPause: ms.PauseTotalNs}
 }
 
 func writeHeapProfile(file string) error {
