@@ -52,61 +52,39 @@ func (f *FSM) schedule(in *Intent, index uint64) []string {
 
 // pick returns the eligible node with the fewest dispatches in flight and a
 // free slot (nil when all are full), and whether any node is eligible. An
-// intent targeted at one node looks at the nodes of that id or name only, so
-// its cost does not grow with the fleet; otherwise every node is a candidate.
-// The choice is the same in any iteration order: lowest rank, then lowest id.
+// intent targeted at one node looks at the nodes of that id or name only;
+// any other walks the scheduler's index (sched.go). Equal loads are spread
+// by hashes: the choice is a function of the replicated state only.
 func (f *FSM) pick(in *Intent) (*Node, bool) {
 	s := f.state
 	tool := s.Tools[in.Tool]
 	if tool == nil {
 		return nil, false
 	}
+	t := in.Target
+	if t == nil || t.Node == "" {
+		return f.pickOnRing(in, tool)
+	}
 	var best *Node
-	var bestRank uint64
 	eligible := false
 	consider := func(n *Node) {
 		if !f.eligible(n, in, tool) {
 			return
 		}
 		eligible = true
-		if n.InFlight >= n.Concurrency {
-			return
-		}
-		// Spread equal loads by a hash of intent and node, the same everywhere.
-		rank := uint64(n.InFlight)<<40 | spread(in.ID, n.ID)>>24
-		if best == nil || rank < bestRank || (rank == bestRank && n.ID < best.ID) {
-			best, bestRank = n, rank
+		if n.InFlight < n.Concurrency && (best == nil || targetBefore(in, n, best)) {
+			best = n
 		}
 	}
-	if t := in.Target; t != nil && t.Node != "" {
-		if n := s.Nodes[t.Node]; n != nil {
-			consider(n)
-		}
-		for id := range f.idx.names[t.Node] {
-			if n := s.Nodes[id]; n != nil && id != t.Node {
-				consider(n)
-			}
-		}
-		return best, eligible
-	}
-	for _, n := range s.Nodes {
+	if n := s.Nodes[t.Node]; n != nil {
 		consider(n)
 	}
+	for _, id := range f.idx.names[t.Node] {
+		if n := s.Nodes[id]; n != nil && id != t.Node {
+			consider(n)
+		}
+	}
 	return best, eligible
-}
-
-// spread is FNV-1a of intent id, a zero byte and node id.
-func spread(intent, node string) uint64 {
-	const prime = 1099511628211
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(intent); i++ {
-		h = (h ^ uint64(intent[i])) * prime
-	}
-	h *= prime // the zero byte
-	for i := 0; i < len(node); i++ {
-		h = (h ^ uint64(node[i])) * prime
-	}
-	return h
 }
 
 func (f *FSM) eligible(n *Node, in *Intent, tool *Tool) bool {
@@ -147,6 +125,7 @@ func (f *FSM) dispatch(in *Intent, n *Node, index uint64) []string {
 	f.idx.deadlines.add(d.Deadline, d.ID)
 	f.idx.opened(n.ID, d.ID)
 	n.InFlight++
+	f.reschedule(n)
 	in.Dispatch = &protocol.DispatchRef{ID: d.ID, Node: n.ID, Fence: index}
 	in.UpdatedAt, in.Index = now, index
 	return []string{in.ID, NodeWatch(n.ID)}

@@ -162,6 +162,7 @@ func (f *FSM) apply(index uint64, t MsgType, data []byte) (res Result, changed [
 		var c PutTool
 		decode(&c)
 		f.state.Tools[c.Name] = &c
+		f.idx.sched = buildSched(f.state) // which nodes may run it may have changed
 	case MsgPutPolicy:
 		var c PutPolicy
 		decode(&c)

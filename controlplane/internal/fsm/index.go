@@ -58,15 +58,10 @@ type indexes struct {
 	// pushing a node's work reads that node's, not every dispatch.
 	open map[string]map[string]bool
 	// names holds the ids of the nodes of each name, for intents that
-	// target a node by name.
-	names map[string]map[string]bool
-}
-
-func (x *indexes) named(name, id string) {
-	if x.names[name] == nil {
-		x.names[name] = map[string]bool{}
-	}
-	x.names[name][id] = true
+	// target a node by name (nodes are never removed).
+	names map[string][]string
+	// sched orders the ready nodes of each tool for the scheduler.
+	sched *schedIndex
 }
 
 func (x *indexes) opened(node, id string) {
@@ -84,9 +79,10 @@ func (x *indexes) closed(node, id string) {
 }
 
 func buildIndexes(s *State) *indexes {
-	x := &indexes{open: map[string]map[string]bool{}, names: map[string]map[string]bool{}}
-	for id, n := range s.Nodes {
-		x.named(n.Name, id)
+	x := &indexes{open: map[string]map[string]bool{}, names: map[string][]string{}, sched: buildSched(s)}
+	for _, id := range sortedKeys(s.Nodes) {
+		n := s.Nodes[id]
+		x.names[n.Name] = append(x.names[n.Name], id)
 	}
 	for _, id := range sortedKeys(s.Intents) {
 		in := s.Intents[id]

@@ -126,7 +126,7 @@ func (f *FSM) applyEnroll(c *Enroll) Result {
 		ID: c.Node, Name: c.Name, Labels: tok.Labels, Public: c.Public, Status: NodeDown,
 		Tools: map[string]string{}, EnrolledAt: now, UpdatedAt: now,
 	}
-	f.idx.named(c.Name, c.Node)
+	f.idx.names[c.Name] = append(f.idx.names[c.Name], c.Node)
 	return Result{}
 }
 
@@ -149,6 +149,7 @@ func (f *FSM) applyNodeSession(index uint64, c *NodeSession) (Result, []string) 
 			n.Status = NodeDown
 		}
 		n.Server, n.UpdatedAt = "", now
+		f.reschedule(n)
 		return Result{}, []string{NodeWatch(n.ID)}
 	}
 	n.OS, n.Arch, n.Version, n.Concurrency = c.OS, c.Arch, c.Version, max(c.Concurrency, 1)
@@ -161,6 +162,7 @@ func (f *FSM) applyNodeSession(index uint64, c *NodeSession) (Result, []string) 
 	if n.Status == NodeDown {
 		n.Status = NodeReady
 	}
+	f.reschedule(n)
 	return Result{}, append([]string{NodeWatch(n.ID)}, f.drainQueue(index)...)
 }
 
@@ -187,6 +189,7 @@ func (f *FSM) applyNodeStatus(index uint64, c *NodeStatus) (Result, []string) {
 		return refuse(protocol.CodeMalformed, "status %q is not ready, draining or revoked", c.Status), nil
 	}
 	n.UpdatedAt = now
+	f.reschedule(n)
 	changed := []string{NodeWatch(n.ID)}
 	if n.Status == NodeReady {
 		changed = append(changed, f.drainQueue(index)...)
