@@ -2,20 +2,27 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/quic-go/quic-go"
 	"github.com/spf13/cobra"
 
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/controlplane"
+	"github.com/writhq/writ/internal/simagent"
 	"github.com/writhq/writ/nodeagent"
+	"github.com/writhq/writ/protocol"
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/tiers"
 )
@@ -80,10 +87,23 @@ type e2eReport struct {
 	// SandboxRaw its raw baseline (a wazero instantiate and call).
 	SandboxStart time.Duration `json:"sandbox_start_p50_ns"`
 	SandboxRaw   time.Duration `json:"sandbox_raw_p50_ns"`
-	All          latency       `json:"e2e"`
-	Leader       latency       `json:"e2e_via_leader"`
-	Follower     latency       `json:"e2e_via_follower"`
-	// SessionServer is whether the agent's session is with the leader.
+	// Fsync is a 4 KiB write and fsync in the data directory: every intent
+	// waits for several (Raft's log on a majority, the receipt log, the
+	// agent's journal and outbox).
+	Fsync latency `json:"fsync"`
+	// RaftApply is one entry the size of an admission's through Raft on the
+	// leader, one at a time: an intent commits two (admission, result).
+	RaftApply latency `json:"raft_apply"`
+	// Sim: the same submissions answered at once by a simulated agent whose
+	// session is with a follower: the control plane's own share.
+	Sim         latency `json:"e2e_sim_agent"`
+	SimLeader   latency `json:"e2e_sim_agent_via_leader"`
+	SimFollower latency `json:"e2e_sim_agent_via_follower"`
+	// With the real agent and the sandbox.
+	All      latency `json:"e2e"`
+	Leader   latency `json:"e2e_via_leader"`
+	Follower latency `json:"e2e_via_follower"`
+	// SessionOnLeader is whether the real agent's session is with the leader.
 	SessionOnLeader bool `json:"session_on_leader"`
 }
 
@@ -166,8 +186,30 @@ func benchE2E(e *env, o e2eOptions) (*e2eReport, error) {
 			r.SessionOnLeader = v.Server == s.ID()
 		}
 	}
+	if r.Fsync, err = fsyncLatency(dir, max(o.n/2, 50)); err != nil {
+		return nil, err
+	}
+	entry, err := controlplane.AdmitEntrySize(signBenchIntent(creds.Tenant, creds.Orchestrator.KeyID, secret, "e2e-size", params, nil))
+	if err != nil {
+		return nil, err
+	}
+	var applies []time.Duration
+	for range max(o.n/2, 50) {
+		t := time.Now()
+		if err := leader.ApplyNoop(ctx, entry); err != nil {
+			return nil, err
+		}
+		applies = append(applies, time.Since(t))
+	}
+	r.RaftApply = percentiles(applies)
+	sim, stopSim, err := startSimAgent(ctx, leader, servers, caPEM)
+	if err != nil {
+		return nil, err
+	}
+	defer stopSim()
+	target := &protocol.Target{Node: node}
 	submit := func(i int, tag string) (time.Duration, error) {
-		raw := signBenchIntent(creds.Tenant, creds.Orchestrator.KeyID, secret, fmt.Sprintf("e2e-%s-%d", tag, i), params, nil)
+		raw := signBenchIntent(creds.Tenant, creds.Orchestrator.KeyID, secret, fmt.Sprintf("e2e-%s-%d", tag, i), params, target)
 		start := time.Now()
 		resp, err := clients[i%len(clients)].Submit(ctx, raw, nil, 30*time.Second)
 		took := time.Since(start)
@@ -184,27 +226,106 @@ func benchE2E(e *env, o e2eOptions) (*e2eReport, error) {
 			return nil, err
 		}
 	}
-	var all, viaLeader, viaFollower []time.Duration
-	for i := range o.n {
-		d, err := submit(i, "timed")
-		if err != nil {
-			return nil, err
+	measure := func(tag string) (all, viaLeader, viaFollower latency, err error) {
+		var a, l, f []time.Duration
+		for i := range o.n {
+			d, err := submit(i, tag)
+			if err != nil {
+				return all, viaLeader, viaFollower, err
+			}
+			a = append(a, d)
+			if servers[i%len(servers)].IsLeader() {
+				l = append(l, d)
+			} else {
+				f = append(f, d)
+			}
 		}
-		all = append(all, d)
-		if servers[i%len(servers)].IsLeader() {
-			viaLeader = append(viaLeader, d)
-		} else {
-			viaFollower = append(viaFollower, d)
-		}
+		return percentiles(a), percentiles(l), percentiles(f), nil
 	}
-	r.All = percentiles(all)
-	if len(viaLeader) > 0 {
-		r.Leader = percentiles(viaLeader)
+	target = &protocol.Target{Node: sim.ID}
+	if r.Sim, r.SimLeader, r.SimFollower, err = measure("sim"); err != nil {
+		return nil, err
 	}
-	if len(viaFollower) > 0 {
-		r.Follower = percentiles(viaFollower)
+	target = &protocol.Target{Node: node}
+	if r.All, r.Leader, r.Follower, err = measure("agent"); err != nil {
+		return nil, err
 	}
 	return r, nil
+}
+
+// startSimAgent enrolls a simulated agent (internal/simagent) and connects it
+// to a follower: dispatches pushed by a follower, results forwarded to the
+// leader.
+func startSimAgent(ctx context.Context, leader *controlplane.Server, servers []*controlplane.Server, caPEM []byte) (*simagent.Agent, func(), error) {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	hc := &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	tok, aerr := leader.CreateJoinToken(ctx, map[string]string{"bench": "sim"}, 10*time.Minute)
+	if aerr != nil {
+		return nil, nil, aerr
+	}
+	a, err := simagent.Enroll(ctx, hc, "https://"+leader.Addr().String(), tok.Token, "bench-sim")
+	if err != nil {
+		return nil, nil, err
+	}
+	var follower *controlplane.Server
+	for _, s := range servers {
+		if !s.IsLeader() {
+			follower = s
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, ok := follower.Node(a.ID); ok {
+			break // the follower has applied the enrollment
+		}
+		if time.Now().After(deadline) {
+			return nil, nil, errors.New("the follower never learnt of the simulated agent's enrollment")
+		}
+	}
+	udp, err := net.ResolveUDPAddr("udp", follower.AgentAddr())
+	if err != nil {
+		return nil, nil, err
+	}
+	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return nil, nil, err
+	}
+	tools, err := fleetTools(ctx, hc, "https://"+leader.Addr().String())
+	if err != nil {
+		return nil, nil, err
+	}
+	tr := &quic.Transport{Conn: pc}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := a.Connect(cctx, tr, udp, tools, &simagent.ServerKeys{}); err != nil {
+		tr.Close()
+		return nil, nil, err
+	}
+	return a, func() { a.Close(); tr.Close() }, nil
+}
+
+// fsyncLatency times n writes of 4 KiB, each followed by an fsync, to a file
+// in dir.
+func fsyncLatency(dir string, n int) (latency, error) {
+	f, err := os.CreateTemp(dir, "fsync-")
+	if err != nil {
+		return latency{}, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	buf := make([]byte, 4096)
+	var d []time.Duration
+	for range n {
+		t := time.Now()
+		if _, err := f.Write(buf); err != nil {
+			return latency{}, err
+		}
+		if err := f.Sync(); err != nil {
+			return latency{}, err
+		}
+		d = append(d, time.Since(t))
+	}
+	return percentiles(d), nil
 }
 
 // startBenchAgent enrolls and runs a node agent whose allowlist holds the
@@ -264,8 +385,13 @@ func printE2E(e *env, r *e2eReport) {
 		w("%-36s %10s %10s %10s", name, l.P50.Round(time.Microsecond), l.P99.Round(time.Microsecond), l.Max.Round(time.Microsecond))
 	}
 	row("raw QUIC round trip (baseline)", r.RTT)
+	row("4 KiB write + fsync (baseline)", r.Fsync)
+	row("Raft apply on the leader (baseline)", r.RaftApply)
 	w("%-36s %10s   (raw wazero instantiate and call %s)", "sandbox start, "+r.Tier+" tier", r.SandboxStart.Round(time.Microsecond), r.SandboxRaw.Round(time.Microsecond))
-	row("submit to recorded result, all", r.All)
+	row("simulated agent on a follower, all", r.Sim)
+	row("  submitted to the leader", r.SimLeader)
+	row("  submitted to a follower", r.SimFollower)
+	row("writ agent + sandbox, all", r.All)
 	row("  submitted to the leader", r.Leader)
 	row("  submitted to a follower", r.Follower)
 	w("target: p50 <= 3ms + sandbox start = %s, p99 <= 15ms + sandbox start = %s",

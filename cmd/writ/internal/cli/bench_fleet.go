@@ -296,6 +296,9 @@ func printFleet(e *env, r *fleetReport) {
 }
 
 func percentiles(d []time.Duration) latency {
+	if len(d) == 0 {
+		return latency{}
+	}
 	s := append([]time.Duration(nil), d...)
 	sortDurations(s)
 	return latency{N: len(s), P50: s[len(s)/2], P99: s[(len(s)*99)/100], Max: s[len(s)-1]}
