@@ -100,6 +100,7 @@ func (s *Server) propose(ctx context.Context, in *protocol.Intent, canon []byte,
 	res, err := s.apply(ctx, fsm.MsgAdmit, &fsm.Admit{
 		At: s.now(), Intent: canon, ID: in.ID, Tenant: in.Tenant, Principal: in.Principal, RunID: in.RunID,
 		Tool: in.Tool, PayloadHash: in.PayloadHash, IdempotencyKey: in.IdempotencyKey, ExpiresAt: expires, Decision: d,
+		Target: in.Target,
 	})
 	if err != nil {
 		return "", raftError(err)

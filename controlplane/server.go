@@ -263,6 +263,7 @@ func (s *Server) WaitLeader(ctx context.Context) error {
 func (s *Server) Close(ctx context.Context) error {
 	close(s.stop)
 	if s.agents != nil {
+		s.fsm.OnNodeChange(nil)
 		s.agents.Close()
 		s.fleet.closeAll()
 	}

@@ -104,7 +104,9 @@ const (
 
 // NodeWatch is the watch key of a node: woken when it is given a dispatch or
 // its record changes.
-func NodeWatch(id string) string { return "\x00node:" + id }
+func NodeWatch(id string) string { return nodeWatchPrefix + id }
+
+const nodeWatchPrefix = "\x00node:"
 
 func (f *FSM) applyEnroll(c *Enroll) Result {
 	now := f.advance(c.At)
@@ -124,6 +126,7 @@ func (f *FSM) applyEnroll(c *Enroll) Result {
 		ID: c.Node, Name: c.Name, Labels: tok.Labels, Public: c.Public, Status: NodeDown,
 		Tools: map[string]string{}, EnrolledAt: now, UpdatedAt: now,
 	}
+	f.idx.names[c.Name] = append(f.idx.names[c.Name], c.Node)
 	return Result{}
 }
 
@@ -146,6 +149,7 @@ func (f *FSM) applyNodeSession(index uint64, c *NodeSession) (Result, []string) 
 			n.Status = NodeDown
 		}
 		n.Server, n.UpdatedAt = "", now
+		f.reschedule(n)
 		return Result{}, []string{NodeWatch(n.ID)}
 	}
 	n.OS, n.Arch, n.Version, n.Concurrency = c.OS, c.Arch, c.Version, max(c.Concurrency, 1)
@@ -158,6 +162,7 @@ func (f *FSM) applyNodeSession(index uint64, c *NodeSession) (Result, []string) 
 	if n.Status == NodeDown {
 		n.Status = NodeReady
 	}
+	f.reschedule(n)
 	return Result{}, append([]string{NodeWatch(n.ID)}, f.drainQueue(index)...)
 }
 
@@ -184,6 +189,7 @@ func (f *FSM) applyNodeStatus(index uint64, c *NodeStatus) (Result, []string) {
 		return refuse(protocol.CodeMalformed, "status %q is not ready, draining or revoked", c.Status), nil
 	}
 	n.UpdatedAt = now
+	f.reschedule(n)
 	changed := []string{NodeWatch(n.ID)}
 	if n.Status == NodeReady {
 		changed = append(changed, f.drainQueue(index)...)
