@@ -99,7 +99,8 @@ func (s *Server) propose(ctx context.Context, in *protocol.Intent, canon []byte,
 	expires, _ := protocol.ParseTime(in.ExpiresAt)
 	res, err := s.apply(ctx, fsm.MsgAdmit, &fsm.Admit{
 		At: s.now(), Intent: canon, ID: in.ID, Tenant: in.Tenant, Principal: in.Principal, RunID: in.RunID,
-		Tool: in.Tool, PayloadHash: in.PayloadHash, IdempotencyKey: in.IdempotencyKey, ExpiresAt: expires, Decision: d,
+		Tool: in.Tool, PayloadHash: in.PayloadHash, IdempotencyKey: in.IdempotencyKey, ExpiresAt: expires,
+		Target: in.Target, Decision: d,
 	})
 	if err != nil {
 		return "", raftError(err)
