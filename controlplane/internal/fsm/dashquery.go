@@ -86,19 +86,28 @@ func (f *FSM) StatesPerMinute(since time.Time) map[time.Time]map[string]int {
 }
 
 // NodeDispatches returns the intent ids of a node's most recent dispatches,
-// newest first.
+// newest first, at most limit. It keeps only the newest limit while it scans:
+// the dashboard asks on every change of a node, which may hold many
+// dispatches, and asks for none (limit 0) in its live events.
 func (f *FSM) NodeDispatches(node string, limit int) []string {
+	if limit <= 0 {
+		return nil
+	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	var ds []*Dispatch
+	var ds []*Dispatch // newest first
 	for _, d := range f.state.Dispatches {
-		if d.Node == node {
-			ds = append(ds, d)
+		if d.Node != node || (len(ds) == limit && d.Fence <= ds[limit-1].Fence) {
+			continue
 		}
+		i, _ := slices.BinarySearchFunc(ds, d, func(a, b *Dispatch) int { return cmp.Compare(b.Fence, a.Fence) })
+		if len(ds) == limit {
+			ds = ds[:limit-1]
+		}
+		ds = slices.Insert(ds, i, d)
 	}
-	slices.SortFunc(ds, func(a, b *Dispatch) int { return cmp.Compare(b.Fence, a.Fence) })
-	var out []string
-	for _, d := range ds[:min(limit, len(ds))] {
+	out := make([]string, 0, len(ds))
+	for _, d := range ds {
 		out = append(out, d.IntentID)
 	}
 	return out
