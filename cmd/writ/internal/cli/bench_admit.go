@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -113,6 +114,7 @@ func (p benchProfiles) start() (stop func(), err error) {
 
 type benchResult struct {
 	perSec   float64
+	cpuPerOp time.Duration // CPU time of this whole process (servers and clients) per operation
 	p50, p99 time.Duration
 	errors   int64
 	firstErr string
@@ -174,7 +176,7 @@ func benchAdmit(e *env, n, paramBytes int, concs []int, modes []string) error {
 	}
 	fmt.Fprintf(e.out, "writ bench admit: 3 servers on loopback, %d-byte params, entries of %d bytes, %d operations each, GOMAXPROCS %d\n",
 		paramBytes, size, n, runtimeProcs())
-	fmt.Fprintf(e.out, "%-6s %-13s %12s %10s %10s %8s\n", "conc", "what", "ops/s", "p50", "p99", "x raft")
+	fmt.Fprintf(e.out, "%-6s %-13s %12s %10s %10s %8s %10s\n", "conc", "what", "ops/s", "p50", "p99", "x raft", "cpu/op")
 	for _, conc := range concs {
 		raw := benchResult{}
 		if slices.Contains(modes, "raft-apply") {
@@ -221,7 +223,7 @@ func row(e *env, conc int, what string, r benchResult, raw float64) {
 	if raw > 0 {
 		ratio = fmt.Sprintf("%.0f%%", 100*r.perSec/raw)
 	}
-	fmt.Fprintf(e.out, "%-6d %-13s %12.0f %10s %10s %8s\n", conc, what, r.perSec, r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), ratio)
+	fmt.Fprintf(e.out, "%-6d %-13s %12.0f %10s %10s %8s %10s\n", conc, what, r.perSec, r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), ratio, r.cpuPerOp.Round(time.Microsecond))
 	if r.errors > 0 {
 		fmt.Fprintf(e.out, "       %d errors; first: %s\n", r.errors, r.firstErr)
 	}
@@ -241,6 +243,7 @@ func measure(n, conc int, f func(i int) error) benchResult {
 	var first atomic.Value
 	lat := make([]time.Duration, n)
 	var wg sync.WaitGroup
+	cpu0 := processCPU()
 	start := time.Now()
 	for w := 0; w < conc; w++ {
 		wg.Add(1)
@@ -263,12 +266,24 @@ func measure(n, conc int, f func(i int) error) benchResult {
 	}
 	wg.Wait()
 	el := time.Since(start)
+	cpu := processCPU() - cpu0
 	sort.Slice(lat, func(a, b int) bool { return lat[a] < lat[b] })
-	r := benchResult{perSec: float64(n) / el.Seconds(), p50: lat[n/2], p99: lat[n*99/100], errors: errs.Load()}
+	r := benchResult{perSec: float64(n) / el.Seconds(), p50: lat[n/2], p99: lat[n*99/100], errors: errs.Load(), cpuPerOp: cpu / time.Duration(n)}
 	if s, ok := first.Load().(string); ok {
 		r.firstErr = s
 	}
 	return r
+}
+
+// processCPU is the user and system CPU time this process has used: on a
+// shared machine, where throughput depends on what else runs, the cost of an
+// operation is still measured.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
