@@ -154,6 +154,37 @@ func (s *Server) adminCall(ctx context.Context, c AdminCall) error {
 // IsLeader reports whether this server leads the cluster now.
 func (s *Server) IsLeader() bool { return s.isLeader() }
 
+// AddBenchNode records, through Raft on this server (the leader), a ready node
+// that may run every registered tool with room for every dispatch, so that
+// benchmarked intents are admitted and dispatched as in production rather than
+// rejected for want of a node. The node never connects: this measures
+// admission, not execution.
+func (s *Server) AddBenchNode(ctx context.Context) error {
+	tools := map[string]string{}
+	for _, t := range s.fsm.Tools() {
+		tools[t.Name] = t.Hash
+	}
+	at := s.now()
+	for _, step := range []struct {
+		t   fsm.MsgType
+		cmd any
+	}{
+		{fsm.MsgPutJoinToken, fsm.PutJoinToken{ID: "bench", Hash: "sha256:bench", ExpiresAt: at.Add(time.Hour)}},
+		{fsm.MsgEnroll, fsm.Enroll{At: at, TokenID: "bench", TokenHash: "sha256:bench", Node: "bench-node", Name: "bench", Public: make([]byte, 32)}},
+		{fsm.MsgNodeSession, fsm.NodeSession{At: at, Node: "bench-node", Server: "no-server", Connected: true,
+			Tiers: []string{"wasm"}, Tools: tools, Concurrency: 1 << 30}},
+	} {
+		res, _, err := s.node.Apply(ctx, step.t, step.cmd)
+		if err != nil {
+			return err
+		}
+		if res.Err != nil {
+			return fmt.Errorf("controlplane: bench node: %s", res.Err.Message)
+		}
+	}
+	return nil
+}
+
 // ApplyNoop puts one entry that changes nothing, carrying payload, through
 // Raft and waits until it is applied here: the raw Raft baseline of benchmarks.
 func (s *Server) ApplyNoop(ctx context.Context, size int) error {

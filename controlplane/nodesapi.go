@@ -39,13 +39,7 @@ func (s *Server) view(n fsm.Node) NodeView {
 	v := NodeView{ID: n.ID, Name: n.Name, Labels: n.Labels, Status: n.Status, OS: n.OS, Arch: n.Arch, Version: n.Version,
 		Tiers: n.Tiers, Tools: n.Tools, Concurrency: n.Concurrency, InFlight: n.InFlight, Server: n.Server,
 		EnrolledAt: protocol.FormatTime(n.EnrolledAt), UpdatedAt: protocol.FormatTime(n.UpdatedAt)}
-	if s.fleet != nil {
-		if ss := s.fleet.session(n.ID); ss != nil {
-			ss.mu.Lock()
-			v.LastHeartbeat = protocol.FormatTime(ss.lastSeen)
-			ss.mu.Unlock()
-		}
-	}
+	v.LastHeartbeat = s.lastHeartbeat(n.ID, n.Server)
 	return v
 }
 

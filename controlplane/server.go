@@ -42,6 +42,7 @@ type Server struct {
 	metrics  *metrics
 	// fleet and agents serve node sessions; nil without AgentAddr.
 	fleet  *fleet
+	remote remoteBeats // other servers' node heartbeats, briefly kept
 	agents *quic.Listener
 	dash   *web.Dashboard // the dashboard (dashboard.go)
 	// cluster runs discovery and forwarding; nil for a single server.

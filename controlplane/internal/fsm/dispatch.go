@@ -122,6 +122,7 @@ func (f *FSM) dispatch(in *Intent, n *Node, index uint64) []string {
 	}
 	d.Deadline = d.ExpiresAt.Add(time.Duration(tool.TimeoutMS)*time.Millisecond + f.cfg.DispatchGrace)
 	s.Dispatches[d.ID] = d
+	f.idx.views.dispatched(d)
 	f.idx.deadlines.add(d.Deadline, d.ID)
 	f.idx.opened(n.ID, d.ID)
 	n.InFlight++

@@ -120,6 +120,9 @@ func (f *FSM) applyLocked(l *raft.Log) (Result, []string) {
 	// log order, and sorted within one entry.
 	for _, id := range sortedUnique(changed) {
 		in := f.state.Intents[id]
+		if in != nil {
+			f.idx.views.intent(in)
+		}
 		switch {
 		case in == nil || !Final(in.State):
 		case in.Receipt == nil:

@@ -57,6 +57,8 @@ type indexes struct {
 	// open holds the ids of each node's open dispatches, so that a server
 	// pushing a node's work reads that node's, not every dispatch.
 	open map[string]map[string]bool
+	// views serve the dashboard's queries.
+	views *views
 	// names holds the ids of the nodes of each name, for intents that
 	// target a node by name (nodes are never removed).
 	names map[string][]string
@@ -79,7 +81,7 @@ func (x *indexes) closed(node, id string) {
 }
 
 func buildIndexes(s *State) *indexes {
-	x := &indexes{open: map[string]map[string]bool{}, names: map[string][]string{}, sched: buildSched(s)}
+	x := &indexes{open: map[string]map[string]bool{}, views: buildViews(s), names: map[string][]string{}, sched: buildSched(s)}
 	for _, id := range sortedKeys(s.Nodes) {
 		n := s.Nodes[id]
 		x.names[n.Name] = append(x.names[n.Name], id)
