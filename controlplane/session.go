@@ -139,8 +139,11 @@ func (ss *session) handshake() error {
 		}
 		tools[t.Name] = t.Hash
 	}
+	if err := protocol.CheckLabels(h.Labels); err != nil {
+		return fmt.Errorf("hello: %w", err)
+	}
 	cmd := fsm.NodeSession{At: ss.srv.now(), Node: ss.node, Server: ss.srv.cfg.ID, Connected: true,
-		OS: h.OS, Arch: h.Arch, Version: h.Version, Tiers: h.Tiers, Tools: tools, Concurrency: h.Concurrency}
+		OS: h.OS, Arch: h.Arch, Version: h.Version, Tiers: h.Tiers, Tools: tools, Concurrency: h.Concurrency, Labels: h.Labels}
 	if n, _ := ss.srv.fsm.Node(ss.node); !sameSession(n, &cmd) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		res, err := ss.srv.applyAnywhere(ctx, fsm.MsgNodeSession, cmd)
@@ -164,7 +167,8 @@ func (ss *session) handshake() error {
 func sameSession(n fsm.Node, c *fsm.NodeSession) bool {
 	return n.Server == c.Server && n.Status != fsm.NodeDown && n.OS == c.OS && n.Arch == c.Arch &&
 		n.Version == c.Version && n.Concurrency == c.Concurrency &&
-		slices.Equal(n.Tiers, slices.Sorted(slices.Values(c.Tiers))) && maps.Equal(n.Tools, c.Tools)
+		slices.Equal(n.Tiers, slices.Sorted(slices.Values(c.Tiers))) && maps.Equal(n.Tools, c.Tools) &&
+		maps.Equal(n.Labels, withToken(c.Labels, n.TokenLabels))
 }
 
 func (ss *session) log() *slog.Logger { return ss.srv.log.With("node", ss.node) }
@@ -319,4 +323,15 @@ func certificateRequest(der []byte) (*x509.CertificateRequest, error) {
 		return nil, fmt.Errorf("the certificate request's signature does not verify: %w", err)
 	}
 	return csr, nil
+}
+
+// withToken is a node's labels from its own and its token's, the token's
+// winning.
+func withToken(own, token map[string]string) map[string]string {
+	out := maps.Clone(own)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, token)
+	return out
 }

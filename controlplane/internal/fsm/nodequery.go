@@ -82,6 +82,7 @@ func (f *FSM) OpenDispatches(node string) []Dispatch {
 func (n *Node) clone() Node {
 	c := *n
 	c.Labels = maps.Clone(n.Labels)
+	c.TokenLabels = maps.Clone(n.TokenLabels)
 	c.Tools = maps.Clone(n.Tools)
 	c.Tiers = slices.Clone(n.Tiers)
 	return c

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"crypto/subtle"
+	"maps"
 	"slices"
 	"time"
 
@@ -19,9 +20,13 @@ const (
 
 // Node is an enrolled node agent.
 type Node struct {
-	ID     string            `json:"id"`
-	Name   string            `json:"name"`
-	Labels map[string]string `json:"labels"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Labels are what intents and tools select the node by: its join
+	// token's (TokenLabels, given by an admin), and those its owner set on
+	// the node for keys the token does not name.
+	Labels      map[string]string `json:"labels"`
+	TokenLabels map[string]string `json:"token_labels"`
 	// Public is the node's Ed25519 key, which signs its results.
 	Public []byte `json:"public"`
 	Status string `json:"status"`
@@ -86,6 +91,7 @@ type NodeSession struct {
 	Tiers       []string          `json:"tiers,omitzero"`
 	Tools       map[string]string `json:"tools,omitzero"`
 	Concurrency int               `json:"concurrency,omitzero"`
+	Labels      map[string]string `json:"labels,omitzero"`
 }
 
 // NodeStatus is an admin's drain, undrain or revoke.
@@ -123,7 +129,7 @@ func (f *FSM) applyEnroll(c *Enroll) Result {
 	}
 	delete(s.JoinTokens, c.TokenID)
 	s.Nodes[c.Node] = &Node{
-		ID: c.Node, Name: c.Name, Labels: tok.Labels, Public: c.Public, Status: NodeDown,
+		ID: c.Node, Name: c.Name, Labels: maps.Clone(tok.Labels), TokenLabels: tok.Labels, Public: c.Public, Status: NodeDown,
 		Tools: map[string]string{}, EnrolledAt: now, UpdatedAt: now,
 	}
 	f.idx.names[c.Name] = append(f.idx.names[c.Name], c.Node)
@@ -158,6 +164,11 @@ func (f *FSM) applyNodeSession(index uint64, c *NodeSession) (Result, []string) 
 	if n.Tools == nil {
 		n.Tools = map[string]string{}
 	}
+	n.Labels = maps.Clone(c.Labels)
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	maps.Copy(n.Labels, n.TokenLabels)
 	n.Server, n.UpdatedAt = c.Server, now
 	if n.Status == NodeDown {
 		n.Status = NodeReady
