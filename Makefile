@@ -85,7 +85,8 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 1m; 10000x means execu
 # The root filesystem of the runc tier's benchmark: busybox-static only.
 BENCH_ROOTFS := $(CURDIR)/.bench/rootfs
 
-# The ledger's 10-million-receipt figures belong here, not in CI.
+# The ledger's 10-million-receipt figures and the 10,000-agent fleet belong
+# here, not in CI.
 bench: build ## run the benchmarks, each reported beside its baseline from the same run
 	rm -rf $(BENCH_ROOTFS) && mkdir -p $(BENCH_ROOTFS)/bin $(BENCH_ROOTFS)/etc
 	cp "$$(command -v busybox)" $(BENCH_ROOTFS)/bin/busybox
@@ -94,6 +95,8 @@ bench: build ## run the benchmarks, each reported beside its baseline from the s
 	  $(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./...
 	$(GO) build -o $(BIN)/writ ./cmd/writ
 	$(BIN)/writ bench admit
+	$(BIN)/writ bench e2e --n 1000 -o text
+	$(BIN)/writ bench fleet --agents 10000 --dispatches 1000 -o text
 
 clean: ## remove what the build, dev and bench wrote
 	rm -rf $(BIN) .dev .bench .cluster

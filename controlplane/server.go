@@ -112,6 +112,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	node, err := raftnode.Start(raftnode.Config{
 		ID: cfg.ID, Dir: cfg.DataDir, Bind: cfg.RaftAddr, TLS: tlsCfg, Bootstrap: cfg.Bootstrap, Logger: log,
+		CommitTimeout: cfg.RaftCommitTimeout,
 	}, f)
 	if err != nil {
 		lg.Close()

@@ -114,6 +114,9 @@ type fleetReport struct {
 	GoroutinesPerAgent float64       `json:"goroutines_per_agent"`
 	Enroll             time.Duration `json:"enroll_ns"`
 	Connect            time.Duration `json:"connect_ns"`
+	// ConnectEach is one agent's dial, handshake, hello and welcome (the
+	// hello committed through Raft), --concurrency at a time.
+	ConnectEach latency `json:"connect_each"`
 	// Dispatch latencies: one agent connected (the baseline), a random one of
 	// the fleet, and untargeted intents over the fleet.
 	One        latency `json:"dispatch_one_agent"`
@@ -183,10 +186,16 @@ func benchFleet(e *env, o fleetOptions) (*fleetReport, error) {
 		return nil, fmt.Errorf("enrolling: %w", err)
 	}
 	r.Enroll = time.Since(start)
+	hc.CloseIdleConnections() // the server's goroutines for them are not the agents'
+
+	connects := make([]time.Duration, o.agents)
 	connect := func(i int) error {
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		return agents[i].Connect(cctx, trs[i%len(trs)], udp, tools, keys)
+		t := time.Now()
+		err := agents[i].Connect(cctx, trs[i%len(trs)], udp, tools, keys)
+		connects[i] = time.Since(t)
+		return err
 	}
 	submitter := client.New(srv.api, "")
 	submitter.NoProofWait = true
@@ -231,6 +240,7 @@ func benchFleet(e *env, o fleetOptions) (*fleetReport, error) {
 		return nil, fmt.Errorf("connecting: %w", err)
 	}
 	r.Connect = time.Since(start)
+	r.ConnectEach = percentiles(connects[1:])
 	time.Sleep(o.settle)
 	if r.After, err = srv.mem(o.heapProfile); err != nil {
 		return nil, err
@@ -273,7 +283,8 @@ func benchFleet(e *env, o fleetOptions) (*fleetReport, error) {
 func printFleet(e *env, r *fleetReport) {
 	w := func(format string, a ...any) { fmt.Fprintf(e.out, format+"\n", a...) }
 	w("writ bench fleet: one server (child process), %d simulated agents over %d UDP sockets, GOMAXPROCS %d", r.Agents, r.Transports, r.Procs)
-	w("enrolled in %s, connected in %s", r.Enroll.Round(time.Millisecond), r.Connect.Round(time.Millisecond))
+	w("enrolled in %s, connected in %s (each: p50 %s, p99 %s, max %s)", r.Enroll.Round(time.Millisecond), r.Connect.Round(time.Millisecond),
+		r.ConnectEach.P50.Round(time.Millisecond), r.ConnectEach.P99.Round(time.Millisecond), r.ConnectEach.Max.Round(time.Millisecond))
 	w("")
 	w("%-26s %14s %14s %14s", "server memory (after GC)", "no agent", "agents", "per agent")
 	kib := func(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
