@@ -30,6 +30,12 @@ type Config struct {
 	// Tuning; zero values take Raft's defaults.
 	HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout time.Duration
 	SnapshotThreshold                                     uint64
+	// Group bounds group commit (Propose); the zero value takes
+	// DefaultGroupConfig.
+	Group GroupConfig
+	// GroupSizes, when set, is told the number of commands of every entry
+	// Propose puts through Raft.
+	GroupSizes func(commands int)
 }
 
 // Validate reports a configuration that cannot run.
@@ -43,6 +49,8 @@ func (c *Config) Validate() error {
 		return errors.New("raftnode: a bind address is required")
 	case c.TLS == nil:
 		return errors.New("raftnode: TLS is required; Raft traffic is never plaintext")
+	case c.Group != GroupConfig{}:
+		return c.Group.Validate()
 	}
 	return nil
 }
@@ -59,9 +67,10 @@ const (
 type Node struct {
 	Raft *raft.Raft
 	FSM  *fsm.FSM
-	log  *wal.WAL
-	meta *metadb.BoltMetaDB
-	tr   *raft.NetworkTransport
+	log   *wal.WAL
+	meta  *metadb.BoltMetaDB
+	tr    *raft.NetworkTransport
+	group *grouper
 }
 
 // Start opens the durable stores and starts Raft.
@@ -156,7 +165,13 @@ func Start(cfg Config, f *fsm.FSM) (*Node, error) {
 		closeStores()
 		return nil, err
 	}
-	return &Node{Raft: r, FSM: f, log: w, meta: meta, tr: tr}, nil
+	gc := cfg.Group
+	if gc == (GroupConfig{}) {
+		gc = DefaultGroupConfig()
+	}
+	g := newGrouper(r, gc)
+	g.observe = cfg.GroupSizes
+	return &Node{Raft: r, FSM: f, log: w, meta: meta, tr: tr, group: g}, nil
 }
 
 // Addr is the address peers reach this node's Raft at.
@@ -205,6 +220,7 @@ func (n *Node) WaitLeader(ctx context.Context) (string, error) {
 
 // Shutdown stops Raft and closes the stores.
 func (n *Node) Shutdown() error {
+	n.group.close()
 	err := n.Raft.Shutdown().Error()
 	n.tr.Close()
 	if cerr := n.log.Close(); err == nil {
