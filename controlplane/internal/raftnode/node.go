@@ -65,8 +65,8 @@ const (
 
 // Node is a running Raft server with its FSM.
 type Node struct {
-	Raft *raft.Raft
-	FSM  *fsm.FSM
+	Raft  *raft.Raft
+	FSM   *fsm.FSM
 	log   *wal.WAL
 	meta  *metadb.BoltMetaDB
 	tr    *raft.NetworkTransport
