@@ -55,6 +55,8 @@ type grouper struct {
 	mu     sync.RWMutex
 	closed bool
 	sent   atomic.Int64 // proposals that entered the queue (tests wait on it)
+	// entries and commands count what was proposed.
+	entries, commands atomic.Uint64
 	// observe, when set, is told the size of every entry proposed.
 	observe func(commands int)
 }
@@ -137,6 +139,8 @@ func (g *grouper) propose(group []*proposal) {
 			return
 		}
 	}
+	g.entries.Add(1)
+	g.commands.Add(uint64(len(group)))
 	if g.observe != nil {
 		g.observe(len(group))
 	}
@@ -205,6 +209,12 @@ func (g *grouper) close() {
 			return
 		}
 	}
+}
+
+// GroupStats returns how many entries Propose has put through Raft on this
+// server, and how many commands they carried.
+func (n *Node) GroupStats() (entries, commands uint64) {
+	return n.group.entries.Load(), n.group.commands.Load()
 }
 
 // Propose puts one command through Raft grouped with the commands proposed
