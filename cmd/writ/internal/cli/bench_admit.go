@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -134,7 +133,7 @@ func benchAdmit(e *env, n, paramBytes int, concs []int, modes []string) error {
 	}
 	defer os.RemoveAll(dir)
 	base := controlplane.DefaultConfig()
-	base.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	base.Logger = slog.New(slog.DiscardHandler)
 	base.MaxInFlight = 8192
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	servers, creds, err := controlplane.StartLocalCluster(ctx, dir, 3, base)
@@ -174,8 +173,13 @@ func benchAdmit(e *env, n, paramBytes int, concs []int, modes []string) error {
 		}
 		in.SetPayloadHash()
 		in.Sign(secret)
+		// As writ intent sign writes it: canonical JSON.
 		raw, _ := json.Marshal(in)
-		return raw
+		c, err := protocol.Canonicalize(raw)
+		if err != nil {
+			panic(err)
+		}
+		return c
 	}
 	size, err := controlplane.AdmitEntrySize(sign(0, "size"))
 	if err != nil {
