@@ -208,8 +208,9 @@ func TestResultSaysWhy(t *testing.T) {
 	}{
 		{sandbox.Outcome{Status: sandbox.StatusOK, Reason: "ignored"}, protocol.StatusOK, ""},
 		{sandbox.Outcome{Status: sandbox.StatusError, ExitCode: 2}, protocol.StatusError, ""},
-		{sandbox.Outcome{Status: sandbox.StatusError, ExitCode: -1, Reason: "fork/exec: resource temporarily unavailable"}, protocol.StatusError, "fork/exec: resource temporarily unavailable"},
-		{sandbox.Outcome{Status: sandbox.StatusTimeout, ExitCode: -1, Reason: "wall"}, protocol.StatusTimeout, "wall"},
+		{sandbox.Outcome{Status: sandbox.StatusOutputLimit, Reason: "output above 10 bytes"}, protocol.StatusOutputLimit, "output_limit: output above 10 bytes"},
+		{sandbox.Outcome{Status: sandbox.StatusError, ExitCode: -1, Reason: "fork/exec: resource temporarily unavailable"}, protocol.StatusError, "error: fork/exec: resource temporarily unavailable"},
+		{sandbox.Outcome{Status: sandbox.StatusTimeout, ExitCode: -1, Reason: "wall"}, protocol.StatusTimeout, "timeout: wall"},
 		{sandbox.Outcome{Status: sandbox.StatusRefused, Reason: "no such file"}, protocol.StatusRefused, "sandbox_refused: no such file"},
 	} {
 		r := &protocol.Result{}

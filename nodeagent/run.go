@@ -128,10 +128,10 @@ func fillFromOutcome(r *protocol.Result, out sandbox.Outcome) {
 	default:
 		r.Status = protocol.StatusError
 	}
-	if r.Error == "" && r.Status != protocol.StatusOK {
-		// Why, when the tier knows more than an exit code: "wall" or "cpu"
-		// for a timeout, a signal, or a tool that could not be started.
-		r.Error = out.Reason
+	if r.Error == "" && r.Status != protocol.StatusOK && out.Reason != "" {
+		// Why, when the tier knows more than an exit code: "timeout: wall"
+		// or "timeout: cpu", a signal, a tool that could not be started.
+		r.Error = r.Status + ": " + out.Reason
 	}
 	output := out.Output
 	r.Truncated = out.Truncated || int64(len(output)) < out.OutputBytes
