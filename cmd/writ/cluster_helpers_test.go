@@ -229,15 +229,17 @@ func (c *testCluster) intent(id, key, params string) []byte {
 	return b
 }
 
-// exists reports whether server i holds intent id (admin read).
+// exists reports whether server i holds intent id as an admitted attempt
+// (admin read). An attempt refused for an idempotency conflict is kept too,
+// with its receipt, but admitted nothing: it does not count.
 func (c *testCluster) exists(i int, id string) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, err := c.client(i).Intent(ctx, id, 0)
+	r, err := c.client(i).Intent(ctx, id, 0)
 	var ae *client.Error
 	switch {
 	case err == nil:
-		return true, nil
+		return r.Error == nil || r.Error.Code != "idempotency_conflict", nil
 	case errors.As(err, &ae) && ae.Code == "not_found":
 		return false, nil
 	}
