@@ -49,6 +49,15 @@ func TestAgentsSessionServerKilled(t *testing.T) {
 	if victim < 0 || victim == leader {
 		t.Fatalf("a1 knows only the followers, yet its session is with %q", nodes["a1"].Server)
 	}
+	for i := range c.srv {
+		n, err := c.nodes(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n["a1"].LastHeartbeat == "" {
+			t.Errorf("%s does not know a1's last heartbeat (its session is with %s)", c.srv[i].id, nodes["a1"].Server)
+		}
+	}
 
 	var (
 		mu      sync.Mutex
@@ -304,6 +313,9 @@ type nodeView struct {
 	Status   string `json:"status"`
 	Server   string `json:"server"`
 	InFlight int    `json:"in_flight"`
+	// LastHeartbeat is known to every server: the one holding the session
+	// is asked by the others.
+	LastHeartbeat string `json:"last_heartbeat"`
 }
 
 // nodes reads the nodes from server i (-1: any that answers), by name.
