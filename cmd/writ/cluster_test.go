@@ -94,14 +94,24 @@ func TestClusterOneKeyConcurrently(t *testing.T) {
 	}
 	leader := c.waitLeader(10 * time.Second)
 	c.waitCaughtUp(leader)
+	// Each server holds the winner, and each attempt with other params
+	// recorded rejected (idempotency_conflict, unbound); nothing else.
 	for s := range c.srv {
 		admitted := 0
-		for _, id := range ids {
-			ok, err := c.exists(s, id)
-			if err != nil {
+		for i, id := range ids {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			r, err := c.client(s).Intent(ctx, id, 0)
+			cancel()
+			var ae *client.Error
+			switch {
+			case errors.As(err, &ae) && ae.Code == "not_found":
+				if params(i) != params(w) {
+					t.Errorf("%s: the conflicting attempt %s is not recorded", c.srv[s].id, id)
+				}
+			case err != nil:
 				t.Fatal(err)
-			}
-			if ok {
+			case r.State == "rejected" && r.Error != nil && r.Error.Code == "idempotency_conflict" && params(i) != params(w):
+			default:
 				admitted++
 			}
 		}
