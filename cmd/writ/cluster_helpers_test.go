@@ -17,20 +17,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/ledger"
-	"github.com/writhq/writ/protocol"
 )
 
 // testCluster is three `writ server` processes on loopback that find each
 // other with memberlist (bootstrap_expect 3), and tenant acme with an
 // orchestrator key and the tool echo. Each server takes node sessions on its
 // API port over UDP, with a 1 s heartbeat, so that a session whose server
-// died ends within 3 s. No policy is installed, so every intent ends denied
-// by default — a decision, which binds its idempotency key exactly as an
-// allowed intent does — until startAgents (cluster_agents_test.go) allows
-// tenant acme the witness tool and starts node agents to run it.
+// died ends within 3 s. No policy is installed, so every intent would end
+// denied, until startAgents (cluster_agents_test.go) allows tenant acme
+// every tool, registers the witness tool and starts node agents to run it.
 type testCluster struct {
 	t      *testing.T
 	dir    string
@@ -210,23 +207,6 @@ func (c *testCluster) kill(i int) {
 	s.cmd.Process.Kill()
 	s.cmd.Wait()
 	s.cmd = nil
-}
-
-// intent signs an intent of tenant acme with the given id, key and params.
-func (c *testCluster) intent(id, key, params string) []byte {
-	now := time.Now().UTC()
-	in := &protocol.Intent{
-		Type: "writ.intent/v1", ID: id, Tenant: "acme", Principal: "bot", RunID: "run", Tool: "echo",
-		Params: jsontext.Value(params), IdempotencyKey: key, IssuedAt: protocol.FormatTime(now),
-		ExpiresAt: protocol.FormatTime(now.Add(10 * time.Minute)), KeyID: "orch",
-	}
-	in.SetPayloadHash()
-	in.Sign(c.secret)
-	b, err := json.Marshal(in)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return b
 }
 
 // exists reports whether server i holds intent id as an admitted attempt
