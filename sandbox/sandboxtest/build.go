@@ -5,6 +5,8 @@ package sandboxtest
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -40,20 +42,26 @@ func BuildTool(t testing.TB, pkg, goos, goarch string) string {
 		}
 		buildDir = d
 	}
-	out := filepath.Join(buildDir, fmt.Sprintf("%s-%s-%s", filepath.Base(pkg), goos, goarch))
-	if goos == "wasip1" {
-		out += ".wasm"
-	}
-	// Build beside the target and rename: test binaries of several
-	// packages build the same tool at once, and a running copy stays valid.
-	tmp := fmt.Sprintf("%s.%d.tmp", out, os.Getpid())
+	base := filepath.Join(buildDir, fmt.Sprintf("%s-%s-%s", filepath.Base(pkg), goos, goarch))
+	// Build beside the target, then name it by its content: test binaries
+	// of several packages (and checkouts of other sources) build the tool
+	// at once, and a file in use is never replaced under a running test —
+	// bwrap, binding it, refuses a path whose file changed mid-mount.
+	tmp := fmt.Sprintf("%s.%d.tmp", base, os.Getpid())
 	cmd := exec.Command(goTool(), "build", "-trimpath", "-o", tmp, pkg)
 	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build %s for %s/%s: %v\n%s", pkg, goos, goarch, err, b)
 	}
-	// An identical build keeps the existing file: replacing it would pull
-	// it from under another test process that is running it.
+	content, err := os.ReadFile(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(content)
+	out := base + "-" + hex.EncodeToString(sum[:8])
+	if goos == "wasip1" {
+		out += ".wasm"
+	}
 	if same(tmp, out) {
 		os.Remove(tmp)
 	} else if err := os.Rename(tmp, out); err != nil {
