@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -48,7 +49,21 @@ func New(addr, token string) *Client {
 // no_leader, the request goes to the next — if it is safe to send again
 // (see Client.do).
 func NewCluster(addrs []string, token string) *Client {
-	return &Client{servers: splitAddrs(addrs), token: token, http: &http.Client{Timeout: 90 * time.Second}, Failover: DefaultFailover}
+	return &Client{servers: splitAddrs(addrs), token: token, http: &http.Client{Timeout: 90 * time.Second, Transport: transport(nil)}, Failover: DefaultFailover}
+}
+
+// MaxConnsIdle is how many idle connections a client keeps to each server.
+// An orchestrator submits from many goroutines at once; with net/http's
+// default of 2, all but two of them would open a new connection (and make a
+// TLS handshake) for every request.
+const MaxConnsIdle = 256
+
+func transport(tc *tls.Config) *http.Transport {
+	return &http.Transport{
+		TLSClientConfig: tc, MaxIdleConnsPerHost: MaxConnsIdle, MaxIdleConns: 4 * MaxConnsIdle,
+		IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second,
+		DialContext: (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+	}
 }
 
 // TrustCA makes the client trust, for https addresses, the server
@@ -58,9 +73,7 @@ func (c *Client) TrustCA(pemCerts []byte) error {
 	if !pool.AppendCertsFromPEM(pemCerts) {
 		return errors.New("client: no certificate in the CA file")
 	}
-	c.http = &http.Client{Timeout: c.http.Timeout, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
-	}}
+	c.http = &http.Client{Timeout: c.http.Timeout, Transport: transport(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})}
 	return nil
 }
 

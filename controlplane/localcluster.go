@@ -185,10 +185,21 @@ func (s *Server) AddBenchNode(ctx context.Context) error {
 	return nil
 }
 
-// ApplyNoop puts one entry that changes nothing, carrying payload, through
-// Raft and waits until it is applied here: the raw Raft baseline of benchmarks.
-func (s *Server) ApplyNoop(ctx context.Context, size int) error {
-	_, _, err := s.node.Apply(ctx, fsm.MsgNoop, strings.Repeat("x", max(size-3, 0)))
+// GroupStats returns how many entries this server has proposed with group
+// commit, and how many commands they carried.
+func (s *Server) GroupStats() (entries, commands uint64) { return s.node.GroupStats() }
+
+// ApplyNoop puts one entry that changes nothing, of size bytes, through Raft
+// and waits until it is applied here: the raw Raft baseline of benchmarks.
+// grouped proposes it as admissions are proposed, grouped with the no-ops
+// proposed at the same time into one entry; otherwise it is an entry of its
+// own.
+func (s *Server) ApplyNoop(ctx context.Context, size int, grouped bool) error {
+	apply := s.node.Apply
+	if grouped {
+		apply = s.node.Propose
+	}
+	_, _, err := apply(ctx, fsm.MsgNoop, strings.Repeat("x", max(size-3, 0)))
 	if errors.Is(err, raftnode.ErrNotLeader) {
 		return errors.New("controlplane: not the leader")
 	}

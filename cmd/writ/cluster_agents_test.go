@@ -488,7 +488,7 @@ func (c *testCluster) checkRuns(i int, answers map[string]*client.IntentResponse
 		var problem string
 		switch {
 		case r.State != "completed":
-			problem = fmt.Sprintf("ended %s (%v), want completed", r.State, r.Error)
+			problem = fmt.Sprintf("ended %s (%v), want completed; the tool ran %d times; result %s", r.State, r.Error, n, r.Result)
 		case n != 1:
 			problem = fmt.Sprintf("completed, and the tool ran %d times", n)
 		case len(rs) != 1:

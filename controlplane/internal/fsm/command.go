@@ -54,6 +54,8 @@ func (t MsgType) String() string {
 		return "put_checkpoint"
 	case MsgNoop:
 		return "noop"
+	case MsgGroup:
+		return "group"
 	case MsgPutJoinToken:
 		return "put_join_token"
 	case MsgEnroll:

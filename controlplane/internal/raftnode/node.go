@@ -35,6 +35,12 @@ type Config struct {
 	// committed only from the next one, so it bounds how stale a follower's
 	// reads and waits are. Default DefaultCommitTimeout.
 	CommitTimeout time.Duration
+	// Group bounds group commit (Propose); the zero value takes
+	// DefaultGroupConfig.
+	Group GroupConfig
+	// GroupSizes, when set, is told the number of commands of every entry
+	// Propose puts through Raft.
+	GroupSizes func(commands int)
 }
 
 // DefaultCommitTimeout replaces Raft's 50 ms, which a submission waited on
@@ -55,6 +61,8 @@ func (c *Config) Validate() error {
 		return errors.New("raftnode: a bind address is required")
 	case c.TLS == nil:
 		return errors.New("raftnode: TLS is required; Raft traffic is never plaintext")
+	case c.Group != GroupConfig{}:
+		return c.Group.Validate()
 	}
 	return nil
 }
@@ -69,11 +77,12 @@ const (
 
 // Node is a running Raft server with its FSM.
 type Node struct {
-	Raft *raft.Raft
-	FSM  *fsm.FSM
-	log  *wal.WAL
-	meta *metadb.BoltMetaDB
-	tr   *raft.NetworkTransport
+	Raft  *raft.Raft
+	FSM   *fsm.FSM
+	log   *wal.WAL
+	meta  *metadb.BoltMetaDB
+	tr    *raft.NetworkTransport
+	group *grouper
 }
 
 // Start opens the durable stores and starts Raft.
@@ -172,7 +181,13 @@ func Start(cfg Config, f *fsm.FSM) (*Node, error) {
 		closeStores()
 		return nil, err
 	}
-	return &Node{Raft: r, FSM: f, log: w, meta: meta, tr: tr}, nil
+	gc := cfg.Group
+	if gc == (GroupConfig{}) {
+		gc = DefaultGroupConfig()
+	}
+	g := newGrouper(r, gc)
+	g.observe = cfg.GroupSizes
+	return &Node{Raft: r, FSM: f, log: w, meta: meta, tr: tr, group: g}, nil
 }
 
 // Addr is the address peers reach this node's Raft at.
@@ -221,6 +236,7 @@ func (n *Node) WaitLeader(ctx context.Context) (string, error) {
 
 // Shutdown stops Raft and closes the stores.
 func (n *Node) Shutdown() error {
+	n.group.close()
 	err := n.Raft.Shutdown().Error()
 	n.tr.Close()
 	if cerr := n.log.Close(); err == nil {

@@ -196,7 +196,7 @@ func benchE2E(e *env, o e2eOptions) (*e2eReport, error) {
 	var applies []time.Duration
 	for range max(o.n/2, 50) {
 		t := time.Now()
-		if err := leader.ApplyNoop(ctx, entry); err != nil {
+		if err := leader.ApplyNoop(ctx, entry, false); err != nil {
 			return nil, err
 		}
 		applies = append(applies, time.Since(t))
