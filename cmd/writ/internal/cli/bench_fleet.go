@@ -145,7 +145,6 @@ func benchFleet(e *env, o fleetOptions) (*fleetReport, error) {
 		return nil, err
 	}
 	hc := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: o.conc, MaxIdleConns: o.conc}}
-	admin := client.New(srv.api, creds.AdminToken)
 	tools, err := fleetTools(ctx, hc, srv.api)
 	if err != nil {
 		return nil, err
@@ -176,11 +175,11 @@ func benchFleet(e *env, o fleetOptions) (*fleetReport, error) {
 	start := time.Now()
 	fmt.Fprintf(e.err, "writ bench fleet: enrolling %d agents\n", o.agents)
 	if err := inParallel(o.agents, o.conc, func(i int) error {
-		tok, err := admin.CreateJoinToken(ctx, map[string]string{"fleet": "bench"}, time.Hour)
+		tok, err := fleetJoinToken(ctx, hc, srv.api, creds.AdminToken)
 		if err != nil {
 			return err
 		}
-		agents[i], err = simagent.Enroll(ctx, hc, srv.api, tok.Token, "sim-"+strconv.Itoa(i))
+		agents[i], err = simagent.Enroll(ctx, hc, srv.api, tok, "sim-"+strconv.Itoa(i))
 		return err
 	}); err != nil {
 		return nil, fmt.Errorf("enrolling: %w", err)
@@ -340,6 +339,28 @@ func inParallel(n, conc int, f func(i int) error) error {
 	}
 	wg.Wait()
 	return first
+}
+
+// fleetJoinToken asks the admin API for a one-time join token, over hc (whose
+// idle connections the benchmark closes before it measures).
+func fleetJoinToken(ctx context.Context, hc *http.Client, api, adminToken string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, api+"/v1/admin/join-tokens",
+		strings.NewReader(`{"labels":{"fleet":"bench"},"ttl_seconds":3600}`))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var out controlplane.JoinTokenResponse
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&out); err != nil || resp.StatusCode != http.StatusOK || out.Token == "" {
+		return "", fmt.Errorf("join token: HTTP %d: %v", resp.StatusCode, err)
+	}
+	return out.Token, nil
 }
 
 func fleetTools(ctx context.Context, hc *http.Client, api string) ([]protocol.ToolRef, error) {
@@ -565,7 +586,19 @@ func writeHeapProfile(file string) error {
 		f.Close()
 		return err
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return err
+	}
+	// Beside it, the goroutines, counted by stack.
+	g, err := os.Create(file + ".goroutines")
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("goroutine").WriteTo(g, 1); err != nil {
+		g.Close()
+		return err
+	}
+	return g.Close()
 }
 
 // selfRSS is this process's resident set from /proc (0 where there is none).
