@@ -24,8 +24,13 @@ import (
 const (
 	closeNormal   quic.ApplicationErrorCode = 0
 	closeIdentity quic.ApplicationErrorCode = 1 // no valid node certificate
-	closeRevoked  quic.ApplicationErrorCode = 2
+	closeRevoked  quic.ApplicationErrorCode = 2 // for good: the agent stops
 	closeProtocol quic.ApplicationErrorCode = 3
+	// closeUnknown: this server does not know the node (yet). A server that
+	// is restarting, or lags the log, has not applied the node's enrollment:
+	// the agent tries again, here or elsewhere. Only a revocation, which no
+	// replica can see before it is committed, is for good.
+	closeUnknown quic.ApplicationErrorCode = 4
 )
 
 // session is one node's QUIC session with this server: it pushes the node's
@@ -74,9 +79,15 @@ func (s *Server) serveSession(conn *quic.Conn) {
 		return
 	}
 	n, ok := s.fsm.Node(id)
-	if !ok || n.Status == fsm.NodeRevoked {
+	switch {
+	case !ok:
+		s.metrics.sessionRefused.WithLabelValues("unknown").Inc()
+		s.log.Warn("node session refused: this server does not know the node (yet)", "node", id)
+		conn.CloseWithError(closeUnknown, "this server does not know the node yet; try again")
+		return
+	case n.Status == fsm.NodeRevoked:
 		s.metrics.sessionRefused.WithLabelValues("revoked").Inc()
-		conn.CloseWithError(closeRevoked, "node is not enrolled or is revoked")
+		conn.CloseWithError(closeRevoked, "node is revoked")
 		return
 	}
 	ctx, cancel := context.WithTimeout(conn.Context(), 10*time.Second)
@@ -267,7 +278,12 @@ func (ss *session) pushOpen() bool {
 	default:
 	}
 	n, ok := ss.srv.fsm.Node(ss.node)
-	if !ok || n.Status == fsm.NodeRevoked {
+	switch {
+	case !ok: // not after the handshake found it; but never "revoked" for it
+		ss.conn.CloseWithError(closeUnknown, "this server does not know the node")
+		ss.close("node unknown")
+		return false
+	case n.Status == fsm.NodeRevoked:
 		ss.bye(protocol.ErrorBody{Code: fsm.CodeNodeRevoked, Message: "node is revoked"}, closeRevoked)
 		return false
 	}

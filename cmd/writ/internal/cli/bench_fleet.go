@@ -186,6 +186,7 @@ func benchFleet(e *env, o fleetOptions) (*fleetReport, error) {
 	}
 	r.Enroll = time.Since(start)
 	hc.CloseIdleConnections() // the server's goroutines for them are not the agents'
+	admin.CloseIdleConnections()
 
 	connects := make([]time.Duration, o.agents)
 	connect := func(i int) error {
