@@ -145,6 +145,7 @@ func benchFleet(e *env, o fleetOptions) (*fleetReport, error) {
 		return nil, err
 	}
 	hc := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: o.conc, MaxIdleConns: o.conc}}
+	admin := client.New(srv.api, creds.AdminToken)
 	tools, err := fleetTools(ctx, hc, srv.api)
 	if err != nil {
 		return nil, err
@@ -175,11 +176,11 @@ func benchFleet(e *env, o fleetOptions) (*fleetReport, error) {
 	start := time.Now()
 	fmt.Fprintf(e.err, "writ bench fleet: enrolling %d agents\n", o.agents)
 	if err := inParallel(o.agents, o.conc, func(i int) error {
-		tok, err := fleetJoinToken(ctx, hc, srv.api, creds.AdminToken)
+		tok, err := admin.CreateJoinToken(ctx, map[string]string{"fleet": "bench"}, time.Hour)
 		if err != nil {
 			return err
 		}
-		agents[i], err = simagent.Enroll(ctx, hc, srv.api, tok, "sim-"+strconv.Itoa(i))
+		agents[i], err = simagent.Enroll(ctx, hc, srv.api, tok.Token, "sim-"+strconv.Itoa(i))
 		return err
 	}); err != nil {
 		return nil, fmt.Errorf("enrolling: %w", err)
@@ -340,28 +341,6 @@ func inParallel(n, conc int, f func(i int) error) error {
 	}
 	wg.Wait()
 	return first
-}
-
-// fleetJoinToken asks the admin API for a one-time join token, over hc (whose
-// idle connections the benchmark closes before it measures).
-func fleetJoinToken(ctx context.Context, hc *http.Client, api, adminToken string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, api+"/v1/admin/join-tokens",
-		strings.NewReader(`{"labels":{"fleet":"bench"},"ttl_seconds":3600}`))
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Authorization", "Bearer "+adminToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	var out controlplane.JoinTokenResponse
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&out); err != nil || resp.StatusCode != http.StatusOK || out.Token == "" {
-		return "", fmt.Errorf("join token: HTTP %d: %v", resp.StatusCode, err)
-	}
-	return out.Token, nil
 }
 
 func fleetTools(ctx context.Context, hc *http.Client, api string) ([]protocol.ToolRef, error) {
