@@ -49,6 +49,12 @@ type session struct {
 	push atomic.Int32
 	sent map[string]bool
 
+	// attached is set by the handshake once the fleet holds the session;
+	// welcomed once the node has its welcome, before which nothing is
+	// pushed.
+	attached bool
+	welcomed atomic.Bool
+
 	mu       sync.Mutex
 	lastSeen time.Time
 	inFlight int
@@ -95,9 +101,12 @@ func (s *Server) serveSession(conn *quic.Conn) {
 	if err := ss.handshake(); err != nil {
 		ss.log().Warn("node session refused", "err", err)
 		ss.bye(protocol.ErrorBody{Code: protocol.CodeMalformed, Message: err.Error()}, closeProtocol)
+		if ss.attached {
+			ss.end()
+		}
 		return
 	}
-	s.fleet.attach(ss)
+	ss.welcomed.Store(true)
 	s.metrics.sessions.Inc()
 	ss.log().Info("node session began", "remote", conn.RemoteAddr().String())
 	ss.kick()
@@ -107,14 +116,20 @@ func (s *Server) serveSession(conn *quic.Conn) {
 // serve reads the node's frames until the session ends, on a goroutine of
 // its own whose stack never held the handshake's.
 func (ss *session) serve() {
-	s, id := ss.srv, ss.node
 	ss.read()
 	ss.close("session ended")
-	s.metrics.sessions.Dec()
+	ss.srv.metrics.sessions.Dec()
+	ss.end()
+}
+
+// end forgets the session and, unless a newer one replaced it, records
+// through Raft that this server no longer holds the node.
+func (ss *session) end() {
+	s := ss.srv
 	if s.fleet.detach(ss) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if _, err := s.applyAnywhere(ctx, fsm.MsgNodeSession, fsm.NodeSession{At: s.now(), Node: id, Server: s.cfg.ID}); err != nil {
+		if _, err := s.applyAnywhere(ctx, fsm.MsgNodeSession, fsm.NodeSession{At: s.now(), Node: ss.node, Server: s.cfg.ID}); err != nil {
 			ss.log().Warn("could not record the end of a node session", "err", err)
 		}
 	}
@@ -155,6 +170,11 @@ func (ss *session) handshake() error {
 	}
 	cmd := fsm.NodeSession{At: ss.srv.now(), Node: ss.node, Server: ss.srv.cfg.ID, Connected: true,
 		OS: h.OS, Arch: h.Arch, Version: h.Version, Tiers: h.Tiers, Tools: tools, Concurrency: h.Concurrency, Labels: h.Labels}
+	// The session is this server's before the hello is recorded, so that
+	// whoever reads that this server holds the node finds it here (its last
+	// heartbeat; pushes wait for the welcome).
+	ss.srv.fleet.attach(ss)
+	ss.attached = true
 	if n, _ := ss.srv.fsm.Node(ss.node); !sameSession(n, &cmd) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		res, err := ss.srv.applyAnywhere(ctx, fsm.MsgNodeSession, cmd)
@@ -217,6 +237,9 @@ const (
 // the running one ends. Pushes never overlap, so frames keep their order and
 // sent needs no lock. It never blocks: the FSM's node hook calls it.
 func (ss *session) kick() {
+	if !ss.welcomed.Load() {
+		return // the welcome is followed by a kick
+	}
 	for {
 		switch ss.push.Load() {
 		case pushIdle:
