@@ -104,6 +104,7 @@ func (s *Server) propose(ctx context.Context, in *protocol.Intent, canon []byte,
 	res, _, err := s.node.Propose(ctx, fsm.MsgAdmit, &fsm.Admit{
 		At: s.now(), Intent: canon, ID: in.ID, Tenant: in.Tenant, Principal: in.Principal, RunID: in.RunID,
 		Tool: in.Tool, PayloadHash: in.PayloadHash, IdempotencyKey: in.IdempotencyKey, ExpiresAt: expires, Decision: d,
+		Target: in.Target,
 	})
 	if err != nil {
 		return "", raftError(err)

@@ -38,8 +38,7 @@ func (b dashBackend) Overview() web.Overview {
 			o.Minutes = append(o.Minutes, web.Minute{Start: m, States: st})
 		}
 	}
-	pending, _ := s.fsm.ListIntents(fsm.IntentFilter{State: fsm.StatePendingApproval, Limit: 1000})
-	o.Pending = len(pending)
+	o.Pending = s.fsm.PendingApprovals()
 	if cp, ok := b.Checkpoint(); ok {
 		o.Checkpoint = &cp
 	}
@@ -58,14 +57,13 @@ func (b dashBackend) Intents(q web.IntentQuery) web.IntentPage {
 			f.After = &fsm.IntentCursor{At: time.Unix(0, n).UTC(), ID: id}
 		}
 	}
-	list, more := b.s.fsm.ListIntents(f)
+	list, next := b.s.fsm.ListIntents(f)
 	page := web.IntentPage{Intents: make([]web.IntentSummary, len(list))}
 	for i, in := range list {
 		page.Intents[i] = summary(in)
 	}
-	if more {
-		last := list[len(list)-1]
-		page.Next = strconv.FormatInt(last.AdmittedAt.UnixNano(), 10) + "." + last.ID
+	if next != nil {
+		page.Next = strconv.FormatInt(next.At.UnixNano(), 10) + "." + next.ID
 	}
 	return page
 }

@@ -42,6 +42,7 @@ type Server struct {
 	metrics  *metrics
 	// fleet and agents serve node sessions; nil without AgentAddr.
 	fleet  *fleet
+	remote remoteBeats // other servers' node heartbeats, briefly kept
 	agents *quic.Listener
 	dash   *web.Dashboard // the dashboard (dashboard.go)
 	// cluster runs discovery and forwarding; nil for a single server.
@@ -112,7 +113,8 @@ func New(cfg Config) (*Server, error) {
 	groupSize := newGroupSize()
 	node, err := raftnode.Start(raftnode.Config{
 		ID: cfg.ID, Dir: cfg.DataDir, Bind: cfg.RaftAddr, TLS: tlsCfg, Bootstrap: cfg.Bootstrap, Logger: log,
-		GroupSizes: func(n int) { groupSize.Observe(float64(n)) },
+		CommitTimeout: cfg.RaftCommitTimeout,
+		GroupSizes:    func(n int) { groupSize.Observe(float64(n)) },
 	}, f)
 	if err != nil {
 		lg.Close()
@@ -264,6 +266,7 @@ func (s *Server) WaitLeader(ctx context.Context) error {
 func (s *Server) Close(ctx context.Context) error {
 	close(s.stop)
 	if s.agents != nil {
+		s.fsm.OnNodeChange(nil)
 		s.agents.Close()
 		s.fleet.closeAll()
 	}

@@ -168,6 +168,35 @@ func TestSubmitAndIdempotency(t *testing.T) {
 	}
 }
 
+// TestIntentTarget: an intent's target (a node by id or name, labels) is
+// kept through admission and decides where it may run: one that names a
+// node or labels no ready node has is rejected with no_eligible_node, one
+// that names the (only) node's id, name or labels runs there. (The target
+// was once dropped when the leader proposed the intent, so any node ran it.)
+func TestIntentTarget(t *testing.T) {
+	d := startDev(t)
+	ctx := context.Background()
+	for i, c := range []struct {
+		target protocol.Target
+		want   string
+	}{
+		{protocol.Target{Node: "elsewhere"}, "rejected"},
+		{protocol.Target{Labels: map[string]string{"zone": "b"}}, "rejected"},
+		{protocol.Target{Node: d.node.id}, "completed"},
+		{protocol.Target{Node: "sim"}, "completed"},
+		{protocol.Target{Labels: map[string]string{"zone": "a"}}, "completed"},
+	} {
+		raw := d.intent(t, "echo", fmt.Sprintf(`{"msg":"%d"}`, i), func(x *protocol.Intent) { x.Target = &c.target })
+		r, err := d.c.Submit(ctx, raw, nil, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.State != c.want || (c.want == "rejected" && (r.Error == nil || r.Error.Code != "no_eligible_node")) {
+			t.Errorf("target %+v: %s %+v, want %s", c.target, r.State, r.Error, c.want)
+		}
+	}
+}
+
 // TestConcurrentSubmissionsOneKey: many concurrent submissions of one
 // idempotency key admit exactly one intent.
 func TestConcurrentSubmissionsOneKey(t *testing.T) {

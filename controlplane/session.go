@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -28,15 +29,19 @@ const (
 )
 
 // session is one node's QUIC session with this server: it pushes the node's
-// dispatches as the FSM applies them and takes its results.
+// dispatches as the FSM applies them and takes its results. An idle session
+// costs one goroutine of its own (the reader) beside quic-go's: pushes run on
+// a goroutine started when the FSM tells of a change to the node (kick).
 type session struct {
 	srv    *Server
 	node   string
 	conn   *quic.Conn
 	stream *quic.Stream
-	log    *slog.Logger
 
-	wmu  sync.Mutex // frames are written by the pusher and the reader
+	wmu sync.Mutex // frames are written by the pusher and the reader
+	// push is pushIdle, pushRunning or pushAgain; sent, the open dispatches
+	// already pushed, belongs to the one push running.
+	push atomic.Int32
 	sent map[string]bool
 
 	mu       sync.Mutex
@@ -75,17 +80,23 @@ func (s *Server) serveSession(conn *quic.Conn) {
 		conn.CloseWithError(closeProtocol, "no session stream")
 		return
 	}
-	ss := &session{srv: s, node: id, conn: conn, stream: stream, log: s.log.With("node", id),
-		sent: map[string]bool{}, closed: make(chan struct{}), lastSeen: time.Now()}
+	ss := &session{srv: s, node: id, conn: conn, stream: stream, closed: make(chan struct{}), lastSeen: time.Now()}
 	if err := ss.handshake(); err != nil {
-		ss.log.Warn("node session refused", "err", err)
+		ss.log().Warn("node session refused", "err", err)
 		ss.bye(protocol.ErrorBody{Code: protocol.CodeMalformed, Message: err.Error()}, closeProtocol)
 		return
 	}
 	s.fleet.attach(ss)
 	s.metrics.sessions.Inc()
-	ss.log.Info("node session began", "remote", conn.RemoteAddr().String())
-	go ss.push()
+	ss.log().Info("node session began", "remote", conn.RemoteAddr().String())
+	ss.kick()
+	go ss.serve()
+}
+
+// serve reads the node's frames until the session ends, on a goroutine of
+// its own whose stack never held the handshake's.
+func (ss *session) serve() {
+	s, id := ss.srv, ss.node
 	ss.read()
 	ss.close("session ended")
 	s.metrics.sessions.Dec()
@@ -93,10 +104,10 @@ func (s *Server) serveSession(conn *quic.Conn) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if _, err := s.applyAnywhere(ctx, fsm.MsgNodeSession, fsm.NodeSession{At: s.now(), Node: id, Server: s.cfg.ID}); err != nil {
-			ss.log.Warn("could not record the end of a node session", "err", err)
+			ss.log().Warn("could not record the end of a node session", "err", err)
 		}
 	}
-	ss.log.Info("node session ended")
+	ss.log().Info("node session ended")
 }
 
 // handshake reads hello, records the session through Raft when anything
@@ -128,8 +139,11 @@ func (ss *session) handshake() error {
 		}
 		tools[t.Name] = t.Hash
 	}
+	if err := protocol.CheckLabels(h.Labels); err != nil {
+		return fmt.Errorf("hello: %w", err)
+	}
 	cmd := fsm.NodeSession{At: ss.srv.now(), Node: ss.node, Server: ss.srv.cfg.ID, Connected: true,
-		OS: h.OS, Arch: h.Arch, Version: h.Version, Tiers: h.Tiers, Tools: tools, Concurrency: h.Concurrency}
+		OS: h.OS, Arch: h.Arch, Version: h.Version, Tiers: h.Tiers, Tools: tools, Concurrency: h.Concurrency, Labels: h.Labels}
 	if n, _ := ss.srv.fsm.Node(ss.node); !sameSession(n, &cmd) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		res, err := ss.srv.applyAnywhere(ctx, fsm.MsgNodeSession, cmd)
@@ -153,8 +167,11 @@ func (ss *session) handshake() error {
 func sameSession(n fsm.Node, c *fsm.NodeSession) bool {
 	return n.Server == c.Server && n.Status != fsm.NodeDown && n.OS == c.OS && n.Arch == c.Arch &&
 		n.Version == c.Version && n.Concurrency == c.Concurrency &&
-		slices.Equal(n.Tiers, slices.Sorted(slices.Values(c.Tiers))) && maps.Equal(n.Tools, c.Tools)
+		slices.Equal(n.Tiers, slices.Sorted(slices.Values(c.Tiers))) && maps.Equal(n.Tools, c.Tools) &&
+		maps.Equal(n.Labels, withToken(c.Labels, n.TokenLabels))
 }
+
+func (ss *session) log() *slog.Logger { return ss.srv.log.With("node", ss.node) }
 
 func (ss *session) write(t string, body any) error {
 	ss.wmu.Lock()
@@ -176,37 +193,92 @@ func (ss *session) close(reason string) {
 	})
 }
 
-// push sends the node's open dispatches, now and whenever the FSM gives it
-// more, until the session closes or the node is revoked.
-func (ss *session) push() {
+// Push states: no push running; one running; one running and told of a
+// change since it read the node's dispatches, so it must read them again.
+const (
+	pushIdle int32 = iota
+	pushRunning
+	pushAgain
+)
+
+// kick makes the session push the node's open dispatches not yet sent: at
+// once on a goroutine of its own when no push is running, else once more when
+// the running one ends. Pushes never overlap, so frames keep their order and
+// sent needs no lock. It never blocks: the FSM's node hook calls it.
+func (ss *session) kick() {
 	for {
-		n, changed, ok := ss.srv.fsm.WatchNode(ss.node)
-		if !ok || n.Status == fsm.NodeRevoked {
-			ss.bye(protocol.ErrorBody{Code: fsm.CodeNodeRevoked, Message: "node is revoked"}, closeRevoked)
-			return
-		}
-		for _, d := range ss.srv.fsm.OpenDispatches(ss.node) {
-			if ss.sent[d.ID] {
-				continue
-			}
-			raw, err := ss.srv.signDispatch(d)
-			if err != nil {
-				ss.log.Error("cannot sign dispatch", "dispatch", d.ID, "err", err)
-				continue
-			}
-			if err := ss.write(protocol.FrameDispatch, protocol.DispatchFrame{Dispatch: raw}); err != nil {
-				ss.close("write failed")
+		switch ss.push.Load() {
+		case pushIdle:
+			if ss.push.CompareAndSwap(pushIdle, pushRunning) {
+				go ss.pushLoop()
 				return
 			}
-			ss.sent[d.ID] = true
-			ss.srv.metrics.dispatchesSent.Inc()
-		}
-		select {
-		case <-changed:
-		case <-ss.closed:
+		case pushRunning:
+			if ss.push.CompareAndSwap(pushRunning, pushAgain) {
+				return
+			}
+		default:
 			return
 		}
 	}
+}
+
+func (ss *session) pushLoop() {
+	for {
+		if !ss.pushOpen() {
+			return // the session is over: no push will run again
+		}
+		if ss.push.CompareAndSwap(pushRunning, pushIdle) {
+			return
+		}
+		ss.push.Store(pushRunning) // it was pushAgain
+	}
+}
+
+// pushOpen sends the node's open dispatches that were not sent yet, and ends
+// the session of a revoked node. It reports whether the session goes on.
+func (ss *session) pushOpen() bool {
+	select {
+	case <-ss.closed:
+		return false
+	default:
+	}
+	n, ok := ss.srv.fsm.Node(ss.node)
+	if !ok || n.Status == fsm.NodeRevoked {
+		ss.bye(protocol.ErrorBody{Code: fsm.CodeNodeRevoked, Message: "node is revoked"}, closeRevoked)
+		return false
+	}
+	open := ss.srv.fsm.OpenDispatches(ss.node)
+	if len(ss.sent) > len(open) {
+		// Forget what has closed, so that sent holds open dispatches only.
+		still := make(map[string]bool, len(open))
+		for _, d := range open {
+			if ss.sent[d.ID] {
+				still[d.ID] = true
+			}
+		}
+		ss.sent = still
+	}
+	for _, d := range open {
+		if ss.sent[d.ID] {
+			continue
+		}
+		raw, err := ss.srv.signDispatch(d)
+		if err != nil {
+			ss.log().Error("cannot sign dispatch", "dispatch", d.ID, "err", err)
+			continue
+		}
+		if err := ss.write(protocol.FrameDispatch, protocol.DispatchFrame{Dispatch: raw}); err != nil {
+			ss.close("write failed")
+			return false
+		}
+		if ss.sent == nil {
+			ss.sent = map[string]bool{}
+		}
+		ss.sent[d.ID] = true
+		ss.srv.metrics.dispatchesSent.Inc()
+	}
+	return true
 }
 
 // signDispatch makes the signed dispatch of a record: everything in it comes
@@ -251,4 +323,15 @@ func certificateRequest(der []byte) (*x509.CertificateRequest, error) {
 		return nil, fmt.Errorf("the certificate request's signature does not verify: %w", err)
 	}
 	return csr, nil
+}
+
+// withToken is a node's labels from its own and its token's, the token's
+// winning.
+func withToken(own, token map[string]string) map[string]string {
+	out := maps.Clone(own)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, token)
+	return out
 }

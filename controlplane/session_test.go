@@ -124,3 +124,33 @@ func TestSilentNodeThenLateResult(t *testing.T) {
 		t.Fatalf("after the late result: %+v", got)
 	}
 }
+
+// TestTargetedIntentsRunOnTheirNode: an intent naming a node by id or by
+// name runs there and nowhere else, with two nodes ready; one naming no
+// enrolled node is rejected no_eligible_node at once.
+func TestTargetedIntentsRunOnTheirNode(t *testing.T) {
+	d := startDev(t)
+	ctx := context.Background()
+	base := "http://" + d.s.Addr().String()
+	other := enrollSim(t, d.s, base)
+	if err := other.connect(t, d.s.AgentAddr(), toolHashes(t, base)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.close)
+	waitReady(t, d.s, other.id)
+	for i, target := range []*protocol.Target{{Node: other.id}, {Node: d.node.id}, {Node: other.id}} {
+		raw := d.intent(t, "echo", `{"msg":"targeted"}`, func(in *protocol.Intent) { in.Target = target })
+		r, err := d.c.Submit(ctx, raw, nil, 10*time.Second)
+		if err != nil || r.State != "completed" {
+			t.Fatalf("intent %d targeted at %s: %+v %v", i, target.Node, r, err)
+		}
+	}
+	if o, n := other.runs.Load(), d.node.runs.Load(); o != 2 || n != 1 {
+		t.Fatalf("runs: %d on the node targeted twice, %d on the one targeted once", o, n)
+	}
+	raw := d.intent(t, "echo", `{"msg":"nowhere"}`, func(in *protocol.Intent) { in.Target = &protocol.Target{Node: "no-such-node"} })
+	r, err := d.c.Submit(ctx, raw, nil, 10*time.Second)
+	if err != nil || r.State != "rejected" || r.Error == nil || r.Error.Code != "no_eligible_node" {
+		t.Fatalf("an intent for no enrolled node: %+v %v", r, err)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/go-json-experiment/json"
+	"github.com/writhq/writ/protocol"
 	"github.com/writhq/writ/sandbox/tiers"
 )
 
@@ -101,10 +102,8 @@ func (c Config) Validate() error {
 	if c.Concurrency < 1 || c.Concurrency > MaxConcurrency {
 		return fmt.Errorf("%w: concurrency must be 1 to %d, not %d", ErrConfig, MaxConcurrency, c.Concurrency)
 	}
-	for k, v := range c.Labels {
-		if !validLabelKey(k) || len(v) > 256 || strings.ContainsFunc(v, unicode.IsControl) {
-			return fmt.Errorf("%w: label %q: keys are 1-128 of A-Z a-z 0-9 . _ / -, values at most 256 printable characters", ErrConfig, k)
-		}
+	if err := protocol.CheckLabels(c.Labels); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	for k, v := range c.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
@@ -119,18 +118,6 @@ func checkPath(name, p string) error {
 		return fmt.Errorf("%w: %s: %q must be a clean absolute path", ErrConfig, name, p)
 	}
 	return nil
-}
-
-func validLabelKey(k string) bool {
-	if k == "" || len(k) > 128 {
-		return false
-	}
-	for _, c := range k {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._/-", c)) {
-			return false
-		}
-	}
-	return true
 }
 
 // ParseConfig reads a configuration strictly over DefaultConfig: unknown or

@@ -147,7 +147,8 @@ func echoManifest(name string) string {
 func TestAgentRunsOverQUIC(t *testing.T) {
 	c := startServer(t)
 	c.tool(t, "echo", echoManifest("echo"))
-	a := &agent{}
+	// The node's own labels join its token's (pool=test), which win.
+	a := &agent{extra: []string{"--labels", "gpu=none,pool=mine"}}
 	c.startAgent(t, a, map[string]string{"echo": echoManifest("echo")})
 	r := c.submit(t, "echo", `{"msg":"over quic"}`, "10s")
 	res, _ := r["result"].(map[string]any)
@@ -156,11 +157,17 @@ func TestAgentRunsOverQUIC(t *testing.T) {
 	}
 	// A join token is used once: a second enrollment with it is refused.
 	var nodes struct {
-		Nodes []struct{ ID, Name string } `json:"nodes"`
+		Nodes []struct {
+			ID, Name string
+			Labels   map[string]string `json:"labels"`
+		} `json:"nodes"`
 	}
 	json.Unmarshal([]byte(c.admin(t, "nodes", "list")), &nodes)
 	if len(nodes.Nodes) != 1 || nodes.Nodes[0].Name != "test-node" {
 		t.Fatalf("nodes: %+v", nodes)
+	}
+	if l := nodes.Nodes[0].Labels; len(l) != 2 || l["gpu"] != "none" || l["pool"] != "test" {
+		t.Errorf("labels %v: want the node's gpu=none and the token's pool=test", l)
 	}
 	// Revoked: the session is closed and the node can never reconnect.
 	c.admin(t, "nodes", "revoke", nodes.Nodes[0].ID)

@@ -101,6 +101,13 @@ func (b *browser) shoot(name string) {
 			emulate = chromedp.EmulateViewport(w.width, w.height, chromedp.EmulateMobile, chromedp.EmulateScale(2))
 		}
 		b.run("screenshot "+name+w.suffix, emulate, chromedp.Sleep(100*time.Millisecond), chromedp.FullScreenshot(&png, 100))
+		// Nothing may push the page wider than the screen: a phone would
+		// have to scroll sideways to read it.
+		var over struct{ Scroll, Client int }
+		b.eval("width of "+name+w.suffix, `({Scroll: document.documentElement.scrollWidth, Client: document.documentElement.clientWidth})`, &over)
+		if over.Scroll > over.Client {
+			b.t.Errorf("%s at %d px: the page is %d px wide, wider than the %d px screen", name, w.width, over.Scroll, over.Client)
+		}
 		if err := os.WriteFile(filepath.Join(b.shots, name+w.suffix+".png"), png, 0o644); err != nil {
 			b.t.Fatal(err)
 		}

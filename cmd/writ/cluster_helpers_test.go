@@ -25,10 +25,12 @@ import (
 
 // testCluster is three `writ server` processes on loopback that find each
 // other with memberlist (bootstrap_expect 3), and tenant acme with an
-// orchestrator key and the tool echo. No policy is installed, so every intent
-// ends denied by default — a decision, which binds its idempotency key
-// exactly as an allowed intent does (agents to run allowed ones come with
-// the node-agent issue).
+// orchestrator key and the tool echo. Each server takes node sessions on its
+// API port over UDP, with a 1 s heartbeat, so that a session whose server
+// died ends within 3 s. No policy is installed, so every intent ends denied
+// by default — a decision, which binds its idempotency key exactly as an
+// allowed intent does — until startAgents (cluster_agents_test.go) allows
+// tenant acme the witness tool and starts node agents to run it.
 type testCluster struct {
 	t      *testing.T
 	dir    string
@@ -37,6 +39,10 @@ type testCluster struct {
 	secret []byte
 	vkey   string
 	srv    []*testServer
+	// With agents: their processes, and the directory the witness tool
+	// counts its runs in (one file per idempotency key).
+	agents  []*clusterAgent
+	witness string
 }
 
 type testServer struct {
@@ -80,7 +86,9 @@ func startTestCluster(t *testing.T) *testCluster {
 		cfg := map[string]any{
 			"id": id, "data_dir": filepath.Join(dir, id), "http_addr": ps[i].api, "raft_addr": ps[i].raft,
 			"gossip_addr": ps[i].gossip, "join": gossip, "bootstrap_expect": 3,
-			"tls":                map[string]string{"ca_file": filepath.Join(pki, "ca.pem"), "cert_file": filepath.Join(pki, id+".pem"), "key_file": filepath.Join(pki, id+".key")},
+			"tls": map[string]string{"ca_file": filepath.Join(pki, "ca.pem"), "cert_file": filepath.Join(pki, id+".pem"),
+				"key_file": filepath.Join(pki, id+".key"), "ca_key_file": filepath.Join(pki, "ca.key")},
+			"agent_addr": ps[i].api, "agent_heartbeat": "1s",
 			"keyring_file":       filepath.Join(dir, "keyring.key"),
 			"ledger":             map[string]string{"origin": "writ.test/cluster", "seed_file": filepath.Join(dir, "ledger.key")},
 			"admin_token_hashes": []string{"sha256:" + hex.EncodeToString(sum[:])},

@@ -155,9 +155,10 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Errorf("the dev agent is %q, want ready", s)
 	}
 	b.shoot("fleet")
-	b.run("node page", chromedp.Click(`#nodes tbody tr a`, chromedp.ByQuery), chromedp.WaitVisible("#node-status", chromedp.ByQuery))
+	var nodePage string
+	b.run("node page", chromedp.Click(`#nodes tbody tr a`, chromedp.ByQuery), chromedp.WaitVisible("#node-status", chromedp.ByQuery),
+		chromedp.Location(&nodePage))
 	b.checkAccessible("node")
-	b.shoot("node")
 
 	// The approver loads their key from the dev.json file; it is found
 	// among their registered keys.
@@ -215,15 +216,27 @@ func TestDashboardInChromium(t *testing.T) {
 	b.run("intents list", chromedp.Navigate(d.server+"/ui/intents?tool=echo_approval"), chromedp.WaitVisible("#intent-"+id, chromedp.ByID))
 	b.checkAccessible("intents")
 	b.shoot("intents")
+	// The node's page lists the dispatch it ran.
+	b.run("node page again", chromedp.Navigate(nodePage), chromedp.WaitVisible("#intent-"+id, chromedp.ByID))
+	b.shoot("node")
 
+	// Before the person trusts a key, a proof that holds against the key
+	// the server names is not called verified-by-a-trusted-key.
+	var trusted string
+	b.run("ledger", chromedp.Navigate(d.server+"/ui/ledger?intent="+id), chromedp.WaitVisible("#verify", chromedp.ByQuery),
+		chromedp.Click("#verify", chromedp.ByQuery), chromedp.WaitVisible(`#verify-result[data-verified]`, chromedp.ByQuery),
+		chromedp.AttributeValue("#verify-result", "data-trusted", &trusted, nil, chromedp.ByQuery))
+	if trusted != "false" {
+		t.Errorf("the server's own key was trusted without the person saving it: data-trusted=%q", trusted)
+	}
 	// Its receipt, verified by the page's own code against the key this
 	// browser trusts (dev.json's, typed in).
-	b.run("ledger", chromedp.Navigate(d.server+"/ui/ledger?intent="+id), chromedp.WaitVisible("#verify", chromedp.ByQuery),
-		chromedp.SetValue("#trusted-key", d.creds.LedgerKey, chromedp.ByQuery), chromedp.Click("#trust-save", chromedp.ByQuery),
-		chromedp.Click("#verify", chromedp.ByQuery), chromedp.WaitVisible(`#verify-result[data-verified]`, chromedp.ByQuery))
+	b.run("trust", chromedp.SetValue("#trusted-key", d.creds.LedgerKey, chromedp.ByQuery), chromedp.Click("#trust-save", chromedp.ByQuery),
+		chromedp.Click("#verify", chromedp.ByQuery), chromedp.WaitVisible(`#verify-result[data-trusted="true"]`, chromedp.ByQuery))
 	var verified string
-	b.run("verdict", chromedp.AttributeValue("#verify-result", "data-verified", &verified, nil, chromedp.ByQuery))
-	if verified != "true" {
+	b.run("verdict", chromedp.AttributeValue("#verify-result", "data-verified", &verified, nil, chromedp.ByQuery),
+		chromedp.AttributeValue("#verify-result", "data-trusted", &trusted, nil, chromedp.ByQuery))
+	if verified != "true" || trusted != "true" {
 		t.Fatalf("receipt verification in the browser: %q: %s", verified, b.text("#verify-steps"))
 	}
 	if steps := b.text("#verify-steps"); strings.Contains(steps, "(0 hashes)") {

@@ -82,10 +82,14 @@ export async function init() {
       return li;
     }));
     const ok = steps.length > 0 && steps.every((s) => s.ok);
+    // A key is trusted only when the person saved it: the server's word
+    // about its own key is never taken silently.
+    const trusted = localStorage.getItem(KEY) === vkey;
     const res = $("verify-result");
-    res.textContent = ok ? "Verified in this browser: the receipt is in the log the trusted key signed."
-      : "Not verified: see the failing step.";
+    res.textContent = !ok ? "Not verified: see the failing step."
+      : trusted ? "Verified in this browser: the receipt is in the log the trusted key signed."
+      : "The proof holds for the key in the field, but this browser does not trust that key yet: compare it with the one your operator published, then press Trust this key.";
     res.dataset.verified = String(ok);
-    if (ok && !localStorage.getItem(KEY)) localStorage.setItem(KEY, vkey);
+    res.dataset.trusted = String(ok && trusted);
   });
 }

@@ -2,12 +2,14 @@ package fsm
 
 import (
 	"cmp"
+	"maps"
+	"math"
 	"slices"
 	"time"
 )
 
-// Queries of the dashboard. Each scans what it reads under the read lock:
-// state is bounded by the retention windows, and a page asks once.
+// Queries of the dashboard, answered from the views (views.go) under the
+// read lock.
 
 // IntentFilter selects intents; zero values match everything. After, when
 // set, keeps only intents older than it (AdmittedAt, then ID): the cursor of
@@ -38,32 +40,85 @@ func (q *IntentFilter) keep(in *Intent) bool {
 	return true
 }
 
-// ListIntents returns up to q.Limit intents matching q, newest first, and
-// whether more match.
-func (f *FSM) ListIntents(q IntentFilter) ([]Intent, bool) {
+// scanLimit bounds how many intents one page examines, so that a selective
+// filter over a large state holds the read lock for a bounded time; the page
+// then ends early with a cursor to go on from.
+var scanLimit = 20000
+
+// ListIntents returns up to q.Limit intents matching q, newest first, and the
+// cursor of the next page (nil at the end). A page may hold fewer than
+// q.Limit intents and still have a next one when the scan limit was reached.
+func (f *FSM) ListIntents(q IntentFilter) ([]Intent, *IntentCursor) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	var hits []*Intent
-	for _, in := range f.state.Intents {
-		if q.keep(in) {
-			hits = append(hits, in)
+	v := f.idx.views
+	var (
+		out  []Intent
+		next *IntentCursor
+	)
+	if q.State == StatePendingApproval {
+		// Few, and kept apart: no scan.
+		var hits []*Intent
+		for id := range v.pending {
+			if in := f.state.Intents[id]; in != nil && q.keep(in) {
+				hits = append(hits, in)
+			}
 		}
-	}
-	slices.SortFunc(hits, func(a, b *Intent) int {
-		if c := b.AdmittedAt.Compare(a.AdmittedAt); c != 0 {
-			return c
+		slices.SortFunc(hits, func(a, b *Intent) int {
+			if c := b.AdmittedAt.Compare(a.AdmittedAt); c != 0 {
+				return c
+			}
+			return cmp.Compare(b.ID, a.ID)
+		})
+		for i, in := range hits {
+			if q.Limit > 0 && i == q.Limit {
+				next = &IntentCursor{At: out[i-1].AdmittedAt, ID: out[i-1].ID}
+				break
+			}
+			out = append(out, *in)
 		}
-		return cmp.Compare(b.ID, a.ID)
-	})
-	more := q.Limit > 0 && len(hits) > q.Limit
-	if more {
-		hits = hits[:q.Limit]
+		return out, next
 	}
-	out := make([]Intent, len(hits))
-	for i, in := range hits {
-		out[i] = *in
+	scanned, prev := 0, timedKey{}
+	visit := func(k timedKey) bool {
+		if q.After != nil && k.at.Equal(q.After.At) && k.key == q.After.ID {
+			return true
+		}
+		if !q.Since.IsZero() && k.at.Before(q.Since) {
+			return false // older still: nothing more can match
+		}
+		if q.Limit > 0 && len(out) == q.Limit {
+			last := out[len(out)-1]
+			next = &IntentCursor{At: last.AdmittedAt, ID: last.ID}
+			return false
+		}
+		if scanned++; scanned > scanLimit {
+			// The next page goes on after the last intent examined.
+			next = &IntentCursor{At: prev.at, ID: prev.key}
+			return false
+		}
+		prev = k
+		if in := f.state.Intents[k.key]; in != nil && q.keep(in) {
+			out = append(out, *in)
+		}
+		return true
 	}
-	return out, more
+	switch {
+	case q.After != nil:
+		v.admitted.DescendLessOrEqual(timedKey{q.After.At, q.After.ID}, visit)
+	case !q.Until.IsZero():
+		v.admitted.DescendLessOrEqual(timedKey{at: q.Until}, visit)
+	default:
+		v.admitted.Descend(visit)
+	}
+	return out, next
+}
+
+// PendingApprovals counts the intents waiting for an approval.
+func (f *FSM) PendingApprovals() int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return len(f.idx.views.pending)
 }
 
 // StatesPerMinute counts the intents last changed at or after since, by the
@@ -72,44 +127,31 @@ func (f *FSM) StatesPerMinute(since time.Time) map[time.Time]map[string]int {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	out := map[time.Time]map[string]int{}
-	for _, in := range f.state.Intents {
-		if in.UpdatedAt.Before(since) {
+	for m, states := range f.idx.views.minutes {
+		if m.Before(since.Truncate(time.Minute)) || len(states) == 0 {
 			continue
 		}
-		m := in.UpdatedAt.Truncate(time.Minute)
-		if out[m] == nil {
-			out[m] = map[string]int{}
-		}
-		out[m][in.State]++
+		out[m] = maps.Clone(states)
 	}
 	return out
 }
 
 // NodeDispatches returns the intent ids of a node's most recent dispatches,
-// newest first, at most limit. It keeps only the newest limit while it scans:
-// the dashboard asks on every change of a node, which may hold many
-// dispatches, and asks for none (limit 0) in its live events.
+// newest first, at most limit, from the views' index by node.
 func (f *FSM) NodeDispatches(node string, limit int) []string {
 	if limit <= 0 {
-		return nil
+		return nil // the dashboard's live node events ask for none: no scan
 	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	var ds []*Dispatch // newest first
-	for _, d := range f.state.Dispatches {
-		if d.Node != node || (len(ds) == limit && d.Fence <= ds[limit-1].Fence) {
-			continue
+	var out []string
+	f.idx.views.byNode.DescendLessOrEqual(nodeFence{node: node, fence: math.MaxUint64}, func(d nodeFence) bool {
+		if d.node != node || len(out) >= limit {
+			return false
 		}
-		i, _ := slices.BinarySearchFunc(ds, d, func(a, b *Dispatch) int { return cmp.Compare(b.Fence, a.Fence) })
-		if len(ds) == limit {
-			ds = ds[:limit-1]
-		}
-		ds = slices.Insert(ds, i, d)
-	}
-	out := make([]string, 0, len(ds))
-	for _, d := range ds {
-		out = append(out, d.IntentID)
-	}
+		out = append(out, d.intentID)
+		return true
+	})
 	return out
 }
 

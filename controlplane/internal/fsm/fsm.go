@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -71,8 +72,9 @@ type FSM struct {
 	checkpointed bool   // a checkpoint was applied by the current command
 	batch        leafBatch
 
-	watch watchers
-	obs   observer
+	watch    watchers
+	obs      observer
+	nodeHook atomic.Pointer[NodeHook]
 }
 
 var _ raft.FSM = (*FSM)(nil)
@@ -130,6 +132,9 @@ func (f *FSM) applyLocked(l *raft.Log) (any, []string) {
 func (f *FSM) recordFinal(changed []string) {
 	for _, id := range sortedUnique(changed) {
 		in := f.state.Intents[id]
+		if in != nil {
+			f.idx.views.intent(in)
+		}
 		switch {
 		case in == nil || !Final(in.State):
 		case in.Receipt == nil:
@@ -171,6 +176,7 @@ func (f *FSM) apply(index uint64, t MsgType, data []byte) (res Result, changed [
 		var c PutTool
 		decode(&c)
 		f.state.Tools[c.Name] = &c
+		f.idx.sched = buildSched(f.state) // which nodes may run it may have changed
 	case MsgPutPolicy:
 		var c PutPolicy
 		decode(&c)

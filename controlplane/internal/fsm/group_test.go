@@ -75,7 +75,7 @@ func TestGroupIdempotencyAndBudget(t *testing.T) {
 	want := []Result{
 		{IntentID: "k"},
 		{IntentID: "k", Duplicate: true},
-		{Err: &protocol.ErrorBody{Code: CodeIdempotencyConflict, Message: `idempotency key "same" was used for other params`}},
+		{IntentID: "k-other", Err: &protocol.ErrorBody{Code: CodeIdempotencyConflict, Message: `idempotency key "same" was used for other params`}},
 		{IntentID: "last-1"},
 		{IntentID: "last-2"},
 		{IntentID: "other-run"},
@@ -83,7 +83,7 @@ func TestGroupIdempotencyAndBudget(t *testing.T) {
 	if !reflect.DeepEqual(res, want) {
 		t.Fatalf("got %+v,\nwant %+v", res, want)
 	}
-	for id, st := range map[string]string{"k": StateDispatched, "last-1": StateRejected, "last-2": StateRejected, "other-run": StateDispatched} {
+	for id, st := range map[string]string{"k": StateDispatched, "k-other": StateRejected, "last-1": StateRejected, "last-2": StateRejected, "other-run": StateDispatched} {
 		if got := state(t, f, id).State; got != st {
 			t.Errorf("%s: got %s, want %s", id, got, st)
 		}

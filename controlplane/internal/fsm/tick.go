@@ -28,8 +28,8 @@ func (f *FSM) applyTick(index uint64, at time.Time) []string {
 		changed = append(changed, in.ID)
 	}
 	changed = append(changed, f.expireDispatches(index, now)...)
-	for _, id := range sortedKeys(s.JoinTokens) { // few, and short-lived
-		if !s.JoinTokens[id].ExpiresAt.After(now) {
+	for id, tok := range s.JoinTokens { // deleting the expired ones: any order gives the same state
+		if !tok.ExpiresAt.After(now) {
 			delete(s.JoinTokens, id)
 		}
 	}
@@ -82,9 +82,11 @@ func (f *FSM) applyTick(index uint64, at time.Time) []string {
 // (its intent expired or was refused meanwhile) is kept until it closes.
 func (f *FSM) forget(in *Intent) {
 	delete(f.state.Intents, in.ID)
+	f.idx.views.forget(in)
 	if in.Dispatch != nil {
 		if d := f.state.Dispatches[in.Dispatch.ID]; d != nil && !d.Open {
 			delete(f.state.Dispatches, d.ID)
+			f.idx.views.dropDispatch(d)
 		}
 	}
 }

@@ -27,9 +27,14 @@ type Config struct {
 	Bootstrap bool        // form a new cluster of Peers (or of this server alone)
 	Peers     []raft.Server
 	Logger    *slog.Logger
-	// Tuning; zero values take Raft's defaults.
+	// Tuning; zero values take Raft's defaults, but for CommitTimeout.
 	HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout time.Duration
 	SnapshotThreshold                                     uint64
+	// CommitTimeout is how long the leader lets a follower go without an
+	// AppendEntries when no entries flow: a follower learns that an entry
+	// committed only from the next one, so it bounds how stale a follower's
+	// reads and waits are. Default DefaultCommitTimeout.
+	CommitTimeout time.Duration
 	// Group bounds group commit (Propose); the zero value takes
 	// DefaultGroupConfig.
 	Group GroupConfig
@@ -37,6 +42,13 @@ type Config struct {
 	// Propose puts through Raft.
 	GroupSizes func(commands int)
 }
+
+// DefaultCommitTimeout replaces Raft's 50 ms, which a submission waited on
+// at a follower, or dispatched to a node whose session a follower holds,
+// paid once or twice (50–100 ms each). At 2 ms a follower learns of a commit
+// within 2–4 ms; the price is an empty AppendEntries to each idle follower
+// every 2–4 ms (measured: about 1 % of a core more per server, idle).
+const DefaultCommitTimeout = 2 * time.Millisecond
 
 // Validate reports a configuration that cannot run.
 func (c *Config) Validate() error {
@@ -131,6 +143,10 @@ func Start(cfg Config, f *fsm.FSM) (*Node, error) {
 	}
 	if cfg.SnapshotThreshold > 0 {
 		rc.SnapshotThreshold = cfg.SnapshotThreshold
+	}
+	rc.CommitTimeout = DefaultCommitTimeout
+	if cfg.CommitTimeout > 0 {
+		rc.CommitTimeout = cfg.CommitTimeout
 	}
 	if cfg.Bootstrap {
 		has, err := raft.HasExistingState(w, w, snaps)
