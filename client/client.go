@@ -92,11 +92,18 @@ func (e *Error) Error() string { return fmt.Sprintf("%s (%d): %s", e.Code, e.Sta
 // Submit posts a signed intent, with an approval when one is given, and
 // waits up to wait for a final state.
 func (c *Client) Submit(ctx context.Context, intent, approval []byte, wait time.Duration) (*IntentResponse, error) {
-	body := map[string]json.RawMessage{"intent": intent}
-	if len(approval) > 0 {
-		body["approval"] = approval
+	// The body is written around the signed bytes as they are: they are sent
+	// once, not re-encoded, and each must be one JSON value, so that nothing
+	// in them can add members to the body.
+	if !json.Valid(intent) || (len(approval) > 0 && !json.Valid(approval)) {
+		return nil, errors.New("client: the intent and the approval must each be one JSON value")
 	}
-	b, _ := json.Marshal(body)
+	b := make([]byte, 0, len(intent)+len(approval)+24)
+	b = append(append(b, `{"intent":`...), intent...)
+	if len(approval) > 0 {
+		b = append(append(b, `,"approval":`...), approval...)
+	}
+	b = append(b, '}')
 	var r IntentResponse
 	q := waitQuery(wait)
 	if c.NoProofWait && q != "" {

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -48,5 +49,30 @@ func TestConnectionsReused(t *testing.T) {
 	// per round.
 	if got := opened.Load(); got > conc+conc/2 {
 		t.Errorf("%d rounds of %d concurrent submissions opened %d connections, want at most %d", rounds, conc, got, conc+conc/2)
+	}
+}
+
+// TestSubmitBody: the body carries the signed bytes unchanged, and bytes that
+// are not one JSON value are refused before anything is sent.
+func TestSubmitBody(t *testing.T) {
+	var got []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, _ = io.ReadAll(r.Body)
+		w.Write([]byte(`{"intent_id":"int-1","state":"dispatched"}`))
+	}))
+	defer srv.Close()
+	c := New(srv.URL, "")
+	intent, approval := []byte(`{"b": 1, "a":"\u00e9"}`), []byte(` {"x":[1, 2]}`)
+	if _, err := c.Submit(context.Background(), intent, approval, 0); err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"intent":{"b": 1, "a":"\u00e9"},"approval": {"x":[1, 2]}}`; string(got) != want {
+		t.Errorf("body %s, want %s", got, want)
+	}
+	for _, bad := range [][]byte{[]byte(`{"a":1},"approval":{}`), []byte(`{`), nil} {
+		got = nil
+		if _, err := c.Submit(context.Background(), bad, nil, 0); err == nil || got != nil {
+			t.Errorf("intent %q: got error %v, body %q; want refused unsent", bad, err, got)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/hashicorp/raft"
 	"github.com/writhq/writ/protocol"
 )
@@ -268,4 +269,22 @@ func FuzzDecodeGroup(f *testing.F) {
 			t.Fatalf("decode then encode changed the bytes")
 		}
 	})
+}
+
+// TestEncodeAdmitBytes: the admit entry's bytes do not depend on how much
+// Encode checks the canonical intent it carries: the log format is unchanged.
+func TestEncodeAdmitBytes(t *testing.T) {
+	a := admit("int-1", "k", "p", t0)
+	a.Intent = []byte(`{"id":"int-1","params":{"a":[1,2,{"b":"\u00e9"}]},"tool":"echo"}`)
+	got, err := Encode(MsgAdmit, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	strict, err := jsonv2.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got[1:], strict) || MsgType(got[0]) != MsgAdmit {
+		t.Fatalf("got %s,\nwant %s", got[1:], strict)
+	}
 }

@@ -67,14 +67,18 @@ func sameSched(t *testing.T, f *FSM) {
 	dump := func(x *schedIndex) map[string][][]string {
 		out := map[string][][]string{}
 		for name, r := range x.rings {
-			levels := slices.Clone(r.levels)
-			for len(levels) > 0 && len(levels[len(levels)-1]) == 0 {
-				levels = levels[:len(levels)-1]
+			var levels [][]string
+			if len(r.order) != len(r.levels) || !slices.IsSorted(r.order) {
+				t.Fatalf("ring %s: loads %v do not list its levels %v", name, r.order, r.levels)
 			}
-			for i := range levels {
-				if len(levels[i]) == 0 {
-					levels[i] = nil
+			for _, k := range r.order {
+				if len(r.levels[k]) == 0 {
+					t.Fatalf("ring %s keeps an empty level %d", name, k)
 				}
+				for len(levels) <= k {
+					levels = append(levels, nil)
+				}
+				levels[k] = slices.Clone(r.levels[k])
 			}
 			if len(levels) > 0 {
 				out[name] = levels
@@ -230,4 +234,22 @@ func BenchmarkPick(b *testing.B) {
 			})
 		}
 	}
+}
+
+// TestRingKeepsOnlyLoadedLevels: a node with thousands of dispatches in
+// flight is one level of its tool's ring, so that a pick passes over the
+// loads nodes have, not every load below theirs.
+func TestRingKeepsOnlyLoadedLevels(t *testing.T) {
+	f, b := fleetFSM(t)
+	for i := range 3000 {
+		id := fmt.Sprintf("int-%d", i)
+		if r := apply(t, f, b, MsgAdmit, admit(id, id, "p", t0)); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	r := f.idx.sched.rings["echo"]
+	if n := f.state.Nodes["n1"]; n.InFlight != 3000 || len(r.order) != 1 || r.order[0] != 3000 {
+		t.Fatalf("node in flight %d; ring levels %v, want one at 3000", n.InFlight, r.order)
+	}
+	sameSched(t, f)
 }

@@ -14,29 +14,43 @@ import "slices"
 // tiers or load and to the tools, and rebuilt after a restore.
 
 // toolRing holds the nodes that may run one tool: levels[k] the ids, in
-// order, of those with k dispatches in flight.
+// order, of those with k dispatches in flight, and order the loads that some
+// node has, ascending. Only those are kept: a node with a million dispatches
+// in flight costs one level, not a million empty ones to pass over.
 type toolRing struct {
-	levels [][]string
+	levels map[int][]string
+	order  []int
 }
 
 func (r *toolRing) insert(level int, id string) {
-	for len(r.levels) <= level {
-		r.levels = append(r.levels, nil)
+	if r.levels == nil {
+		r.levels = map[int][]string{}
 	}
-	l := r.levels[level]
-	i, found := slices.BinarySearch(l, id)
-	if !found {
+	l, ok := r.levels[level]
+	if !ok {
+		i, _ := slices.BinarySearch(r.order, level)
+		r.order = slices.Insert(r.order, i, level)
+	}
+	if i, found := slices.BinarySearch(l, id); !found {
 		r.levels[level] = slices.Insert(l, i, id)
 	}
 }
 
 func (r *toolRing) delete(level int, id string) {
-	if level >= len(r.levels) {
+	l, ok := r.levels[level]
+	if !ok {
 		return
 	}
-	l := r.levels[level]
 	if i, found := slices.BinarySearch(l, id); found {
-		r.levels[level] = slices.Delete(l, i, i+1)
+		l = slices.Delete(l, i, i+1)
+	}
+	if len(l) > 0 {
+		r.levels[level] = l
+		return
+	}
+	delete(r.levels, level)
+	if i, found := slices.BinarySearch(r.order, level); found {
+		r.order = slices.Delete(r.order, i, i+1)
 	}
 }
 
@@ -115,7 +129,8 @@ func (f *FSM) pickOnRing(in *Intent, tool *Tool) (*Node, bool) {
 	}
 	h := mix64(in.ID)
 	eligible := false
-	for _, level := range r.levels {
+	for _, load := range r.order {
+		level := r.levels[load]
 		for j, k := 0, int(h%uint64(max(len(level), 1))); j < len(level); j++ {
 			n := f.state.Nodes[level[(k+j)%len(level)]]
 			if n == nil || !f.eligible(n, in, tool) {

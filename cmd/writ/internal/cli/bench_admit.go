@@ -71,11 +71,12 @@ time of this whole process (servers and clients) per operation.`,
 	admit.Flags().StringVar(&prof.cpu, "cpuprofile", "", "write a CPU profile of the run to this file")
 	admit.Flags().StringVar(&prof.block, "blockprofile", "", "write a profile of where goroutines blocked to this file")
 	admit.Flags().StringVar(&prof.mutex, "mutexprofile", "", "write a profile of mutex contention to this file")
+	admit.Flags().StringVar(&prof.allocs, "memprofile", "", "write a profile of allocations to this file")
 	return admit
 }
 
 // benchProfiles are the pprof profiles a benchmark run writes.
-type benchProfiles struct{ cpu, block, mutex string }
+type benchProfiles struct{ cpu, block, mutex, allocs string }
 
 // start begins the profiles asked for; stop writes them.
 func (p benchProfiles) start() (stop func(), err error) {
@@ -96,13 +97,14 @@ func (p benchProfiles) start() (stop func(), err error) {
 		}
 		done = append(done, func() { pprof.StopCPUProfile(); f.Close() })
 	}
-	for _, q := range []struct{ name, path string }{{"block", p.block}, {"mutex", p.mutex}} {
+	for _, q := range []struct{ name, path string }{{"block", p.block}, {"mutex", p.mutex}, {"allocs", p.allocs}} {
 		if q.path == "" {
 			continue
 		}
-		if q.name == "block" {
+		switch q.name {
+		case "block":
 			runtime.SetBlockProfileRate(int(10 * time.Microsecond))
-		} else {
+		case "mutex":
 			runtime.SetMutexProfileFraction(10)
 		}
 		done = append(done, func() {
