@@ -38,11 +38,16 @@ func hold(pid int, spec Spec, wantFDs int) error {
 	if !ws.Stopped() || ws.StopSignal() != syscall.SIGTRAP {
 		return fmt.Errorf("proc: child did not stop at exec (status %v)", ws)
 	}
-	// prepare writes cgroup files: it runs on another thread, since this
-	// one may be confined by Landlock already.
-	errc := make(chan error, 1)
-	go func() { errc <- prepare(pid, spec, wantFDs) }()
-	err := <-errc
+	var err error
+	if spec.Landlock == nil {
+		err = prepare(pid, spec, wantFDs)
+	} else {
+		// prepare writes cgroup files: it runs on another thread, since
+		// this one is confined by Landlock already.
+		errc := make(chan error, 1)
+		go func() { errc <- prepare(pid, spec, wantFDs) }()
+		err = <-errc
+	}
 	if derr := syscall.PtraceDetach(pid); derr != nil && err == nil {
 		err = fmt.Errorf("proc: detach: %w", derr)
 	}
@@ -50,7 +55,7 @@ func hold(pid int, spec Spec, wantFDs int) error {
 }
 
 func prepare(pid int, spec Spec, wantFDs int) error {
-	if spec.Cgroup != nil && !spec.CgroupWatchOnly {
+	if spec.Cgroup != nil && !spec.CgroupWatchOnly && !spec.cloneInto {
 		if err := spec.Cgroup.Add(pid); err != nil {
 			return err
 		}
