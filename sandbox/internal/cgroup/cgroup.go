@@ -45,29 +45,39 @@ type Manager struct {
 // Detect finds a writable pids controller and prepares parent under it.
 func Detect(parent string) (*Manager, error) {
 	if _, err := os.Stat(filepath.Join(Root, "cgroup.controllers")); err == nil {
-		m, err := detectV2(Root, parent)
+		m, err := DetectV2(Root, parent)
+		if err == nil {
+			err = requirePids(m)
+		}
 		if err != nil {
 			return nil, err
-		}
-		if !m.hasPids {
-			return nil, fmt.Errorf("%w: v2 without the pids controller (%s)", ErrUnsupported, m.pids)
 		}
 		return m, nil
 	}
 	return detectV1(Root, parent)
 }
 
-// detectV2 prepares parent in the unified hierarchy mounted at root and
-// hands the pids and memory controllers down to it as far as the host lets
-// it; the manager records which ones its groups get.
-func detectV2(root, parent string) (*Manager, error) {
-	dir := filepath.Join(root, parent)
+func requirePids(m *Manager) error {
+	if !m.hasPids {
+		return fmt.Errorf("%w: v2 without the pids controller for %s", ErrUnsupported, m.pids)
+	}
+	return nil
+}
+
+// DetectV2 prepares parent in the unified (v2) hierarchy mounted at mount
+// and hands the pids and memory controllers down to it as far as the host
+// lets it: the manager's groups get those it could, and a limit asked of
+// one they lack is refused (ErrNoController). Detect requires pids; tests
+// use DetectV2 alone on a hybrid host, whose v2 hierarchy has no
+// controllers but can still make, fill, kill and remove groups.
+func DetectV2(mount, parent string) (*Manager, error) {
+	dir := filepath.Join(mount, parent)
 	// The root cgroup may hand controllers down; our parent then hands
 	// them to the per-invocation groups (no processes live in it). One
 	// controller per write: a write naming one the host lacks changes
 	// nothing at all.
 	for _, c := range []string{"+pids", "+memory"} {
-		_ = os.WriteFile(filepath.Join(root, "cgroup.subtree_control"), []byte(c), 0)
+		_ = os.WriteFile(filepath.Join(mount, "cgroup.subtree_control"), []byte(c), 0)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnsupported, err)
