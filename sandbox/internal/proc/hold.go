@@ -61,32 +61,8 @@ func prepare(pid int, spec Spec, wantFDs int) error {
 		}
 	}
 	if spec.Rlimits {
-		l := spec.Limits
-		set := func(res int, cur, max uint64) error {
-			lim := unix.Rlimit{Cur: cur, Max: max}
-			if err := unix.Prlimit(pid, res, &lim, nil); err != nil {
-				return fmt.Errorf("proc: prlimit %d: %w", res, err)
-			}
-			return nil
-		}
-		// CPU: SIGXCPU at the limit, SIGKILL a second later.
-		if err := set(unix.RLIMIT_CORE, 0, 0); err != nil {
+		if err := setRlimits(pid, spec); err != nil {
 			return err
-		}
-		if l.CPUSeconds > 0 {
-			if err := set(unix.RLIMIT_CPU, uint64(l.CPUSeconds), uint64(l.CPUSeconds)+1); err != nil {
-				return err
-			}
-		}
-		if as := spec.AddressSpace; as > 0 {
-			if err := set(unix.RLIMIT_AS, uint64(as), uint64(as)); err != nil {
-				return err
-			}
-		}
-		if l.OpenFiles > 0 {
-			if err := set(unix.RLIMIT_NOFILE, uint64(l.OpenFiles), uint64(l.OpenFiles)); err != nil {
-				return err
-			}
 		}
 	}
 	return checkFDs(pid, wantFDs)

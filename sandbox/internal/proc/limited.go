@@ -9,6 +9,10 @@ import (
 	"github.com/writhq/writ/sandbox/internal/cgroup"
 )
 
+// errCloneIntoCgroup means the process did not start because the kernel
+// does not know CLONE_INTO_CGROUP; RunLimited starts it again without.
+var errCloneIntoCgroup = errors.New("proc: clone into cgroup unsupported")
+
 // RunLimited runs spec in a cgroup of its own from cg (when the host has
 // cgroups: cg may be nil) with the manifest's pids limit, and its memory
 // limit where the host has a memory controller (RLIMIT_AS bounds memory

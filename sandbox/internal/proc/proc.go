@@ -157,10 +157,6 @@ func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 // then on processes are moved into their group at their exec stop.
 var cloneIntoBroken atomic.Bool
 
-// errCloneIntoCgroup means the process did not start because the kernel
-// does not know CLONE_INTO_CGROUP; RunLimited starts it again without.
-var errCloneIntoCgroup = errors.New("proc: clone into cgroup unsupported")
-
 // cloneIntoUnsupported recognises what clone3 says on kernels before 5.7:
 // no clone3 at all (ENOSYS), or arguments larger than it knows (E2BIG) or
 // a flag it does not know (EINVAL).
