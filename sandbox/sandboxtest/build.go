@@ -6,12 +6,12 @@ package sandboxtest
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -35,6 +35,10 @@ func BuildTool(t testing.TB, pkg, goos, goarch string) string {
 	if p, ok := built[key]; ok {
 		return p
 	}
+	if p, ok := inheritedBuild(key); ok {
+		built[key] = p
+		return p
+	}
 	if buildDir == "" {
 		d, err := sharedDir()
 		if err != nil {
@@ -42,12 +46,12 @@ func BuildTool(t testing.TB, pkg, goos, goarch string) string {
 		}
 		buildDir = d
 	}
-	base := filepath.Join(buildDir, fmt.Sprintf("%s-%s-%s", filepath.Base(pkg), goos, goarch))
-	// Build beside the target, then name it by its content: test binaries
-	// of several packages (and checkouts of other sources) build the tool
-	// at once, and a file in use is never replaced under a running test —
-	// bwrap, binding it, refuses a path whose file changed mid-mount.
-	tmp := fmt.Sprintf("%s.%d.tmp", base, os.Getpid())
+	// Build beside the target and rename: test binaries of several
+	// packages build the same tool at once, and a running copy stays valid.
+	// The name carries a hash of the content: checkouts with different
+	// sources (worktrees, CI) share this directory and must not run each
+	// other's tool.
+	tmp := filepath.Join(buildDir, fmt.Sprintf("%s-%s-%s.%d.tmp", filepath.Base(pkg), goos, goarch, os.Getpid()))
 	cmd := exec.Command(goTool(), "build", "-trimpath", "-o", tmp, pkg)
 	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
@@ -58,10 +62,12 @@ func BuildTool(t testing.TB, pkg, goos, goarch string) string {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(content)
-	out := base + "-" + hex.EncodeToString(sum[:8])
+	out := filepath.Join(buildDir, fmt.Sprintf("%s-%s-%s-%x", filepath.Base(pkg), goos, goarch, sum[:8]))
 	if goos == "wasip1" {
 		out += ".wasm"
 	}
+	// An identical build keeps the existing file: replacing it would pull
+	// it from under another test process that is running it.
 	if same(tmp, out) {
 		os.Remove(tmp)
 	} else if err := os.Rename(tmp, out); err != nil {
@@ -100,6 +106,32 @@ func sharedDir() (string, error) {
 		return "", fmt.Errorf("%s is not a directory of ours that only we can write", d)
 	}
 	return d, os.Chmod(d, 0o755)
+}
+
+// builtEnv hands the tools built so far to a test process this one starts
+// (the terminal rerun), as "key=path" lines, so that it does not build
+// them again.
+const builtEnv = "WRIT_SANDBOXTEST_BUILT"
+
+func builtList() string {
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	var b strings.Builder
+	for k, p := range built {
+		fmt.Fprintf(&b, "%s=%s\n", k, p)
+	}
+	return b.String()
+}
+
+func inheritedBuild(key string) (string, bool) {
+	for _, line := range strings.Split(os.Getenv(builtEnv), "\n") {
+		if k, p, ok := strings.Cut(line, "="); ok && k == key {
+			if _, err := os.Stat(p); err == nil {
+				return p, true
+			}
+		}
+	}
+	return "", false
 }
 
 func same(a, b string) bool {
