@@ -167,10 +167,8 @@ func groupLen(t *testing.T, entry []byte) int {
 	if fsm.MsgType(entry[0]) != fsm.MsgGroup {
 		return 1
 	}
-	var n int
 	// The count is the first varint after the type byte; small here.
-	n = int(entry[1])
-	return n
+	return int(entry[1])
 }
 
 // TestProposeFailureReachesEveryone: when Raft refuses the entry (leadership
