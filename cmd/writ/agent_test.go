@@ -199,8 +199,7 @@ func TestAgentKilledMidRun(t *testing.T) {
 	manifest := `{"name":"witness","tier":"process","command":{"path":"` + witnessBin + `"}}`
 	c.tool(t, "witness", manifest)
 	// The node owner lets process-tier tools write the witness directory.
-	dir := t.TempDir()
-	os.Chmod(dir, 0o777)
+	dir := witnessDir(t)
 	a := &agent{extra: []string{"--process-read-write", dir}}
 	c.startAgent(t, a, map[string]string{"witness": manifest})
 	runs, release := filepath.Join(dir, "runs"), filepath.Join(dir, "release")
@@ -234,4 +233,20 @@ func TestAgentKilledMidRun(t *testing.T) {
 	if b, _ := os.ReadFile(runs); strings.Count(string(b), "ran ") != 1 {
 		t.Fatalf("the tool ran %d times: %q", strings.Count(string(b), "ran "), b)
 	}
+}
+
+// witnessDir is a directory process-tier tools may write: they run as an
+// unprivileged user (65534) when the agent is root, so it lies outside the
+// test's own 0700 temporary directory.
+func witnessDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "writ-witness-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

@@ -232,8 +232,7 @@ func witnessManifest() string {
 func (c *testCluster) startAgents(servers ...[]int) {
 	t := c.t
 	t.Helper()
-	c.witness = t.TempDir()
-	os.Chmod(c.witness, 0o777)
+	c.witness = witnessDir(t)
 	admin := c.client(-1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
