@@ -45,10 +45,10 @@ build: ## build bin/writ and the WASM tools of writ dev
 dev: build ## start a local Writ (writ dev, state in .dev/) and print how to submit an intent
 	$(BIN)/writ dev --data-dir $(CURDIR)/.dev
 
-cluster: build ## start a local 3-server cluster on loopback (state and dev.json with "addrs" in .cluster/)
+cluster: build ## start a local 3-server cluster and two node agents on loopback (state and dev.json with "addrs" in .cluster/)
 	WRIT=$(BIN)/writ WRIT_CLUSTER_DIR=$(CURDIR)/.cluster deploy/cluster.sh up
 
-cluster-down: ## stop the local cluster (state stays in .cluster/)
+cluster-down: ## stop the local cluster's agents and servers (state stays in .cluster/)
 	WRIT=$(BIN)/writ WRIT_CLUSTER_DIR=$(CURDIR)/.cluster deploy/cluster.sh down
 
 # CI fuzzes each target for a number of executions, not a duration: a

@@ -312,3 +312,6 @@ func (c *Client) Node(ctx context.Context, id string) (json.RawMessage, error) {
 func (c *Client) NodeAction(ctx context.Context, id, action string) error {
 	return c.Admin(ctx, "POST", "nodes/"+url.PathEscape(id)+"/"+url.PathEscape(action), nil)
 }
+
+// CloseIdleConnections closes the connections kept open for reuse.
+func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }

@@ -23,7 +23,10 @@ func (s *Server) listenAgents(cert tls.Certificate) error {
 		HandshakeIdleTimeout: 10 * time.Second,
 		MaxIdleTimeout:       3 * s.cfg.AgentHeartbeat,
 		Allow0RTT:            false,
-		MaxIncomingStreams:   4,
+		// The session is one bidirectional stream; a node may open no
+		// unidirectional one.
+		MaxIncomingStreams:    4,
+		MaxIncomingUniStreams: -1,
 	})
 	if err != nil {
 		return fmt.Errorf("controlplane: agent address: %w", err)

@@ -20,6 +20,7 @@ import (
 )
 
 type devServer struct {
+	dir   string // the data directory (tls/ holds the dev cluster CA)
 	s     *controlplane.Server
 	creds *controlplane.DevCredentials
 	c     *client.Client
@@ -40,8 +41,9 @@ func startDevWith(t testing.TB, mutate func(*controlplane.Config)) *devServer {
 	if mutate != nil {
 		mutate(&base)
 	}
+	dir := t.TempDir()
 	s, creds, err := controlplane.StartDev(ctx, controlplane.DevConfig{
-		DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", ToolsDir: "/nonexistent", Base: base,
+		DataDir: dir, HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", ToolsDir: "/nonexistent", Base: base,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +56,7 @@ func startDevWith(t testing.TB, mutate func(*controlplane.Config)) *devServer {
 	c := client.New(addr, "")
 	secret, _ := base64.StdEncoding.DecodeString(creds.Orchestrator.Secret)
 	c.SignReads(creds.Tenant, creds.Orchestrator.KeyID, secret)
-	d := &devServer{s: s, creds: creds, c: c, admin: client.New(addr, creds.AdminToken)}
+	d := &devServer{dir: dir, s: s, creds: creds, c: c, admin: client.New(addr, creds.AdminToken)}
 	d.node = enrollSim(t, s, addr)
 	if err := d.node.connect(t, s.AgentAddr(), toolHashes(t, addr)); err != nil {
 		t.Fatal(err)

@@ -24,8 +24,13 @@ import (
 const (
 	closeNormal   quic.ApplicationErrorCode = 0
 	closeIdentity quic.ApplicationErrorCode = 1 // no valid node certificate
-	closeRevoked  quic.ApplicationErrorCode = 2
+	closeRevoked  quic.ApplicationErrorCode = 2 // for good: the agent stops
 	closeProtocol quic.ApplicationErrorCode = 3
+	// closeUnknown: this server does not know the node (yet). A server that
+	// is restarting, or lags the log, has not applied the node's enrollment:
+	// the agent tries again, here or elsewhere. Only a revocation, which no
+	// replica can see before it is committed, is for good.
+	closeUnknown quic.ApplicationErrorCode = 4
 )
 
 // session is one node's QUIC session with this server: it pushes the node's
@@ -43,6 +48,12 @@ type session struct {
 	// already pushed, belongs to the one push running.
 	push atomic.Int32
 	sent map[string]bool
+
+	// attached is set by the handshake once the fleet holds the session;
+	// welcomed once the node has its welcome, before which nothing is
+	// pushed.
+	attached bool
+	welcomed atomic.Bool
 
 	mu       sync.Mutex
 	lastSeen time.Time
@@ -68,9 +79,15 @@ func (s *Server) serveSession(conn *quic.Conn) {
 		return
 	}
 	n, ok := s.fsm.Node(id)
-	if !ok || n.Status == fsm.NodeRevoked {
+	switch {
+	case !ok:
+		s.metrics.sessionRefused.WithLabelValues("unknown").Inc()
+		s.log.Warn("node session refused: this server does not know the node (yet)", "node", id)
+		conn.CloseWithError(closeUnknown, "this server does not know the node yet; try again")
+		return
+	case n.Status == fsm.NodeRevoked:
 		s.metrics.sessionRefused.WithLabelValues("revoked").Inc()
-		conn.CloseWithError(closeRevoked, "node is not enrolled or is revoked")
+		conn.CloseWithError(closeRevoked, "node is revoked")
 		return
 	}
 	ctx, cancel := context.WithTimeout(conn.Context(), 10*time.Second)
@@ -84,9 +101,12 @@ func (s *Server) serveSession(conn *quic.Conn) {
 	if err := ss.handshake(); err != nil {
 		ss.log().Warn("node session refused", "err", err)
 		ss.bye(protocol.ErrorBody{Code: protocol.CodeMalformed, Message: err.Error()}, closeProtocol)
+		if ss.attached {
+			ss.end()
+		}
 		return
 	}
-	s.fleet.attach(ss)
+	ss.welcomed.Store(true)
 	s.metrics.sessions.Inc()
 	ss.log().Info("node session began", "remote", conn.RemoteAddr().String())
 	ss.kick()
@@ -96,14 +116,20 @@ func (s *Server) serveSession(conn *quic.Conn) {
 // serve reads the node's frames until the session ends, on a goroutine of
 // its own whose stack never held the handshake's.
 func (ss *session) serve() {
-	s, id := ss.srv, ss.node
 	ss.read()
 	ss.close("session ended")
-	s.metrics.sessions.Dec()
+	ss.srv.metrics.sessions.Dec()
+	ss.end()
+}
+
+// end forgets the session and, unless a newer one replaced it, records
+// through Raft that this server no longer holds the node.
+func (ss *session) end() {
+	s := ss.srv
 	if s.fleet.detach(ss) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if _, err := s.applyAnywhere(ctx, fsm.MsgNodeSession, fsm.NodeSession{At: s.now(), Node: id, Server: s.cfg.ID}); err != nil {
+		if _, err := s.applyAnywhere(ctx, fsm.MsgNodeSession, fsm.NodeSession{At: s.now(), Node: ss.node, Server: s.cfg.ID}); err != nil {
 			ss.log().Warn("could not record the end of a node session", "err", err)
 		}
 	}
@@ -144,6 +170,11 @@ func (ss *session) handshake() error {
 	}
 	cmd := fsm.NodeSession{At: ss.srv.now(), Node: ss.node, Server: ss.srv.cfg.ID, Connected: true,
 		OS: h.OS, Arch: h.Arch, Version: h.Version, Tiers: h.Tiers, Tools: tools, Concurrency: h.Concurrency, Labels: h.Labels}
+	// The session is this server's before the hello is recorded, so that
+	// whoever reads that this server holds the node finds it here (its last
+	// heartbeat; pushes wait for the welcome).
+	ss.srv.fleet.attach(ss)
+	ss.attached = true
 	if n, _ := ss.srv.fsm.Node(ss.node); !sameSession(n, &cmd) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		res, err := ss.srv.applyAnywhere(ctx, fsm.MsgNodeSession, cmd)
@@ -206,6 +237,9 @@ const (
 // the running one ends. Pushes never overlap, so frames keep their order and
 // sent needs no lock. It never blocks: the FSM's node hook calls it.
 func (ss *session) kick() {
+	if !ss.welcomed.Load() {
+		return // the welcome is followed by a kick
+	}
 	for {
 		switch ss.push.Load() {
 		case pushIdle:
@@ -244,7 +278,12 @@ func (ss *session) pushOpen() bool {
 	default:
 	}
 	n, ok := ss.srv.fsm.Node(ss.node)
-	if !ok || n.Status == fsm.NodeRevoked {
+	switch {
+	case !ok: // not after the handshake found it; but never "revoked" for it
+		ss.conn.CloseWithError(closeUnknown, "this server does not know the node")
+		ss.close("node unknown")
+		return false
+	case n.Status == fsm.NodeRevoked:
 		ss.bye(protocol.ErrorBody{Code: fsm.CodeNodeRevoked, Message: "node is revoked"}, closeRevoked)
 		return false
 	}

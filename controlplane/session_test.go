@@ -6,6 +6,9 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
+	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -62,6 +65,44 @@ func TestSessionNeedsANodeCertificate(t *testing.T) {
 	mine.Certificates = []tls.Certificate{{Certificate: d.node.chain, PrivateKey: d.node.tlsKey}}
 	if !servedStream(t, d.s.AgentAddr(), d.node.id, mine) {
 		t.Error("the enrolled node's own certificate was not served: the test cannot tell")
+	}
+}
+
+// TestUnknownNodeMayRetry: a node certificate of the cluster CA for a node
+// this server has no record of — it has not applied the enrollment yet: it is
+// restarting, or lags the log — is closed with the "unknown, try again" code,
+// never the revoked one, which makes an agent stop for good. (It once was:
+// agents exited when a restarted cluster's servers had not replayed their
+// logs yet.)
+func TestUnknownNodeMayRetry(t *testing.T) {
+	d := startDev(t)
+	certPEM, err1 := os.ReadFile(filepath.Join(d.dir, "tls", "ca.pem"))
+	keyPEM, err2 := os.ReadFile(filepath.Join(d.dir, "tls", "ca.key"))
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	ca, err := pki.LoadCA(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, err := ca.Sign(pki.RoleNode, "node-enrolled-elsewhere", key.Public(), nil, true, time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := &tls.Config{RootCAs: d.node.ca, ServerName: "127.0.0.1", NextProtos: []string{protocol.ALPN}, MinVersion: tls.VersionTLS13,
+		Certificates: []tls.Certificate{{Certificate: [][]byte{der, ca.Cert.Raw}, PrivateKey: key}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := quic.DialAddr(ctx, d.s.AgentAddr(), conf, &quic.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseWithError(0, "")
+	<-conn.Context().Done()
+	var app *quic.ApplicationError
+	if err := context.Cause(conn.Context()); !errors.As(err, &app) || app.ErrorCode != 4 {
+		t.Fatalf("a node this server does not know: the session ended with %v, want application error 4 (unknown: retry)", err)
 	}
 }
 

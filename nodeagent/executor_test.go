@@ -203,7 +203,7 @@ func TestResultOutputEncoding(t *testing.T) {
 // "status error" — and a refusal its code.
 func TestResultSaysWhy(t *testing.T) {
 	for _, c := range []struct {
-		out              sandbox.Outcome
+		out             sandbox.Outcome
 		status, wantErr string
 	}{
 		{sandbox.Outcome{Status: sandbox.StatusOK, Reason: "ignored"}, protocol.StatusOK, ""},

@@ -156,6 +156,60 @@ func TestAgentsSessionServerKilled(t *testing.T) {
 	c.checkLedgers()
 }
 
+// TestAgentsClusterRestart: all three servers are killed and one comes back
+// alone. Without a quorum it elects no leader and applies nothing of its log,
+// so it does not know the agent's node; it must tell the agent to try again,
+// not that it is revoked (an agent stops for good then, and needs a new
+// enrollment). Once the other two are back, the agent's node is ready again
+// and runs an intent.
+func TestAgentsClusterRestart(t *testing.T) {
+	c := startTestCluster(t)
+	c.startAgents([]int{0})
+	a := c.agents[0]
+	for i := range c.srv {
+		c.kill(i)
+	}
+	c.start(0)
+	// The agent notices within three heartbeats, dials s1 and is refused.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if exited(a.cmd) {
+			t.Fatal("the agent stopped")
+		}
+		if b, _ := os.ReadFile(c.srv[0].log); strings.Contains(string(b), "does not know the node") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the agent never reached the restarted server")
+		}
+	}
+	time.Sleep(time.Second) // an agent told it is revoked exits at once
+	if exited(a.cmd) {
+		t.Fatal("the agent stopped")
+	}
+	c.start(1)
+	c.start(2)
+	c.waitLeader(30 * time.Second)
+	c.waitNodes("a1 ready again", func(n map[string]nodeView) bool { return n["a1"].Status == "ready" })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := c.client(-1).Submit(ctx, c.witnessIntent("after-restart", "after-restart", "", ""), nil, 20*time.Second)
+	if err != nil || r.State != "completed" || c.runs("after-restart") != 1 {
+		t.Fatalf("an intent after the restart: %+v %v; %d runs", r, err, c.runs("after-restart"))
+	}
+}
+
+// exited reports whether cmd's process has ended (a zombie not yet waited
+// for counts).
+func exited(cmd *exec.Cmd) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+	if err != nil {
+		return true
+	}
+	// pid (comm) state …: the state follows the last ')'.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return len(f) == 0 || f[0] == "Z" || f[0] == "X"
+}
+
 // clusterAgent is one `writ agent` process of a testCluster, with its own
 // data directory and allowlist (the witness tool).
 type clusterAgent struct {

@@ -17,20 +17,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/ledger"
-	"github.com/writhq/writ/protocol"
 )
 
 // testCluster is three `writ server` processes on loopback that find each
 // other with memberlist (bootstrap_expect 3), and tenant acme with an
 // orchestrator key and the tool echo. Each server takes node sessions on its
 // API port over UDP, with a 1 s heartbeat, so that a session whose server
-// died ends within 3 s. No policy is installed, so every intent ends denied
-// by default — a decision, which binds its idempotency key exactly as an
-// allowed intent does — until startAgents (cluster_agents_test.go) allows
-// tenant acme the witness tool and starts node agents to run it.
+// died ends within 3 s. No policy is installed, so every intent would end
+// denied, until startAgents (cluster_agents_test.go) allows tenant acme
+// every tool, registers the witness tool and starts node agents to run it.
 type testCluster struct {
 	t      *testing.T
 	dir    string
@@ -212,32 +209,17 @@ func (c *testCluster) kill(i int) {
 	s.cmd = nil
 }
 
-// intent signs an intent of tenant acme with the given id, key and params.
-func (c *testCluster) intent(id, key, params string) []byte {
-	now := time.Now().UTC()
-	in := &protocol.Intent{
-		Type: "writ.intent/v1", ID: id, Tenant: "acme", Principal: "bot", RunID: "run", Tool: "echo",
-		Params: jsontext.Value(params), IdempotencyKey: key, IssuedAt: protocol.FormatTime(now),
-		ExpiresAt: protocol.FormatTime(now.Add(10 * time.Minute)), KeyID: "orch",
-	}
-	in.SetPayloadHash()
-	in.Sign(c.secret)
-	b, err := json.Marshal(in)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return b
-}
-
-// exists reports whether server i holds intent id (admin read).
+// exists reports whether server i holds intent id as an admitted attempt
+// (admin read). An attempt refused for an idempotency conflict is kept too,
+// with its receipt, but admitted nothing: it does not count.
 func (c *testCluster) exists(i int, id string) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, err := c.client(i).Intent(ctx, id, 0)
+	r, err := c.client(i).Intent(ctx, id, 0)
 	var ae *client.Error
 	switch {
 	case err == nil:
-		return true, nil
+		return r.Error == nil || r.Error.Code != "idempotency_conflict", nil
 	case errors.As(err, &ae) && ae.Code == "not_found":
 		return false, nil
 	}

@@ -2,9 +2,11 @@ package main_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -20,23 +22,30 @@ import (
 // TestClusterOneKeyConcurrently: 64 concurrent submissions of one idempotency
 // key, spread over the three servers (two of them forwarding to the leader),
 // admit exactly one intent; every answer names it or is idempotency_conflict
-// (for the submissions whose params differ from the winner's).
+// (for the submissions whose params differ from the winner's). The winner
+// runs once on one of the two agents.
 func TestClusterOneKeyConcurrently(t *testing.T) {
 	c := startTestCluster(t)
+	c.startAgents([]int{0, 1, 2}, []int{0, 1, 2})
 	const n = 64
 	ids := make([]string, n)
 	got := make([]string, n)
 	errs := make([]error, n)
-	params := func(i int) string {
+	// Two payloads for one key: each counts its runs in its own file.
+	file := func(i int) string {
 		if i%8 == 7 {
-			return `{"msg":"other"}`
+			return "other"
 		}
-		return `{"msg":"same"}`
+		return "same"
+	}
+	params := func(i int) string {
+		b, _ := json.Marshal(map[string]string{"file": filepath.Join(c.witness, file(i))})
+		return string(b)
 	}
 	bodies := make([][]byte, n)
 	for i := range bodies {
 		ids[i] = fmt.Sprintf("a-%d", i)
-		bodies[i] = c.intent(ids[i], "one-key", params(i))
+		bodies[i] = c.signIntent("witness", ids[i], "one-key", params(i), "")
 	}
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -85,20 +94,34 @@ func TestClusterOneKeyConcurrently(t *testing.T) {
 	}
 	leader := c.waitLeader(10 * time.Second)
 	c.waitCaughtUp(leader)
+	// Each server holds the winner, and each attempt with other params
+	// recorded rejected (idempotency_conflict, unbound); nothing else.
 	for s := range c.srv {
 		admitted := 0
-		for _, id := range ids {
-			ok, err := c.exists(s, id)
-			if err != nil {
+		for i, id := range ids {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			r, err := c.client(s).Intent(ctx, id, 0)
+			cancel()
+			var ae *client.Error
+			switch {
+			case errors.As(err, &ae) && ae.Code == "not_found":
+				if params(i) != params(w) {
+					t.Errorf("%s: the conflicting attempt %s is not recorded", c.srv[s].id, id)
+				}
+			case err != nil:
 				t.Fatal(err)
-			}
-			if ok {
+			case r.State == "rejected" && r.Error != nil && r.Error.Code == "idempotency_conflict" && params(i) != params(w):
+			default:
 				admitted++
 			}
 		}
 		if admitted != 1 {
 			t.Fatalf("%s holds %d intents of one key, want 1", c.srv[s].id, admitted)
 		}
+	}
+	c.checkRuns(leader, c.waitFinal([]string{winner}, 30*time.Second), map[string]string{winner: file(w)})
+	if loser := map[string]string{"same": "other", "other": "same"}[file(w)]; c.runs(loser) != 0 {
+		t.Errorf("the tool ran %d times with the params that lost", c.runs(loser))
 	}
 }
 
@@ -301,13 +324,16 @@ func TestClusterLeaderKilled(t *testing.T) {
 }
 
 // TestClusterPausedLeader: the leader is paused with SIGSTOP while
-// submissions are sent to it; the others elect a new leader and go on. When
-// the old leader resumes, nothing it had taken in commits on its own: every
-// submission it acknowledged is present exactly once on the new leader, and
-// all servers hold the same intents.
+// submissions are sent to it; the others elect a new leader and go on (and
+// the two agents, if one had its session with the paused server, move to
+// another). When the old leader resumes, nothing it had taken in commits on
+// its own: every submission it acknowledged is present exactly once on the
+// new leader, and all servers hold the same intents. Every admitted intent
+// ran once, completed and has one receipt.
 func TestClusterPausedLeader(t *testing.T) {
 	c := startTestCluster(t)
 	old := c.waitLeader(10 * time.Second)
+	c.startAgents([]int{0, 1, 2}, []int{0, 1, 2})
 	p := c.srv[old].cmd.Process
 	if err := p.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -326,7 +352,7 @@ func TestClusterPausedLeader(t *testing.T) {
 			id := fmt.Sprintf("p-%d", i)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			r, err := c.client(old).Submit(ctx, c.intent(id, id, `{}`), nil, 0)
+			r, err := c.client(old).Submit(ctx, c.witnessIntent(id, id, "", ""), nil, 0)
 			if err == nil {
 				answers[i] = answer{r.IntentID, nil}
 			} else {
@@ -362,7 +388,7 @@ func TestClusterPausedLeader(t *testing.T) {
 	defer cancel()
 	for i := 0; i < 10; i++ {
 		id := fmt.Sprintf("q-%d", i)
-		if _, err := c.client(others[i%2]).Submit(ctx, c.intent(id, id, `{}`), nil, 0); err != nil {
+		if _, err := c.client(others[i%2]).Submit(ctx, c.witnessIntent(id, id, "", ""), nil, 0); err != nil {
 			t.Fatalf("submitting to the new cluster: %v", err)
 		}
 	}
@@ -397,5 +423,22 @@ func TestClusterPausedLeader(t *testing.T) {
 		}
 	}
 	t.Logf("the resumed server acknowledged %d of %d submissions taken while paused (through the new leader)", ackd, n)
+	keys := map[string]string{}
+	var ids []string
+	for i := range n {
+		id := fmt.Sprintf("p-%d", i)
+		if on, err := c.exists(newLeader, id); err != nil {
+			t.Fatal(err)
+		} else if on {
+			keys[id], ids = id, append(ids, id)
+		}
+	}
+	for i := range 10 {
+		id := fmt.Sprintf("q-%d", i)
+		keys[id], ids = id, append(ids, id)
+	}
+	leader := c.waitLeader(20 * time.Second)
+	c.checkRuns(leader, c.waitFinal(ids, 60*time.Second), keys)
+	c.waitCaughtUp(leader)
 	c.checkLedgers()
 }

@@ -138,6 +138,8 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 	args := d.args(m, cmd.Argv, env, inv.Workspace, netns != nil)
 	spec := proc.Spec{Tier: tier, Path: d.bin, Args: args, Env: []string{}, Dir: "/",
 		Stdin: cmd.Stdin, ExtraFiles: files, Limits: m.Limits, Rlimits: true, SignalExit: true,
+		// The tool gets its session from bwrap (--new-session).
+		KeepSession:  true,
 		AddressSpace: m.Limits.MemoryBytes + d.cfg.AddressSpaceSlack, NetNS: netns}
 	return proc.RunLimited(ctx, spec, d.cg)
 }

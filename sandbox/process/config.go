@@ -46,6 +46,13 @@ type Config struct {
 	// its workspace: the node owner's grant (agent config
 	// process_read_write), empty by default.
 	ReadWrite []string
+	// RunAsUID and RunAsGID are the user and group tools run as when the
+	// agent runs as root (Linux), with no supplementary groups: a tool then
+	// has none of root's file access, even to files inside its Landlock
+	// grants. Default 65534 and 65534 (nobody and nogroup on Debian).
+	// Neither may be 0. An agent that is not root cannot switch users: its
+	// tools run as itself.
+	RunAsUID, RunAsGID int
 	// AddressSpaceSlack is added to limits.memory_bytes to make the
 	// RLIMIT_AS of a tool. Runtimes reserve far more address space than they
 	// use (a Go program needs about 700 MiB before its first allocation), so
@@ -62,7 +69,7 @@ type Config struct {
 // DefaultConfig returns the configuration an agent uses unless told
 // otherwise.
 func DefaultConfig() Config {
-	return Config{CgroupParent: "writ", UnshareNetwork: true, ConfineFilesystem: true,
+	return Config{CgroupParent: "writ", UnshareNetwork: true, ConfineFilesystem: true, RunAsUID: 65534, RunAsGID: 65534,
 		SystemPaths:       []string{"/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/proc"},
 		Devices:           []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"},
 		AddressSpaceSlack: 1 << 30, Egress: egress.DefaultConfig()}
@@ -73,6 +80,9 @@ func (c Config) Validate() error {
 	if strings.ContainsAny(c.CgroupParent, "\x00") || strings.Contains(c.CgroupParent, "..") ||
 		strings.HasPrefix(c.CgroupParent, "/") {
 		return fmt.Errorf("process: CgroupParent %q must be a relative path with no \"..\" in it", c.CgroupParent)
+	}
+	if c.RunAsUID <= 0 || c.RunAsGID <= 0 || int64(c.RunAsUID) >= 1<<32-1 || int64(c.RunAsGID) >= 1<<32-1 {
+		return fmt.Errorf("process: RunAsUID %d and RunAsGID %d must be ids other than root (1 to 4294967294)", c.RunAsUID, c.RunAsGID)
 	}
 	if c.AddressSpaceSlack < 0 {
 		return errors.New("process: negative AddressSpaceSlack")

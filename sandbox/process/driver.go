@@ -66,7 +66,7 @@ func (d *Driver) Available() error {
 		}
 		spec := proc.Spec{Tier: sandbox.TierProcess, Path: "/bin/true", Args: []string{"true"}, Dir: "/",
 			Limits: sandbox.DefaultLimits(), Rlimits: true, UnshareNet: d.cfg.UnshareNetwork,
-			AddressSpace: sandbox.DefaultLimits().MemoryBytes + d.cfg.AddressSpaceSlack}
+			AddressSpace: sandbox.DefaultLimits().MemoryBytes + d.cfg.AddressSpaceSlack, Credential: d.runAs()}
 		out, err := d.probe(spec)
 		if err == nil && out.Status != sandbox.StatusOK {
 			err = fmt.Errorf("probe ended %s (%s)", out.Status, out.Reason)
@@ -102,6 +102,14 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 	spec := proc.Spec{Tier: tier, Exe: cmd.Exe, Args: cmd.Argv, Env: command.Environ(m, inv.Env),
 		Dir: inv.Workspace, Stdin: cmd.Stdin, Limits: m.Limits, Rlimits: true, UnshareNet: d.cfg.UnshareNetwork,
 		AddressSpace: m.Limits.MemoryBytes + d.cfg.AddressSpaceSlack}
+	if cred := d.runAs(); cred != nil {
+		ws, err := handOver(inv.Workspace, cred)
+		if err != nil {
+			return sandbox.Refuse(tier, err)
+		}
+		defer ws.Close()
+		spec.Credential, spec.Dir = cred, startIn(ws)
+	}
 	done, err := d.confine(&spec, m, cmd.RealPath, inv.Workspace)
 	if err != nil {
 		return sandbox.Refuse(tier, err)

@@ -5,11 +5,13 @@ package sandboxtest
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -33,6 +35,10 @@ func BuildTool(t testing.TB, pkg, goos, goarch string) string {
 	if p, ok := built[key]; ok {
 		return p
 	}
+	if p, ok := inheritedBuild(key); ok {
+		built[key] = p
+		return p
+	}
 	if buildDir == "" {
 		d, err := sharedDir()
 		if err != nil {
@@ -40,17 +46,25 @@ func BuildTool(t testing.TB, pkg, goos, goarch string) string {
 		}
 		buildDir = d
 	}
-	out := filepath.Join(buildDir, fmt.Sprintf("%s-%s-%s", filepath.Base(pkg), goos, goarch))
-	if goos == "wasip1" {
-		out += ".wasm"
-	}
 	// Build beside the target and rename: test binaries of several
 	// packages build the same tool at once, and a running copy stays valid.
-	tmp := fmt.Sprintf("%s.%d.tmp", out, os.Getpid())
+	// The name carries a hash of the content: checkouts with different
+	// sources (worktrees, CI) share this directory and must not run each
+	// other's tool.
+	tmp := filepath.Join(buildDir, fmt.Sprintf("%s-%s-%s.%d.tmp", filepath.Base(pkg), goos, goarch, os.Getpid()))
 	cmd := exec.Command(goTool(), "build", "-trimpath", "-o", tmp, pkg)
 	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build %s for %s/%s: %v\n%s", pkg, goos, goarch, err, b)
+	}
+	content, err := os.ReadFile(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(content)
+	out := filepath.Join(buildDir, fmt.Sprintf("%s-%s-%s-%x", filepath.Base(pkg), goos, goarch, sum[:8]))
+	if goos == "wasip1" {
+		out += ".wasm"
 	}
 	// An identical build keeps the existing file: replacing it would pull
 	// it from under another test process that is running it.
@@ -92,6 +106,32 @@ func sharedDir() (string, error) {
 		return "", fmt.Errorf("%s is not a directory of ours that only we can write", d)
 	}
 	return d, os.Chmod(d, 0o755)
+}
+
+// builtEnv hands the tools built so far to a test process this one starts
+// (the terminal rerun), as "key=path" lines, so that it does not build
+// them again.
+const builtEnv = "WRIT_SANDBOXTEST_BUILT"
+
+func builtList() string {
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	var b strings.Builder
+	for k, p := range built {
+		fmt.Fprintf(&b, "%s=%s\n", k, p)
+	}
+	return b.String()
+}
+
+func inheritedBuild(key string) (string, bool) {
+	for _, line := range strings.Split(os.Getenv(builtEnv), "\n") {
+		if k, p, ok := strings.Cut(line, "="); ok && k == key {
+			if _, err := os.Stat(p); err == nil {
+				return p, true
+			}
+		}
+	}
+	return "", false
 }
 
 func same(a, b string) bool {

@@ -217,11 +217,22 @@ func escapeLoopback(t *testing.T, h Harness) {
 	}
 }
 
+// escapeTTY: the tool has no controlling terminal to inject input into
+// (TIOCSTI), whether the agent has none (a service) or one (started from a
+// shell: the case runs again in a test process holding a pseudo-terminal).
 func escapeTTY(t *testing.T, h Harness) {
+	if inTerminal() {
+		requireTerminal(t)
+	}
 	o := run(t, h, h.Manifest(), `{"op":"tty"}`, "")
 	if o.Status == sandbox.StatusOK {
 		t.Fatalf("ESCAPED: the tool opened a controlling terminal (TIOCSTI possible)")
 	}
+	if inTerminal() {
+		t.Log(terminalMarker)
+		return
+	}
+	inTerminalRerun(t)
 }
 
 func escapeForkBomb(t *testing.T, h Harness) {

@@ -28,7 +28,14 @@ func TestAttacksWork(t *testing.T) {
 	sandboxtest.RequireAvailable(t, "process", d.Available())
 	tool := sandboxtest.HostTool(t)
 	m := sandbox.Manifest{Name: "t", Tier: sandbox.TierProcess, Command: &sandbox.Command{Path: tool}}
-	dir := t.TempDir()
+	// Open to every user: a root agent runs process-tier tools as another
+	// uid, and this control is about what Landlock stops, not file modes.
+	dir, err := os.MkdirTemp("", "writ-attacks-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
 	file := filepath.Join(dir, "secret")
 	os.WriteFile(file, []byte("SECRET"), 0o644)
 	ws := filepath.Join(dir, "ws")

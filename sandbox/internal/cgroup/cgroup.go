@@ -8,17 +8,20 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
-	"time"
 )
 
 // Root is where the cgroup filesystems are mounted.
 const Root = "/sys/fs/cgroup"
 
-// ErrUnsupported means the host offers no writable pids controller.
-var ErrUnsupported = errors.New("cgroup: no writable pids controller")
+var (
+	// ErrUnsupported means the host offers no writable pids controller.
+	ErrUnsupported = errors.New("cgroup: no writable pids controller")
+	// ErrNoController means a limit was asked of a controller this host
+	// does not give the manager's groups: the group is not made, rather
+	// than made without the limit.
+	ErrNoController = errors.New("cgroup: controller not available")
+)
 
 // Limits for one group; zero means no limit.
 type Limits struct {
@@ -27,46 +30,87 @@ type Limits struct {
 }
 
 // Manager creates groups under one parent, e.g. /sys/fs/cgroup/pids/writ on
-// v1 or /sys/fs/cgroup/writ on v2.
+// v1 or /sys/fs/cgroup/writ on v2. It is safe for concurrent use.
 type Manager struct {
 	v2      bool
 	pids    string // parent directory in the pids (or unified) hierarchy
 	memory  string // parent directory in the v1 memory hierarchy, "" if none
 	cpuacct string // parent directory in the v1 cpuacct hierarchy, "" if none
+	// Controllers the groups get: pids.max and memory limits can be set.
+	hasPids, hasMemory bool
+
+	pool pool
 }
 
 // Detect finds a writable pids controller and prepares parent under it.
 func Detect(parent string) (*Manager, error) {
-	if b, err := os.ReadFile(filepath.Join(Root, "cgroup.controllers")); err == nil {
-		if !strings.Contains(" "+string(b)+" ", " pids") {
-			return nil, fmt.Errorf("%w: v2 without the pids controller", ErrUnsupported)
+	if _, err := os.Stat(filepath.Join(Root, "cgroup.controllers")); err == nil {
+		m, err := DetectV2(Root, parent)
+		if err == nil {
+			err = requirePids(m)
 		}
-		dir := filepath.Join(Root, parent)
-		// The root cgroup may hand controllers down; our parent then hands
-		// them to the per-invocation groups (no processes live in it).
-		_ = os.WriteFile(filepath.Join(Root, "cgroup.subtree_control"), []byte("+pids +memory"), 0)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrUnsupported, err)
+		if err != nil {
+			return nil, err
 		}
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+pids +memory"), 0); err != nil {
-			if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+pids"), 0); err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrUnsupported, err)
-			}
-		}
-		return &Manager{v2: true, pids: dir}, nil
+		return m, nil
 	}
-	m := &Manager{pids: filepath.Join(Root, "pids", parent)}
+	return detectV1(Root, parent)
+}
+
+func requirePids(m *Manager) error {
+	if !m.hasPids {
+		return fmt.Errorf("%w: v2 without the pids controller for %s", ErrUnsupported, m.pids)
+	}
+	return nil
+}
+
+// DetectV2 prepares parent in the unified (v2) hierarchy mounted at mount
+// and hands the pids and memory controllers down to it as far as the host
+// lets it: the manager's groups get those it could, and a limit asked of
+// one they lack is refused (ErrNoController). Detect requires pids; tests
+// use DetectV2 alone on a hybrid host, whose v2 hierarchy has no
+// controllers but can still make, fill, kill and remove groups.
+func DetectV2(mount, parent string) (*Manager, error) {
+	dir := filepath.Join(mount, parent)
+	// The root cgroup may hand controllers down; our parent then hands
+	// them to the per-invocation groups (no processes live in it). One
+	// controller per write: a write naming one the host lacks changes
+	// nothing at all.
+	for _, c := range []string{"+pids", "+memory"} {
+		_ = os.WriteFile(filepath.Join(mount, "cgroup.subtree_control"), []byte(c), 0)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnsupported, err)
+	}
+	for _, c := range []string{"+pids", "+memory"} {
+		_ = os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte(c), 0)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnsupported, err)
+	}
+	on := " " + strings.Join(strings.Fields(string(b)), " ") + " "
+	return &Manager{v2: true, pids: dir,
+		hasPids: strings.Contains(on, " pids "), hasMemory: strings.Contains(on, " memory ")}, nil
+}
+
+// detectV1 prepares parent in the pids, memory and cpuacct hierarchies
+// mounted under root; only pids is required.
+func detectV1(root, parent string) (*Manager, error) {
+	m := &Manager{pids: filepath.Join(root, "pids", parent), hasPids: true}
 	if err := os.MkdirAll(m.pids, 0o755); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnsupported, err)
 	}
 	if _, err := os.Stat(filepath.Join(m.pids, "pids.max")); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnsupported, err)
 	}
-	mem := filepath.Join(Root, "memory", parent)
+	mem := filepath.Join(root, "memory", parent)
 	if err := os.MkdirAll(mem, 0o755); err == nil {
-		m.memory = mem
+		if _, err := os.Stat(filepath.Join(mem, "memory.limit_in_bytes")); err == nil {
+			m.memory, m.hasMemory = mem, true
+		}
 	}
-	acct := filepath.Join(Root, "cpuacct", parent)
+	acct := filepath.Join(root, "cpuacct", parent)
 	if err := os.MkdirAll(acct, 0o755); err == nil {
 		m.cpuacct = acct
 	}
@@ -81,139 +125,10 @@ func (m *Manager) Version() int {
 	return 1
 }
 
-// Group is one invocation's control group, in each hierarchy used.
-type Group struct {
-	dirs    []string // first is the pids (or unified) one
-	v2      bool
-	memory  string // v1 memory directory, "" if none
-	cpuacct string // v1 cpuacct directory, "" if none
-}
+// Memory reports whether groups can have a memory limit. Where they
+// cannot, a caller that asks for one gets ErrNoController: it decides
+// whether to run without (the process tier then has RLIMIT_AS alone).
+func (m *Manager) Memory() bool { return m.hasMemory }
 
-// New creates the group name with limits.
-func (m *Manager) New(name string, l Limits) (*Group, error) {
-	g := &Group{v2: m.v2}
-	mk := func(dir string) error {
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			return err
-		}
-		g.dirs = append(g.dirs, dir)
-		return nil
-	}
-	if err := mk(filepath.Join(m.pids, name)); err != nil {
-		return nil, fmt.Errorf("cgroup: %w", err)
-	}
-	set := func(dir, file string, v int64) error {
-		return os.WriteFile(filepath.Join(dir, file), []byte(strconv.FormatInt(v, 10)), 0)
-	}
-	var err error
-	if l.Pids > 0 {
-		err = errors.Join(err, set(g.dirs[0], "pids.max", l.Pids))
-	}
-	if l.MemoryBytes > 0 {
-		switch {
-		case m.v2:
-			if _, statErr := os.Stat(filepath.Join(g.dirs[0], "memory.max")); statErr == nil {
-				err = errors.Join(err, set(g.dirs[0], "memory.max", l.MemoryBytes))
-				_ = set(g.dirs[0], "memory.swap.max", 0)
-			}
-		case m.memory != "":
-			dir := filepath.Join(m.memory, name)
-			if mk(dir) == nil {
-				g.memory = dir
-				err = errors.Join(err, set(dir, "memory.limit_in_bytes", l.MemoryBytes))
-			}
-		}
-	}
-	if m.cpuacct != "" {
-		dir := filepath.Join(m.cpuacct, name)
-		if mk(dir) == nil {
-			g.cpuacct = dir
-		}
-	}
-	if err != nil {
-		g.Close()
-		return nil, fmt.Errorf("cgroup: set limits: %w", err)
-	}
-	return g, nil
-}
-
-// Add moves pid (and so everything it will start) into the group.
-func (g *Group) Add(pid int) error {
-	for _, dir := range g.dirs {
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
-			return fmt.Errorf("cgroup: add %d: %w", pid, err)
-		}
-	}
-	return nil
-}
-
-// Kill sends SIGKILL to every process in the group, including those that
-// left the tool's session or process group. On v2 the kernel does it
-// atomically (cgroup.kill); on v1 the members are listed and killed, a few
-// rounds, so that a process forking meanwhile is caught too.
-func (g *Group) Kill() {
-	if len(g.dirs) == 0 {
-		return
-	}
-	if g.v2 {
-		_ = os.WriteFile(filepath.Join(g.dirs[0], "cgroup.kill"), []byte("1"), 0)
-	}
-	for round := 0; round < 3; round++ {
-		if g.killListed() == 0 {
-			return
-		}
-	}
-}
-
-// killListed kills the listed members and returns how many there were.
-func (g *Group) killListed() int {
-	b, err := os.ReadFile(filepath.Join(g.dirs[0], "cgroup.procs"))
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for _, f := range strings.Fields(string(b)) {
-		if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			n++
-		}
-	}
-	return n
-}
-
-// Close kills what is left and removes the group. Killed processes can take
-// a moment to leave (a pid namespace is torn down asynchronously): when the
-// group is not empty yet, removal goes on in the background, killing again
-// on each try, for up to ten seconds, and Close does not wait for it.
-func (g *Group) Close() error {
-	g.Kill()
-	if g.remove() {
-		return nil
-	}
-	dirs, v2 := g.dirs, g.v2
-	g.dirs = nil
-	go func() {
-		bg := &Group{dirs: dirs, v2: v2}
-		for try := 0; try < 1000; try++ {
-			time.Sleep(10 * time.Millisecond)
-			bg.Kill()
-			if bg.remove() {
-				return
-			}
-		}
-	}()
-	return nil
-}
-
-// remove removes the group's directories, innermost hierarchy last, and
-// reports whether all are gone.
-func (g *Group) remove() bool {
-	for len(g.dirs) > 0 {
-		last := g.dirs[len(g.dirs)-1]
-		if err := syscall.Rmdir(last); err != nil && err != syscall.ENOENT {
-			return false
-		}
-		g.dirs = g.dirs[:len(g.dirs)-1]
-	}
-	return true
-}
+// Parent is the parent group's directory in the pids (or unified) hierarchy.
+func (m *Manager) Parent() string { return m.pids }

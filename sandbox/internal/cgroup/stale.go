@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -19,23 +20,29 @@ func Name() string {
 }
 
 // CleanStale kills and removes the groups left by processes that no longer
-// exist (an agent that crashed mid-run). It leaves other live agents' groups
-// alone.
+// exist (an agent that crashed mid-run, or stopped with groups made ahead
+// of time). It leaves other live agents' groups alone.
 func (m *Manager) CleanStale() {
-	entries, err := os.ReadDir(m.pids)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		owner, _, ok := strings.Cut(e.Name(), "-")
-		pid, err := strconv.Atoi(owner)
-		if !e.IsDir() || !ok || err != nil || alive(pid) {
-			continue
+	parents := []string{m.pids, m.memory, m.cpuacct}
+	var stale []string
+	for _, parent := range parents {
+		entries, _ := os.ReadDir(parent) // "" or missing: none
+		for _, e := range entries {
+			owner, _, ok := strings.Cut(e.Name(), "-")
+			pid, err := strconv.Atoi(owner)
+			if e.IsDir() && ok && err == nil && !alive(pid) && !slices.Contains(stale, e.Name()) {
+				stale = append(stale, e.Name())
+			}
 		}
-		g := &Group{v2: m.v2, dirs: []string{filepath.Join(m.pids, e.Name())}}
-		if m.memory != "" {
-			if _, err := os.Stat(filepath.Join(m.memory, e.Name())); err == nil {
-				g.dirs = append(g.dirs, filepath.Join(m.memory, e.Name()))
+	}
+	for _, name := range stale {
+		g := &Group{v2: m.v2}
+		for _, parent := range parents {
+			if parent == "" {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(parent, name)); err == nil {
+				g.dirs = append(g.dirs, filepath.Join(parent, name))
 			}
 		}
 		_ = g.Close()

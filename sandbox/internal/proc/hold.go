@@ -38,11 +38,16 @@ func hold(pid int, spec Spec, wantFDs int) error {
 	if !ws.Stopped() || ws.StopSignal() != syscall.SIGTRAP {
 		return fmt.Errorf("proc: child did not stop at exec (status %v)", ws)
 	}
-	// prepare writes cgroup files: it runs on another thread, since this
-	// one may be confined by Landlock already.
-	errc := make(chan error, 1)
-	go func() { errc <- prepare(pid, spec, wantFDs) }()
-	err := <-errc
+	var err error
+	if spec.Landlock == nil {
+		err = prepare(pid, spec, wantFDs)
+	} else {
+		// prepare writes cgroup files: it runs on another thread, since
+		// this one is confined by Landlock already.
+		errc := make(chan error, 1)
+		go func() { errc <- prepare(pid, spec, wantFDs) }()
+		err = <-errc
+	}
 	if derr := syscall.PtraceDetach(pid); derr != nil && err == nil {
 		err = fmt.Errorf("proc: detach: %w", derr)
 	}
@@ -50,38 +55,14 @@ func hold(pid int, spec Spec, wantFDs int) error {
 }
 
 func prepare(pid int, spec Spec, wantFDs int) error {
-	if spec.Cgroup != nil && !spec.CgroupWatchOnly {
+	if spec.Cgroup != nil && !spec.CgroupWatchOnly && !spec.cloneInto {
 		if err := spec.Cgroup.Add(pid); err != nil {
 			return err
 		}
 	}
 	if spec.Rlimits {
-		l := spec.Limits
-		set := func(res int, cur, max uint64) error {
-			lim := unix.Rlimit{Cur: cur, Max: max}
-			if err := unix.Prlimit(pid, res, &lim, nil); err != nil {
-				return fmt.Errorf("proc: prlimit %d: %w", res, err)
-			}
-			return nil
-		}
-		// CPU: SIGXCPU at the limit, SIGKILL a second later.
-		if err := set(unix.RLIMIT_CORE, 0, 0); err != nil {
+		if err := setRlimits(pid, spec); err != nil {
 			return err
-		}
-		if l.CPUSeconds > 0 {
-			if err := set(unix.RLIMIT_CPU, uint64(l.CPUSeconds), uint64(l.CPUSeconds)+1); err != nil {
-				return err
-			}
-		}
-		if as := spec.AddressSpace; as > 0 {
-			if err := set(unix.RLIMIT_AS, uint64(as), uint64(as)); err != nil {
-				return err
-			}
-		}
-		if l.OpenFiles > 0 {
-			if err := set(unix.RLIMIT_NOFILE, uint64(l.OpenFiles), uint64(l.OpenFiles)); err != nil {
-				return err
-			}
 		}
 	}
 	return checkFDs(pid, wantFDs)

@@ -4,10 +4,12 @@ package proc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -98,11 +100,18 @@ func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 	cmd.WaitDelay = spec.Grace
 	cmd.Cancel = func() error { kill(cmd.Process.Pid); return nil }
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setsid:    true, // own session and process group: pgid == pid
+		// Own session and process group (pgid == pid), or only the group.
+		Setsid:    !spec.KeepSession,
+		Setpgid:   spec.KeepSession,
 		Pdeathsig: syscall.SIGKILL,
 		// Stop at the exec so that limits are in place before the tool
 		// runs a single instruction; see hold.go.
 		Ptrace: true,
+	}
+	if spec.Cgroup != nil && !spec.CgroupWatchOnly && spec.Cgroup.FD() >= 0 && !cloneIntoBroken.Load() {
+		// v2: the child is born in its group; nothing to move at the stop.
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, spec.Cgroup.FD()
+		spec.cloneInto = true
 	}
 	if spec.UnshareNet && spec.NetNS == nil {
 		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNET
@@ -122,6 +131,10 @@ func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 	errW.Close()
 	// A stop that fails because the deadline or the caller already killed
 	// the child is not an error of ours: the outcome says timeout/canceled.
+	if err != nil && cmd.Process == nil && spec.cloneInto && cloneIntoUnsupported(err) {
+		cloneIntoBroken.Store(true)
+		err = fmt.Errorf("%w: %v", errCloneIntoCgroup, err)
+	}
 	if err != nil && (cmd.Process == nil || runCtx.Err() == nil) {
 		if cmd.Process != nil {
 			kill(cmd.Process.Pid)
@@ -193,6 +206,17 @@ func execFD(exe *os.File, files []*os.File) (int, error) {
 		return -1, fmt.Errorf("proc: duplicate the executable's descriptor: %w", err)
 	}
 	return fd, nil
+}
+
+// cloneIntoBroken is set once the kernel refused CLONE_INTO_CGROUP: from
+// then on processes are moved into their group at their exec stop.
+var cloneIntoBroken atomic.Bool
+
+// cloneIntoUnsupported recognises what clone3 says on kernels before 5.7:
+// no clone3 at all (ENOSYS), or arguments larger than it knows (E2BIG) or
+// a flag it does not know (EINVAL).
+func cloneIntoUnsupported(err error) bool {
+	return errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.E2BIG) || errors.Is(err, syscall.EINVAL)
 }
 
 func drain(r *os.File, w io.Writer, done chan<- struct{}) {

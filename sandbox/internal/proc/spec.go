@@ -55,10 +55,18 @@ type Spec struct {
 	// cancellation, output limit, end of run): the runc tier uses it to
 	// kill a container whose processes are not ours.
 	OnKill func()
+	// KeepSession gives the process a process group of its own (killed as
+	// a whole all the same) but leaves it in the agent's session. For bwrap,
+	// which makes the tool's session itself (--new-session): a session of
+	// its own would cost the outer bwrap a new scheduler autogroup on every
+	// run, measurably slower on a loaded host (docs/sandboxes.md).
+	KeepSession bool
 	// SignalExit says that an exit code above 128 means the tool died of
 	// signal code-128 (bwrap reports its child's death that way).
 	SignalExit bool
 	Grace      time.Duration // how long to wait for output after the end
+
+	cloneInto bool // the process is cloned into Cgroup (v2), not moved
 }
 
 // ErrLeakedFD means the new program would have started with a descriptor

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -44,6 +45,17 @@ func platformOp(p params) bool {
 			fail("spawn: %v", err)
 		}
 		fmt.Print(cmd.Process.Pid)
+	case "ids":
+		groups, err := os.Getgroups()
+		if err != nil {
+			fail("getgroups: %v", err)
+		}
+		if groups == nil {
+			groups = []int{}
+		}
+		b, _ := json.Marshal(map[string]any{"uid": os.Getuid(), "euid": os.Geteuid(),
+			"gid": os.Getgid(), "egid": os.Getegid(), "groups": groups})
+		os.Stdout.Write(b)
 	case "linger":
 		signalIgnore()
 		time.Sleep(time.Duration(p.MS) * time.Millisecond)

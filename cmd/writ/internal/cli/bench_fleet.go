@@ -187,6 +187,7 @@ func benchFleet(e *env, o fleetOptions) (*fleetReport, error) {
 	}
 	r.Enroll = time.Since(start)
 	hc.CloseIdleConnections() // the server's goroutines for them are not the agents'
+	admin.CloseIdleConnections()
 
 	connects := make([]time.Duration, o.agents)
 	connect := func(i int) error {
@@ -565,7 +566,19 @@ func writeHeapProfile(file string) error {
 		f.Close()
 		return err
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return err
+	}
+	// Beside it, the goroutines, counted by stack.
+	g, err := os.Create(file + ".goroutines")
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("goroutine").WriteTo(g, 1); err != nil {
+		g.Close()
+		return err
+	}
+	return g.Close()
 }
 
 // selfRSS is this process's resident set from /proc (0 where there is none).
