@@ -191,8 +191,13 @@ func TestAgentKilledMidRun(t *testing.T) {
 	c := startServer(t)
 	manifest := `{"name":"witness","tier":"process","command":{"path":"` + witnessBin + `"}}`
 	c.tool(t, "witness", manifest)
-	// The node owner lets process-tier tools write the witness directory.
-	dir := t.TempDir()
+	// The node owner lets process-tier tools write the witness directory,
+	// which their user (65534: the agent is root) can reach.
+	dir, err := os.MkdirTemp("", "writ-witness-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o777)
 	a := &agent{extra: []string{"--process-read-write", dir}}
 	c.startAgent(t, a, map[string]string{"witness": manifest})
