@@ -45,10 +45,10 @@ build: ## build bin/writ and the WASM tools of writ dev
 dev: build ## start a local Writ (writ dev, state in .dev/) and print how to submit an intent
 	$(BIN)/writ dev --data-dir $(CURDIR)/.dev
 
-cluster: build ## start a local 3-server cluster on loopback (state and dev.json with "addrs" in .cluster/)
+cluster: build ## start a local 3-server cluster and two node agents on loopback (state and dev.json with "addrs" in .cluster/)
 	WRIT=$(BIN)/writ WRIT_CLUSTER_DIR=$(CURDIR)/.cluster deploy/cluster.sh up
 
-cluster-down: ## stop the local cluster (state stays in .cluster/)
+cluster-down: ## stop the local cluster's agents and servers (state stays in .cluster/)
 	WRIT=$(BIN)/writ WRIT_CLUSTER_DIR=$(CURDIR)/.cluster deploy/cluster.sh down
 
 # CI fuzzes each target for a number of executions, not a duration: a
@@ -56,7 +56,7 @@ cluster-down: ## stop the local cluster (state stays in .cluster/)
 # "context deadline exceeded" when nothing was found (go.dev/issue/75804).
 test: deps ## run every test, then each fuzz target for 30,000 executions (CI=true: missing dependencies fail)
 	$(GO) test -race -count=1 ./...
-	$(MAKE) --no-print-directory fuzz FUZZTIME=30000x
+	$(MAKE) --no-print-directory fuzz FUZZTIME=30000x FUZZTIME_DISK=2000x
 
 check: deps ## vet, staticcheck, gofmt, dependency boundaries, darwin and linux/arm64 builds
 	$(GO) vet ./...
@@ -70,12 +70,16 @@ check: deps ## vet, staticcheck, gofmt, dependency boundaries, darwin and linux/
 screenshots: deps ## retake the dashboard's screenshots (docs/screenshots/) with its Chromium test
 	WRIT_SCREENSHOTS=1 $(GO) test -count=1 -run TestDashboardInChromium ./cmd/writ/
 
+# Fuzz targets that write to the disk on every input run for FUZZTIME_DISK.
+FUZZ_DISK := FuzzLayer FuzzImageIndex
+
 fuzz: ## run every fuzz target for FUZZTIME each (default 1m; 10000x means executions); any failure stops it
 	@set -e; log=$$(mktemp); trap 'rm -f "$$log"' EXIT; \
 	for pkg in $$($(GO) list ./...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-	    echo "fuzz: $$pkg $$f for $(FUZZTIME)"; \
-	    if ! $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >"$$log" 2>&1; then \
+	    ft=$(FUZZTIME); case " $(FUZZ_DISK) " in *" $$f "*) ft=$(or $(FUZZTIME_DISK),$(FUZZTIME));; esac; \
+	    echo "fuzz: $$pkg $$f for $$ft"; \
+	    if ! $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $$ft $$pkg >"$$log" 2>&1; then \
 	      cat "$$log"; echo "fuzz: $$f in $$pkg failed"; exit 1; \
 	    fi; \
 	    grep -v '^fuzz: elapsed' "$$log" || true; \
@@ -85,7 +89,8 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 1m; 10000x means execu
 # The root filesystem of the runc tier's benchmark: busybox-static only.
 BENCH_ROOTFS := $(CURDIR)/.bench/rootfs
 
-# The ledger's 10-million-receipt figures belong here, not in CI.
+# The ledger's 10-million-receipt figures and the 10,000-agent fleet belong
+# here, not in CI.
 bench: build ## run the benchmarks, each reported beside its baseline from the same run
 	rm -rf $(BENCH_ROOTFS) && mkdir -p $(BENCH_ROOTFS)/bin $(BENCH_ROOTFS)/etc
 	cp "$$(command -v busybox)" $(BENCH_ROOTFS)/bin/busybox
@@ -94,6 +99,8 @@ bench: build ## run the benchmarks, each reported beside its baseline from the s
 	  $(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./...
 	$(GO) build -o $(BIN)/writ ./cmd/writ
 	$(BIN)/writ bench admit
+	$(BIN)/writ bench e2e --n 1000 -o text
+	$(BIN)/writ bench fleet --agents 10000 --dispatches 1000 -o text
 
 clean: ## remove what the build, dev and bench wrote
 	rm -rf $(BIN) .dev .bench .cluster

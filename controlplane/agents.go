@@ -23,12 +23,24 @@ func (s *Server) listenAgents(cert tls.Certificate) error {
 		HandshakeIdleTimeout: 10 * time.Second,
 		MaxIdleTimeout:       3 * s.cfg.AgentHeartbeat,
 		Allow0RTT:            false,
-		MaxIncomingStreams:   4,
+		// The session is one bidirectional stream; a node may open no
+		// unidirectional one.
+		MaxIncomingStreams:    4,
+		MaxIncomingUniStreams: -1,
 	})
 	if err != nil {
 		return fmt.Errorf("controlplane: agent address: %w", err)
 	}
 	s.fleet, s.agents = fl, ln
+	s.fsm.OnNodeChange(func(node string) {
+		if node == "" {
+			for _, ss := range fl.all() {
+				ss.kick()
+			}
+		} else if ss := fl.session(node); ss != nil {
+			ss.kick()
+		}
+	})
 	return nil
 }
 
@@ -38,6 +50,16 @@ func (s *Server) AgentAddr() string {
 		return ""
 	}
 	return s.agents.Addr().String()
+}
+
+// NodeSessions is the number of node sessions this server holds.
+func (s *Server) NodeSessions() int {
+	if s.fleet == nil {
+		return 0
+	}
+	s.fleet.mu.Lock()
+	defer s.fleet.mu.Unlock()
+	return len(s.fleet.sessions)
 }
 
 // CAFingerprint is the cluster CA fingerprint join tokens pin.
@@ -79,19 +101,19 @@ func (s *Server) watchSessions() {
 			silent := time.Since(ss.lastSeen) > 3*every
 			ss.mu.Unlock()
 			if silent {
-				ss.log.Warn("node went silent; ending its session")
+				ss.log().Warn("node went silent; ending its session")
 				ss.close("silent")
 			}
 		}
 		if time.Since(started) < 3*every || s.node.Raft.State() != raft.Leader {
 			continue
 		}
-		for _, n := range s.fsm.Nodes() {
-			if n.Server != s.cfg.ID || n.Status == fsm.NodeDown || s.fleet.session(n.ID) != nil {
+		for _, id := range s.fsm.HeldBy(s.cfg.ID) {
+			if s.fleet.session(id) != nil {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			s.applyAnywhere(ctx, fsm.MsgNodeSession, fsm.NodeSession{At: s.now(), Node: n.ID, Server: s.cfg.ID})
+			s.applyAnywhere(ctx, fsm.MsgNodeSession, fsm.NodeSession{At: s.now(), Node: id, Server: s.cfg.ID})
 			cancel()
 		}
 	}

@@ -22,7 +22,10 @@ type File struct {
 	HTTPAddr string `json:"http_addr,omitzero"`
 	RaftAddr string `json:"raft_addr,omitzero"`
 	// AgentAddr serves node sessions (QUIC over UDP; needs tls.ca_key_file).
-	AgentAddr        string   `json:"agent_addr,omitzero"`
+	AgentAddr string `json:"agent_addr,omitzero"`
+	// AgentHeartbeat is how often agents report (a duration, 100ms to 25s);
+	// a session silent for three of them is over, on both sides.
+	AgentHeartbeat   string   `json:"agent_heartbeat,omitzero"`
 	Bootstrap        *bool    `json:"bootstrap,omitzero"`
 	GossipAddr       string   `json:"gossip_addr,omitzero"`
 	Join             []string `json:"join,omitzero"`
@@ -87,15 +90,16 @@ func (f *File) Apply(cfg *Config) error {
 		cfg.AdminTokenHashes = f.AdminTokenHashes
 	}
 	for _, d := range []struct {
-		s   string
-		dst *time.Duration
-	}{{f.Limits.MaxTTL, &cfg.Verify.MaxTTL}, {f.Limits.Skew, &cfg.Verify.Skew}} {
+		name, s string
+		dst     *time.Duration
+	}{{"limits.max_ttl", f.Limits.MaxTTL, &cfg.Verify.MaxTTL}, {"limits.skew", f.Limits.Skew, &cfg.Verify.Skew},
+		{"agent_heartbeat", f.AgentHeartbeat, &cfg.AgentHeartbeat}} {
 		if d.s == "" {
 			continue
 		}
 		v, err := time.ParseDuration(d.s)
 		if err != nil {
-			return fmt.Errorf("limits: %q is not a duration", d.s)
+			return fmt.Errorf("%s: %q is not a duration", d.name, d.s)
 		}
 		*d.dst = v
 	}

@@ -86,10 +86,8 @@ func (s *Server) CreateJoinToken(ctx context.Context, labels map[string]string, 
 	if ttl < time.Minute || ttl > 7*24*time.Hour {
 		return nil, refusal(protocol.CodeMalformed, "ttl must be between 1 minute and 7 days")
 	}
-	for k, v := range labels {
-		if !validID(k) || len(v) > 256 {
-			return nil, refusal(protocol.CodeMalformed, "label names are ids; values at most 256 bytes")
-		}
+	if err := protocol.CheckLabels(labels); err != nil {
+		return nil, refusal(protocol.CodeMalformed, err.Error())
 	}
 	id, secret := make([]byte, 8), make([]byte, 32)
 	rand.Read(id)

@@ -110,6 +110,9 @@ func (fl *fleet) agentTLS(server tls.Certificate) *tls.Config {
 		ClientCAs:    fl.pool,
 		NextProtos:   []string{protocol.ALPN},
 		MinVersion:   tls.VersionTLS13,
+		// No resumption: every session proves its certificate in a full
+		// handshake, and no ticket is kept in each connection's state.
+		SessionTicketsDisabled: true,
 	}
 }
 

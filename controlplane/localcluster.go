@@ -33,7 +33,7 @@ func AdmitEntrySize(raw []byte) (int, error) {
 	expires, _ := protocol.ParseTime(in.ExpiresAt)
 	b, err := fsm.Encode(fsm.MsgAdmit, &fsm.Admit{
 		At: time.Now().UTC(), Intent: canon, ID: in.ID, Tenant: in.Tenant, Principal: in.Principal, RunID: in.RunID,
-		Tool: in.Tool, PayloadHash: in.PayloadHash, IdempotencyKey: in.IdempotencyKey, ExpiresAt: expires,
+		Tool: in.Tool, PayloadHash: in.PayloadHash, IdempotencyKey: in.IdempotencyKey, ExpiresAt: expires, Target: in.Target,
 		Decision: fsm.Decision{Allow: true, PolicyHash: protocol.HashBytes(nil), Policies: []string{"dev.invoke"}},
 	})
 	return len(b), err
@@ -42,9 +42,12 @@ func AdmitEntrySize(raw []byte) (int, error) {
 // StartLocalCluster starts n servers (3 or 5) in this process on loopback,
 // with a new cluster CA, keyring and checkpoint key in dir, found by each
 // other through memberlist (bootstrap_expect n), and registers what writ dev
-// registers. It is for `writ bench admit`: the same servers, Raft over mutual
-// TLS and API over TLS as writ server, in one process. base sets limits and
-// the logger.
+// registers. It is for `writ bench admit` and `writ bench e2e`: the same
+// servers, Raft over mutual TLS and API over TLS as writ server, in one
+// process. base sets limits and the logger; when base.AgentAddr is set, each
+// server also takes node sessions, over UDP on its API's port number, and
+// holds the CA key to enroll nodes. The tools are registered with their
+// module in dir/tools/echo.wasm.
 func StartLocalCluster(ctx context.Context, dir string, n int, base Config) ([]*Server, *DevCredentials, error) {
 	pki := filepath.Join(dir, "pki")
 	if err := CreateCA(pki, 24*time.Hour); err != nil {
@@ -91,6 +94,9 @@ func StartLocalCluster(ctx context.Context, dir string, n int, base Config) ([]*
 		cfg.Cluster = ClusterConfig{GossipAddr: ps[i].gossip, Join: join, BootstrapExpect: n}
 		cfg.AdminTokenHashes = []string{hash}
 		cfg.LedgerSigner, cfg.LedgerVerifierKey = signer, vkey
+		if base.AgentAddr != "" {
+			cfg.AgentAddr, cfg.TLS.CAKeyFile = ps[i].api, filepath.Join(pki, "ca.key")
+		}
 		if cfg.Logger == nil {
 			cfg.Logger = slog.Default()
 		}
@@ -148,21 +154,76 @@ func (s *Server) adminCall(ctx context.Context, c AdminCall) error {
 // IsLeader reports whether this server leads the cluster now.
 func (s *Server) IsLeader() bool { return s.isLeader() }
 
-// ApplyNoop puts one entry that changes nothing, carrying payload, through
-// Raft and waits until it is applied here: the raw Raft baseline of benchmarks.
-func (s *Server) ApplyNoop(ctx context.Context, size int) error {
-	_, _, err := s.node.Apply(ctx, fsm.MsgNoop, strings.Repeat("x", max(size-3, 0)))
+// AddBenchNode records, through Raft on this server (the leader), a ready node
+// that may run every registered tool with room for every dispatch, so that
+// benchmarked intents are admitted and dispatched as in production rather than
+// rejected for want of a node. The node never connects: this measures
+// admission, not execution.
+func (s *Server) AddBenchNode(ctx context.Context) error {
+	tools := map[string]string{}
+	for _, t := range s.fsm.Tools() {
+		tools[t.Name] = t.Hash
+	}
+	at := s.now()
+	for _, step := range []struct {
+		t   fsm.MsgType
+		cmd any
+	}{
+		{fsm.MsgPutJoinToken, fsm.PutJoinToken{ID: "bench", Hash: "sha256:bench", ExpiresAt: at.Add(time.Hour)}},
+		{fsm.MsgEnroll, fsm.Enroll{At: at, TokenID: "bench", TokenHash: "sha256:bench", Node: "bench-node", Name: "bench", Public: make([]byte, 32)}},
+		{fsm.MsgNodeSession, fsm.NodeSession{At: at, Node: "bench-node", Server: "no-server", Connected: true,
+			Tiers: []string{"wasm"}, Tools: tools, Concurrency: 1 << 30}},
+	} {
+		res, _, err := s.node.Apply(ctx, step.t, step.cmd)
+		if err != nil {
+			return err
+		}
+		if res.Err != nil {
+			return fmt.Errorf("controlplane: bench node: %s", res.Err.Message)
+		}
+	}
+	return nil
+}
+
+// GroupStats returns how many entries this server has proposed with group
+// commit, and how many commands they carried.
+func (s *Server) GroupStats() (entries, commands uint64) { return s.node.GroupStats() }
+
+// ApplyNoop puts one entry that changes nothing, of size bytes, through Raft
+// and waits until it is applied here: the raw Raft baseline of benchmarks.
+// grouped proposes it as admissions are proposed, grouped with the no-ops
+// proposed at the same time into one entry; otherwise it is an entry of its
+// own.
+func (s *Server) ApplyNoop(ctx context.Context, size int, grouped bool) error {
+	apply := s.node.Apply
+	if grouped {
+		apply = s.node.Propose
+	}
+	_, _, err := apply(ctx, fsm.MsgNoop, strings.Repeat("x", max(size-3, 0)))
 	if errors.Is(err, raftnode.ErrNotLeader) {
 		return errors.New("controlplane: not the leader")
 	}
 	return err
 }
 
+// freeAddr is a loopback port free for both TCP and UDP (node sessions use
+// the API's port number over UDP).
 func freeAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			panic(err)
+		}
+		addr := l.Addr().String()
+		pc, uerr := net.ListenPacket("udp", addr)
+		l.Close()
+		if uerr == nil {
+			pc.Close()
+			return addr
+		}
 	}
-	defer l.Close()
-	return l.Addr().String()
+	panic("controlplane: no loopback port free for both TCP and UDP")
 }
+
+// ID is the server's id.
+func (s *Server) ID() string { return s.cfg.ID }

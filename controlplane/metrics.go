@@ -12,6 +12,7 @@ type metrics struct {
 	reg          *prometheus.Registry
 	admissions   *prometheus.CounterVec
 	applySeconds prometheus.Histogram
+	groupSize    prometheus.Histogram
 	inFlight     prometheus.Gauge
 	leaderChange prometheus.Counter
 	refused      *prometheus.CounterVec
@@ -22,9 +23,17 @@ type metrics struct {
 	nodeReports    *prometheus.CounterVec
 }
 
-func newMetrics(node *raft.Raft) *metrics {
+// newGroupSize is created before Raft starts, which reports to it.
+func newGroupSize() prometheus.Histogram {
+	return prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "writ_raft_group_commands", Help: "Commands per Raft entry proposed with group commit (admissions).",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 12),
+	})
+}
+
+func newMetrics(node *raft.Raft, groupSize prometheus.Histogram) *metrics {
 	m := &metrics{
-		reg: prometheus.NewRegistry(),
+		reg: prometheus.NewRegistry(), groupSize: groupSize,
 		admissions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "writ_admissions_total", Help: "Intents recorded, by final or waiting state and error code.",
 		}, []string{"state", "code"}),
@@ -57,7 +66,7 @@ func newMetrics(node *raft.Raft) *metrics {
 	raftIndex := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "writ_raft_applied_index", Help: "The last Raft index applied on this server.",
 	}, func() float64 { return float64(node.AppliedIndex()) })
-	m.reg.MustRegister(m.admissions, m.refused, m.applySeconds, m.inFlight, m.leaderChange, raftIndex,
+	m.reg.MustRegister(m.admissions, m.refused, m.applySeconds, m.groupSize, m.inFlight, m.leaderChange, raftIndex,
 		m.sessions, m.sessionRefused, m.dispatchesSent, m.nodeReports,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

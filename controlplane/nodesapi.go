@@ -14,6 +14,7 @@ type NodeView struct {
 	ID          string            `json:"id"`
 	Name        string            `json:"name"`
 	Labels      map[string]string `json:"labels"`
+	TokenLabels map[string]string `json:"token_labels"`
 	Status      string            `json:"status"`
 	OS          string            `json:"os"`
 	Arch        string            `json:"arch"`
@@ -36,16 +37,10 @@ func (s *Server) nodeRoutes(mux *http.ServeMux) {
 }
 
 func (s *Server) view(n fsm.Node) NodeView {
-	v := NodeView{ID: n.ID, Name: n.Name, Labels: n.Labels, Status: n.Status, OS: n.OS, Arch: n.Arch, Version: n.Version,
+	v := NodeView{ID: n.ID, Name: n.Name, Labels: n.Labels, TokenLabels: n.TokenLabels, Status: n.Status, OS: n.OS, Arch: n.Arch, Version: n.Version,
 		Tiers: n.Tiers, Tools: n.Tools, Concurrency: n.Concurrency, InFlight: n.InFlight, Server: n.Server,
 		EnrolledAt: protocol.FormatTime(n.EnrolledAt), UpdatedAt: protocol.FormatTime(n.UpdatedAt)}
-	if s.fleet != nil {
-		if ss := s.fleet.session(n.ID); ss != nil {
-			ss.mu.Lock()
-			v.LastHeartbeat = protocol.FormatTime(ss.lastSeen)
-			ss.mu.Unlock()
-		}
-	}
+	v.LastHeartbeat = s.lastHeartbeat(n.ID, n.Server)
 	return v
 }
 

@@ -33,6 +33,7 @@ type relayAnswer struct {
 
 func (s *Server) relayRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/internal/apply", s.handleRelay)
+	mux.HandleFunc("GET /v1/internal/heartbeats", s.handleHeartbeats)
 }
 
 // applyAnywhere proposes a command of a node session: here when this server

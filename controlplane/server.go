@@ -42,6 +42,7 @@ type Server struct {
 	metrics  *metrics
 	// fleet and agents serve node sessions; nil without AgentAddr.
 	fleet  *fleet
+	remote remoteBeats // other servers' node heartbeats, briefly kept
 	agents *quic.Listener
 	dash   *web.Dashboard // the dashboard (dashboard.go)
 	// cluster runs discovery and forwarding; nil for a single server.
@@ -109,8 +110,11 @@ func New(cfg Config) (*Server, error) {
 		lg.Close()
 		return nil, err
 	}
+	groupSize := newGroupSize()
 	node, err := raftnode.Start(raftnode.Config{
 		ID: cfg.ID, Dir: cfg.DataDir, Bind: cfg.RaftAddr, TLS: tlsCfg, Bootstrap: cfg.Bootstrap, Logger: log,
+		CommitTimeout: cfg.RaftCommitTimeout,
+		GroupSizes:    func(n int) { groupSize.Observe(float64(n)) },
 	}, f)
 	if err != nil {
 		lg.Close()
@@ -119,7 +123,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, log: log, fsm: f, node: node, ledger: lg, keys: kr, verifier: v, catalog: newCatalog(f), stop: make(chan struct{}),
 		gate: make(gate, cfg.MaxInFlight), fails: newFailLimiter(cfg.FailuresPerSecond, cfg.FailureBurst, 100_000),
-		metrics: newMetrics(node.Raft),
+		metrics: newMetrics(node.Raft, groupSize),
 	}
 	if cfg.AgentAddr != "" {
 		if cfg.AgentAddr == cfg.HTTPAddr {
@@ -262,6 +266,7 @@ func (s *Server) WaitLeader(ctx context.Context) error {
 func (s *Server) Close(ctx context.Context) error {
 	close(s.stop)
 	if s.agents != nil {
+		s.fsm.OnNodeChange(nil)
 		s.agents.Close()
 		s.fleet.closeAll()
 	}

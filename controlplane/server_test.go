@@ -20,6 +20,7 @@ import (
 )
 
 type devServer struct {
+	dir   string // the data directory (tls/ holds the dev cluster CA)
 	s     *controlplane.Server
 	creds *controlplane.DevCredentials
 	c     *client.Client
@@ -40,8 +41,9 @@ func startDevWith(t testing.TB, mutate func(*controlplane.Config)) *devServer {
 	if mutate != nil {
 		mutate(&base)
 	}
+	dir := t.TempDir()
 	s, creds, err := controlplane.StartDev(ctx, controlplane.DevConfig{
-		DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", ToolsDir: "/nonexistent", Base: base,
+		DataDir: dir, HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", ToolsDir: "/nonexistent", Base: base,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +56,7 @@ func startDevWith(t testing.TB, mutate func(*controlplane.Config)) *devServer {
 	c := client.New(addr, "")
 	secret, _ := base64.StdEncoding.DecodeString(creds.Orchestrator.Secret)
 	c.SignReads(creds.Tenant, creds.Orchestrator.KeyID, secret)
-	d := &devServer{s: s, creds: creds, c: c, admin: client.New(addr, creds.AdminToken)}
+	d := &devServer{dir: dir, s: s, creds: creds, c: c, admin: client.New(addr, creds.AdminToken)}
 	d.node = enrollSim(t, s, addr)
 	if err := d.node.connect(t, s.AgentAddr(), toolHashes(t, addr)); err != nil {
 		t.Fatal(err)
@@ -165,6 +167,35 @@ func TestSubmitAndIdempotency(t *testing.T) {
 	}
 	if _, err := d.c.Intent(ctx, "nope", 0); apiCode(err) != "not_found" {
 		t.Fatalf("GET unknown: %v", err)
+	}
+}
+
+// TestIntentTarget: an intent's target (a node by id or name, labels) is
+// kept through admission and decides where it may run: one that names a
+// node or labels no ready node has is rejected with no_eligible_node, one
+// that names the (only) node's id, name or labels runs there. (The target
+// was once dropped when the leader proposed the intent, so any node ran it.)
+func TestIntentTarget(t *testing.T) {
+	d := startDev(t)
+	ctx := context.Background()
+	for i, c := range []struct {
+		target protocol.Target
+		want   string
+	}{
+		{protocol.Target{Node: "elsewhere"}, "rejected"},
+		{protocol.Target{Labels: map[string]string{"zone": "b"}}, "rejected"},
+		{protocol.Target{Node: d.node.id}, "completed"},
+		{protocol.Target{Node: "sim"}, "completed"},
+		{protocol.Target{Labels: map[string]string{"zone": "a"}}, "completed"},
+	} {
+		raw := d.intent(t, "echo", fmt.Sprintf(`{"msg":"%d"}`, i), func(x *protocol.Intent) { x.Target = &c.target })
+		r, err := d.c.Submit(ctx, raw, nil, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.State != c.want || (c.want == "rejected" && (r.Error == nil || r.Error.Code != "no_eligible_node")) {
+			t.Errorf("target %+v: %s %+v, want %s", c.target, r.State, r.Error, c.want)
+		}
 	}
 }
 

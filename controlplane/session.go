@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -23,21 +24,36 @@ import (
 const (
 	closeNormal   quic.ApplicationErrorCode = 0
 	closeIdentity quic.ApplicationErrorCode = 1 // no valid node certificate
-	closeRevoked  quic.ApplicationErrorCode = 2
+	closeRevoked  quic.ApplicationErrorCode = 2 // for good: the agent stops
 	closeProtocol quic.ApplicationErrorCode = 3
+	// closeUnknown: this server does not know the node (yet). A server that
+	// is restarting, or lags the log, has not applied the node's enrollment:
+	// the agent tries again, here or elsewhere. Only a revocation, which no
+	// replica can see before it is committed, is for good.
+	closeUnknown quic.ApplicationErrorCode = 4
 )
 
 // session is one node's QUIC session with this server: it pushes the node's
-// dispatches as the FSM applies them and takes its results.
+// dispatches as the FSM applies them and takes its results. An idle session
+// costs one goroutine of its own (the reader) beside quic-go's: pushes run on
+// a goroutine started when the FSM tells of a change to the node (kick).
 type session struct {
 	srv    *Server
 	node   string
 	conn   *quic.Conn
 	stream *quic.Stream
-	log    *slog.Logger
 
-	wmu  sync.Mutex // frames are written by the pusher and the reader
+	wmu sync.Mutex // frames are written by the pusher and the reader
+	// push is pushIdle, pushRunning or pushAgain; sent, the open dispatches
+	// already pushed, belongs to the one push running.
+	push atomic.Int32
 	sent map[string]bool
+
+	// attached is set by the handshake once the fleet holds the session;
+	// welcomed once the node has its welcome, before which nothing is
+	// pushed.
+	attached bool
+	welcomed atomic.Bool
 
 	mu       sync.Mutex
 	lastSeen time.Time
@@ -63,9 +79,15 @@ func (s *Server) serveSession(conn *quic.Conn) {
 		return
 	}
 	n, ok := s.fsm.Node(id)
-	if !ok || n.Status == fsm.NodeRevoked {
+	switch {
+	case !ok:
+		s.metrics.sessionRefused.WithLabelValues("unknown").Inc()
+		s.log.Warn("node session refused: this server does not know the node (yet)", "node", id)
+		conn.CloseWithError(closeUnknown, "this server does not know the node yet; try again")
+		return
+	case n.Status == fsm.NodeRevoked:
 		s.metrics.sessionRefused.WithLabelValues("revoked").Inc()
-		conn.CloseWithError(closeRevoked, "node is not enrolled or is revoked")
+		conn.CloseWithError(closeRevoked, "node is revoked")
 		return
 	}
 	ctx, cancel := context.WithTimeout(conn.Context(), 10*time.Second)
@@ -75,28 +97,43 @@ func (s *Server) serveSession(conn *quic.Conn) {
 		conn.CloseWithError(closeProtocol, "no session stream")
 		return
 	}
-	ss := &session{srv: s, node: id, conn: conn, stream: stream, log: s.log.With("node", id),
-		sent: map[string]bool{}, closed: make(chan struct{}), lastSeen: time.Now()}
+	ss := &session{srv: s, node: id, conn: conn, stream: stream, closed: make(chan struct{}), lastSeen: time.Now()}
 	if err := ss.handshake(); err != nil {
-		ss.log.Warn("node session refused", "err", err)
+		ss.log().Warn("node session refused", "err", err)
 		ss.bye(protocol.ErrorBody{Code: protocol.CodeMalformed, Message: err.Error()}, closeProtocol)
+		if ss.attached {
+			ss.end()
+		}
 		return
 	}
-	s.fleet.attach(ss)
+	ss.welcomed.Store(true)
 	s.metrics.sessions.Inc()
-	ss.log.Info("node session began", "remote", conn.RemoteAddr().String())
-	go ss.push()
+	ss.log().Info("node session began", "remote", conn.RemoteAddr().String())
+	ss.kick()
+	go ss.serve()
+}
+
+// serve reads the node's frames until the session ends, on a goroutine of
+// its own whose stack never held the handshake's.
+func (ss *session) serve() {
 	ss.read()
 	ss.close("session ended")
-	s.metrics.sessions.Dec()
+	ss.srv.metrics.sessions.Dec()
+	ss.end()
+}
+
+// end forgets the session and, unless a newer one replaced it, records
+// through Raft that this server no longer holds the node.
+func (ss *session) end() {
+	s := ss.srv
 	if s.fleet.detach(ss) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if _, err := s.applyAnywhere(ctx, fsm.MsgNodeSession, fsm.NodeSession{At: s.now(), Node: id, Server: s.cfg.ID}); err != nil {
-			ss.log.Warn("could not record the end of a node session", "err", err)
+		if _, err := s.applyAnywhere(ctx, fsm.MsgNodeSession, fsm.NodeSession{At: s.now(), Node: ss.node, Server: s.cfg.ID}); err != nil {
+			ss.log().Warn("could not record the end of a node session", "err", err)
 		}
 	}
-	ss.log.Info("node session ended")
+	ss.log().Info("node session ended")
 }
 
 // handshake reads hello, records the session through Raft when anything
@@ -128,8 +165,16 @@ func (ss *session) handshake() error {
 		}
 		tools[t.Name] = t.Hash
 	}
+	if err := protocol.CheckLabels(h.Labels); err != nil {
+		return fmt.Errorf("hello: %w", err)
+	}
 	cmd := fsm.NodeSession{At: ss.srv.now(), Node: ss.node, Server: ss.srv.cfg.ID, Connected: true,
-		OS: h.OS, Arch: h.Arch, Version: h.Version, Tiers: h.Tiers, Tools: tools, Concurrency: h.Concurrency}
+		OS: h.OS, Arch: h.Arch, Version: h.Version, Tiers: h.Tiers, Tools: tools, Concurrency: h.Concurrency, Labels: h.Labels}
+	// The session is this server's before the hello is recorded, so that
+	// whoever reads that this server holds the node finds it here (its last
+	// heartbeat; pushes wait for the welcome).
+	ss.srv.fleet.attach(ss)
+	ss.attached = true
 	if n, _ := ss.srv.fsm.Node(ss.node); !sameSession(n, &cmd) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		res, err := ss.srv.applyAnywhere(ctx, fsm.MsgNodeSession, cmd)
@@ -153,8 +198,11 @@ func (ss *session) handshake() error {
 func sameSession(n fsm.Node, c *fsm.NodeSession) bool {
 	return n.Server == c.Server && n.Status != fsm.NodeDown && n.OS == c.OS && n.Arch == c.Arch &&
 		n.Version == c.Version && n.Concurrency == c.Concurrency &&
-		slices.Equal(n.Tiers, slices.Sorted(slices.Values(c.Tiers))) && maps.Equal(n.Tools, c.Tools)
+		slices.Equal(n.Tiers, slices.Sorted(slices.Values(c.Tiers))) && maps.Equal(n.Tools, c.Tools) &&
+		maps.Equal(n.Labels, withToken(c.Labels, n.TokenLabels))
 }
+
+func (ss *session) log() *slog.Logger { return ss.srv.log.With("node", ss.node) }
 
 func (ss *session) write(t string, body any) error {
 	ss.wmu.Lock()
@@ -176,37 +224,100 @@ func (ss *session) close(reason string) {
 	})
 }
 
-// push sends the node's open dispatches, now and whenever the FSM gives it
-// more, until the session closes or the node is revoked.
-func (ss *session) push() {
+// Push states: no push running; one running; one running and told of a
+// change since it read the node's dispatches, so it must read them again.
+const (
+	pushIdle int32 = iota
+	pushRunning
+	pushAgain
+)
+
+// kick makes the session push the node's open dispatches not yet sent: at
+// once on a goroutine of its own when no push is running, else once more when
+// the running one ends. Pushes never overlap, so frames keep their order and
+// sent needs no lock. It never blocks: the FSM's node hook calls it.
+func (ss *session) kick() {
+	if !ss.welcomed.Load() {
+		return // the welcome is followed by a kick
+	}
 	for {
-		n, changed, ok := ss.srv.fsm.WatchNode(ss.node)
-		if !ok || n.Status == fsm.NodeRevoked {
-			ss.bye(protocol.ErrorBody{Code: fsm.CodeNodeRevoked, Message: "node is revoked"}, closeRevoked)
-			return
-		}
-		for _, d := range ss.srv.fsm.OpenDispatches(ss.node) {
-			if ss.sent[d.ID] {
-				continue
-			}
-			raw, err := ss.srv.signDispatch(d)
-			if err != nil {
-				ss.log.Error("cannot sign dispatch", "dispatch", d.ID, "err", err)
-				continue
-			}
-			if err := ss.write(protocol.FrameDispatch, protocol.DispatchFrame{Dispatch: raw}); err != nil {
-				ss.close("write failed")
+		switch ss.push.Load() {
+		case pushIdle:
+			if ss.push.CompareAndSwap(pushIdle, pushRunning) {
+				go ss.pushLoop()
 				return
 			}
-			ss.sent[d.ID] = true
-			ss.srv.metrics.dispatchesSent.Inc()
-		}
-		select {
-		case <-changed:
-		case <-ss.closed:
+		case pushRunning:
+			if ss.push.CompareAndSwap(pushRunning, pushAgain) {
+				return
+			}
+		default:
 			return
 		}
 	}
+}
+
+func (ss *session) pushLoop() {
+	for {
+		if !ss.pushOpen() {
+			return // the session is over: no push will run again
+		}
+		if ss.push.CompareAndSwap(pushRunning, pushIdle) {
+			return
+		}
+		ss.push.Store(pushRunning) // it was pushAgain
+	}
+}
+
+// pushOpen sends the node's open dispatches that were not sent yet, and ends
+// the session of a revoked node. It reports whether the session goes on.
+func (ss *session) pushOpen() bool {
+	select {
+	case <-ss.closed:
+		return false
+	default:
+	}
+	n, ok := ss.srv.fsm.Node(ss.node)
+	switch {
+	case !ok: // not after the handshake found it; but never "revoked" for it
+		ss.conn.CloseWithError(closeUnknown, "this server does not know the node")
+		ss.close("node unknown")
+		return false
+	case n.Status == fsm.NodeRevoked:
+		ss.bye(protocol.ErrorBody{Code: fsm.CodeNodeRevoked, Message: "node is revoked"}, closeRevoked)
+		return false
+	}
+	open := ss.srv.fsm.OpenDispatches(ss.node)
+	if len(ss.sent) > len(open) {
+		// Forget what has closed, so that sent holds open dispatches only.
+		still := make(map[string]bool, len(open))
+		for _, d := range open {
+			if ss.sent[d.ID] {
+				still[d.ID] = true
+			}
+		}
+		ss.sent = still
+	}
+	for _, d := range open {
+		if ss.sent[d.ID] {
+			continue
+		}
+		raw, err := ss.srv.signDispatch(d)
+		if err != nil {
+			ss.log().Error("cannot sign dispatch", "dispatch", d.ID, "err", err)
+			continue
+		}
+		if err := ss.write(protocol.FrameDispatch, protocol.DispatchFrame{Dispatch: raw}); err != nil {
+			ss.close("write failed")
+			return false
+		}
+		if ss.sent == nil {
+			ss.sent = map[string]bool{}
+		}
+		ss.sent[d.ID] = true
+		ss.srv.metrics.dispatchesSent.Inc()
+	}
+	return true
 }
 
 // signDispatch makes the signed dispatch of a record: everything in it comes
@@ -251,4 +362,15 @@ func certificateRequest(der []byte) (*x509.CertificateRequest, error) {
 		return nil, fmt.Errorf("the certificate request's signature does not verify: %w", err)
 	}
 	return csr, nil
+}
+
+// withToken is a node's labels from its own and its token's, the token's
+// winning.
+func withToken(own, token map[string]string) map[string]string {
+	out := maps.Clone(own)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, token)
+	return out
 }

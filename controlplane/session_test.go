@@ -6,6 +6,9 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
+	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -62,6 +65,44 @@ func TestSessionNeedsANodeCertificate(t *testing.T) {
 	mine.Certificates = []tls.Certificate{{Certificate: d.node.chain, PrivateKey: d.node.tlsKey}}
 	if !servedStream(t, d.s.AgentAddr(), d.node.id, mine) {
 		t.Error("the enrolled node's own certificate was not served: the test cannot tell")
+	}
+}
+
+// TestUnknownNodeMayRetry: a node certificate of the cluster CA for a node
+// this server has no record of — it has not applied the enrollment yet: it is
+// restarting, or lags the log — is closed with the "unknown, try again" code,
+// never the revoked one, which makes an agent stop for good. (It once was:
+// agents exited when a restarted cluster's servers had not replayed their
+// logs yet.)
+func TestUnknownNodeMayRetry(t *testing.T) {
+	d := startDev(t)
+	certPEM, err1 := os.ReadFile(filepath.Join(d.dir, "tls", "ca.pem"))
+	keyPEM, err2 := os.ReadFile(filepath.Join(d.dir, "tls", "ca.key"))
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	ca, err := pki.LoadCA(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, err := ca.Sign(pki.RoleNode, "node-enrolled-elsewhere", key.Public(), nil, true, time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := &tls.Config{RootCAs: d.node.ca, ServerName: "127.0.0.1", NextProtos: []string{protocol.ALPN}, MinVersion: tls.VersionTLS13,
+		Certificates: []tls.Certificate{{Certificate: [][]byte{der, ca.Cert.Raw}, PrivateKey: key}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := quic.DialAddr(ctx, d.s.AgentAddr(), conf, &quic.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseWithError(0, "")
+	<-conn.Context().Done()
+	var app *quic.ApplicationError
+	if err := context.Cause(conn.Context()); !errors.As(err, &app) || app.ErrorCode != 4 {
+		t.Fatalf("a node this server does not know: the session ended with %v, want application error 4 (unknown: retry)", err)
 	}
 }
 
@@ -122,5 +163,35 @@ func TestSilentNodeThenLateResult(t *testing.T) {
 	}
 	if got.State != "unknown" || *got.SupersededBy <= *got.ReceiptIndex {
 		t.Fatalf("after the late result: %+v", got)
+	}
+}
+
+// TestTargetedIntentsRunOnTheirNode: an intent naming a node by id or by
+// name runs there and nowhere else, with two nodes ready; one naming no
+// enrolled node is rejected no_eligible_node at once.
+func TestTargetedIntentsRunOnTheirNode(t *testing.T) {
+	d := startDev(t)
+	ctx := context.Background()
+	base := "http://" + d.s.Addr().String()
+	other := enrollSim(t, d.s, base)
+	if err := other.connect(t, d.s.AgentAddr(), toolHashes(t, base)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.close)
+	waitReady(t, d.s, other.id)
+	for i, target := range []*protocol.Target{{Node: other.id}, {Node: d.node.id}, {Node: other.id}} {
+		raw := d.intent(t, "echo", `{"msg":"targeted"}`, func(in *protocol.Intent) { in.Target = target })
+		r, err := d.c.Submit(ctx, raw, nil, 10*time.Second)
+		if err != nil || r.State != "completed" {
+			t.Fatalf("intent %d targeted at %s: %+v %v", i, target.Node, r, err)
+		}
+	}
+	if o, n := other.runs.Load(), d.node.runs.Load(); o != 2 || n != 1 {
+		t.Fatalf("runs: %d on the node targeted twice, %d on the one targeted once", o, n)
+	}
+	raw := d.intent(t, "echo", `{"msg":"nowhere"}`, func(in *protocol.Intent) { in.Target = &protocol.Target{Node: "no-such-node"} })
+	r, err := d.c.Submit(ctx, raw, nil, 10*time.Second)
+	if err != nil || r.State != "rejected" || r.Error == nil || r.Error.Code != "no_eligible_node" {
+		t.Fatalf("an intent for no enrolled node: %+v %v", r, err)
 	}
 }

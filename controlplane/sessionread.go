@@ -40,7 +40,7 @@ func (ss *session) read() {
 			var rj protocol.Reject
 			_ = f.DecodeBody(&rj)
 			ss.srv.metrics.nodeReports.WithLabelValues("reject").Inc()
-			ss.log.Warn("node could not read a dispatch", "code", rj.Error.Code, "message", rj.Error.Message)
+			ss.log().Warn("node could not read a dispatch", "code", rj.Error.Code, "message", rj.Error.Message)
 		case protocol.FrameRenew:
 			var rn protocol.Renew
 			if err := f.DecodeBody(&rn); err != nil {
@@ -78,7 +78,7 @@ func (ss *session) result(raw []byte) {
 	}
 	if err != nil {
 		s.metrics.nodeReports.WithLabelValues("bad_result").Inc()
-		ss.log.Warn("node sent a result that does not verify", "err", err)
+		ss.log().Warn("node sent a result that does not verify", "err", err)
 		// Resending cannot help: tell the node to drop it, when it can be named.
 		if d, derr := protocol.DecodeResult(raw, 0); derr == nil {
 			ss.ack(protocol.Ack{DispatchID: d.DispatchID, Error: &protocol.ErrorBody{Code: protocol.CodeOf(err), Message: err.Error()}})
@@ -96,14 +96,14 @@ func (ss *session) result(raw []byte) {
 		Status: res.Status, Error: res.Error, Result: canon,
 	})
 	if err != nil {
-		ss.log.Warn("result not committed; the node will resend it", "dispatch", res.DispatchID, "err", err)
+		ss.log().Warn("result not committed; the node will resend it", "dispatch", res.DispatchID, "err", err)
 		return
 	}
 	if out.Err != nil {
 		// A report on a dispatch this cluster never made (a forged one the
 		// node refused) or one already decided otherwise.
 		s.metrics.nodeReports.WithLabelValues(string(out.Err.Code)).Inc()
-		ss.log.Warn("node result not recorded", "dispatch", res.DispatchID, "status", res.Status, "error", res.Error, "code", out.Err.Code)
+		ss.log().Warn("node result not recorded", "dispatch", res.DispatchID, "status", res.Status, "error", res.Error, "code", out.Err.Code)
 		ss.ack(protocol.Ack{DispatchID: res.DispatchID, Error: out.Err})
 		return
 	}
@@ -131,7 +131,7 @@ func (ss *session) renew(der []byte) {
 		chain, err = ss.srv.fleet.issueNode(ss.node, csr, ss.srv.cfg.NodeCertValidity)
 	}
 	if err != nil {
-		ss.log.Warn("certificate renewal refused", "err", err)
+		ss.log().Warn("certificate renewal refused", "err", err)
 		ss.bye(protocol.ErrorBody{Code: protocol.CodeMalformed, Message: err.Error()}, closeProtocol)
 		return
 	}

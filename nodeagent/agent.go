@@ -33,7 +33,9 @@ type Options struct {
 	Tiers       []string
 	Tools       []protocol.ToolRef
 	Concurrency int
-	Logger      *slog.Logger
+	// Labels are the owner's labels of this node (its token's win).
+	Labels map[string]string
+	Logger *slog.Logger
 }
 
 // Agent keeps a session with one server of the control plane at a time,
@@ -134,7 +136,7 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	defer c.qc.CloseWithError(0, "")
 	id := a.identity()
 	hello := protocol.Hello{Node: id.Node, Version: Version, OS: runtime.GOOS, Arch: runtime.GOARCH,
-		Tiers: a.opts.Tiers, Tools: a.opts.Tools, Concurrency: a.opts.Concurrency}
+		Tiers: a.opts.Tiers, Tools: a.opts.Tools, Concurrency: a.opts.Concurrency, Labels: a.opts.Labels}
 	if err := c.write(protocol.FrameHello, hello); err != nil {
 		return err
 	}

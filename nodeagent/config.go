@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/go-json-experiment/json"
+	"github.com/writhq/writ/protocol"
 	"github.com/writhq/writ/sandbox/tiers"
 )
 
@@ -111,10 +112,8 @@ func (c Config) Validate() error {
 	if c.Concurrency < 1 || c.Concurrency > MaxConcurrency {
 		return fmt.Errorf("%w: concurrency must be 1 to %d, not %d", ErrConfig, MaxConcurrency, c.Concurrency)
 	}
-	for k, v := range c.Labels {
-		if !validLabelKey(k) || len(v) > 256 || strings.ContainsFunc(v, unicode.IsControl) {
-			return fmt.Errorf("%w: label %q: keys are 1-128 of A-Z a-z 0-9 . _ / -, values at most 256 printable characters", ErrConfig, k)
-		}
+	if err := protocol.CheckLabels(c.Labels); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if r := c.ProcessRunAs; r != nil && (r.UID <= 0 || r.GID <= 0 || int64(r.UID) >= 1<<32-1 || int64(r.GID) >= 1<<32-1) {
 		return fmt.Errorf("%w: process_run_as: uid %d and gid %d must be ids other than root (1 to 4294967294)", ErrConfig, r.UID, r.GID)
@@ -132,18 +131,6 @@ func checkPath(name, p string) error {
 		return fmt.Errorf("%w: %s: %q must be a clean absolute path", ErrConfig, name, p)
 	}
 	return nil
-}
-
-func validLabelKey(k string) bool {
-	if k == "" || len(k) > 128 {
-		return false
-	}
-	for _, c := range k {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._/-", c)) {
-			return false
-		}
-	}
-	return true
 }
 
 // ParseConfig reads a configuration strictly over DefaultConfig: unknown or

@@ -199,6 +199,29 @@ func TestResultOutputEncoding(t *testing.T) {
 	}
 }
 
+// TestResultSaysWhy: a run that did not end well carries the tier's reason
+// in the result's error — a tool that could not be started is not only
+// "status error" — and a refusal its code.
+func TestResultSaysWhy(t *testing.T) {
+	for _, c := range []struct {
+		out             sandbox.Outcome
+		status, wantErr string
+	}{
+		{sandbox.Outcome{Status: sandbox.StatusOK, Reason: "ignored"}, protocol.StatusOK, ""},
+		{sandbox.Outcome{Status: sandbox.StatusError, ExitCode: 2}, protocol.StatusError, ""},
+		{sandbox.Outcome{Status: sandbox.StatusOutputLimit, Reason: "output above 10 bytes"}, protocol.StatusOutputLimit, "output_limit: output above 10 bytes"},
+		{sandbox.Outcome{Status: sandbox.StatusError, ExitCode: -1, Reason: "fork/exec: resource temporarily unavailable"}, protocol.StatusError, "error: fork/exec: resource temporarily unavailable"},
+		{sandbox.Outcome{Status: sandbox.StatusTimeout, ExitCode: -1, Reason: "wall"}, protocol.StatusTimeout, "timeout: wall"},
+		{sandbox.Outcome{Status: sandbox.StatusRefused, Reason: "no such file"}, protocol.StatusRefused, "sandbox_refused: no such file"},
+	} {
+		r := &protocol.Result{}
+		fillFromOutcome(r, c.out)
+		if r.Status != c.status || r.Error != c.wantErr {
+			t.Errorf("%+v: status %q error %q, want %q %q", c.out, r.Status, r.Error, c.status, c.wantErr)
+		}
+	}
+}
+
 func TestConcurrencyLimitHolds(t *testing.T) {
 	h := newHarness(t, 2)
 	var wg sync.WaitGroup

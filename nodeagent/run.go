@@ -57,7 +57,7 @@ func (x *Executor) run(d *protocol.Dispatch, raw []byte, e Entry) error {
 		return err
 	}
 	x.log.Info("dispatch ran", "dispatch", d.ID, "intent", d.IntentID, "tool", d.Tool, "tier", out.Tier,
-		"status", r.Status, "exit_code", r.ExitCode, "wall", out.Usage.Wall)
+		"status", r.Status, "exit_code", r.ExitCode, "reason", out.Reason, "wall", out.Usage.Wall)
 	x.notify(d.ID, b)
 	return nil
 }
@@ -127,6 +127,11 @@ func fillFromOutcome(r *protocol.Result, out sandbox.Outcome) {
 		r.Error = string(protocol.CodeSandboxRefused) + ": " + out.Reason
 	default:
 		r.Status = protocol.StatusError
+	}
+	if r.Error == "" && r.Status != protocol.StatusOK && out.Reason != "" {
+		// Why, when the tier knows more than an exit code: "timeout: wall"
+		// or "timeout: cpu", a signal, a tool that could not be started.
+		r.Error = r.Status + ": " + out.Reason
 	}
 	output := out.Output
 	r.Truncated = out.Truncated || int64(len(output)) < out.OutputBytes

@@ -53,6 +53,9 @@ type Hello struct {
 	Tools []ToolRef `json:"tools"`
 	// Concurrency is how many dispatches the node runs at once.
 	Concurrency int `json:"concurrency"`
+	// Labels are the node owner's own description of the host. Labels its
+	// join token gave it are the admin's, and win over these.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // ToolRef names a tool and the hash of its manifest.

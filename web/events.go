@@ -32,7 +32,24 @@ type Event struct {
 	Node       *Node          `json:"node,omitempty"`
 	Checkpoint *Checkpoint    `json:"checkpoint,omitempty"`
 
-	data []byte // the JSON sent, encoded once for every client
+	// The JSON sent, encoded once for every client, and only when a client
+	// needs it: a busy server with no one watching encodes nothing.
+	json *lazyJSON
+}
+
+type lazyJSON struct {
+	once sync.Once
+	data []byte
+}
+
+// bytes returns the event's JSON.
+func (ev *Event) bytes() []byte {
+	if ev.json == nil {
+		b, _ := json.Marshal(ev)
+		return b
+	}
+	ev.json.once.Do(func() { ev.json.data, _ = json.Marshal(ev) })
+	return ev.json.data
 }
 
 // hub turns changes into events, keeps the last ones in a ring for clients
@@ -164,8 +181,7 @@ func (h *hub) publish(ev *Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.seq++
-	ev.Seq, ev.Epoch = h.seq, h.epoch
-	ev.data, _ = json.Marshal(ev)
+	ev.Seq, ev.Epoch, ev.json = h.seq, h.epoch, &lazyJSON{}
 	h.ring[h.seq%uint64(len(h.ring))] = ev
 	for s := range h.subs {
 		select {

@@ -54,12 +54,11 @@ func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request) {
 			return true
 		}
 		conn.SetWriteDeadline(time.Now().Add(writeWait))
-		return conn.WriteMessage(websocket.TextMessage, ev.data) == nil
+		return conn.WriteMessage(websocket.TextMessage, ev.bytes()) == nil
 	}
 	if reset {
 		epoch, seq := d.hub.position()
 		ev := &Event{Type: "reset", Epoch: epoch, Seq: seq}
-		ev.data = mustJSON(ev)
 		if !send(ev) {
 			return
 		}

@@ -147,7 +147,8 @@ func echoManifest(name string) string {
 func TestAgentRunsOverQUIC(t *testing.T) {
 	c := startServer(t)
 	c.tool(t, "echo", echoManifest("echo"))
-	a := &agent{}
+	// The node's own labels join its token's (pool=test), which win.
+	a := &agent{extra: []string{"--labels", "gpu=none,pool=mine"}}
 	c.startAgent(t, a, map[string]string{"echo": echoManifest("echo")})
 	r := c.submit(t, "echo", `{"msg":"over quic"}`, "10s")
 	res, _ := r["result"].(map[string]any)
@@ -156,11 +157,17 @@ func TestAgentRunsOverQUIC(t *testing.T) {
 	}
 	// A join token is used once: a second enrollment with it is refused.
 	var nodes struct {
-		Nodes []struct{ ID, Name string } `json:"nodes"`
+		Nodes []struct {
+			ID, Name string
+			Labels   map[string]string `json:"labels"`
+		} `json:"nodes"`
 	}
 	json.Unmarshal([]byte(c.admin(t, "nodes", "list")), &nodes)
 	if len(nodes.Nodes) != 1 || nodes.Nodes[0].Name != "test-node" {
 		t.Fatalf("nodes: %+v", nodes)
+	}
+	if l := nodes.Nodes[0].Labels; len(l) != 2 || l["gpu"] != "none" || l["pool"] != "test" {
+		t.Errorf("labels %v: want the node's gpu=none and the token's pool=test", l)
 	}
 	// Revoked: the session is closed and the node can never reconnect.
 	c.admin(t, "nodes", "revoke", nodes.Nodes[0].ID)
@@ -191,14 +198,8 @@ func TestAgentKilledMidRun(t *testing.T) {
 	c := startServer(t)
 	manifest := `{"name":"witness","tier":"process","command":{"path":"` + witnessBin + `"}}`
 	c.tool(t, "witness", manifest)
-	// The node owner lets process-tier tools write the witness directory,
-	// which their user (65534: the agent is root) can reach.
-	dir, err := os.MkdirTemp("", "writ-witness-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o777)
+	// The node owner lets process-tier tools write the witness directory.
+	dir := witnessDir(t)
 	a := &agent{extra: []string{"--process-read-write", dir}}
 	c.startAgent(t, a, map[string]string{"witness": manifest})
 	runs, release := filepath.Join(dir, "runs"), filepath.Join(dir, "release")
@@ -232,4 +233,20 @@ func TestAgentKilledMidRun(t *testing.T) {
 	if b, _ := os.ReadFile(runs); strings.Count(string(b), "ran ") != 1 {
 		t.Fatalf("the tool ran %d times: %q", strings.Count(string(b), "ran "), b)
 	}
+}
+
+// witnessDir is a directory process-tier tools may write: they run as an
+// unprivileged user (65534) when the agent is root, so it lies outside the
+// test's own 0700 temporary directory.
+func witnessDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "writ-witness-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

@@ -17,18 +17,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/ledger"
-	"github.com/writhq/writ/protocol"
 )
 
 // testCluster is three `writ server` processes on loopback that find each
 // other with memberlist (bootstrap_expect 3), and tenant acme with an
-// orchestrator key and the tool echo. No policy is installed, so every intent
-// ends denied by default — a decision, which binds its idempotency key
-// exactly as an allowed intent does (agents to run allowed ones come with
-// the node-agent issue).
+// orchestrator key and the tool echo. Each server takes node sessions on its
+// API port over UDP, with a 1 s heartbeat, so that a session whose server
+// died ends within 3 s. No policy is installed, so every intent would end
+// denied, until startAgents (cluster_agents_test.go) allows tenant acme
+// every tool, registers the witness tool and starts node agents to run it.
 type testCluster struct {
 	t      *testing.T
 	dir    string
@@ -37,6 +36,10 @@ type testCluster struct {
 	secret []byte
 	vkey   string
 	srv    []*testServer
+	// With agents: their processes, and the directory the witness tool
+	// counts its runs in (one file per idempotency key).
+	agents  []*clusterAgent
+	witness string
 }
 
 type testServer struct {
@@ -80,7 +83,9 @@ func startTestCluster(t *testing.T) *testCluster {
 		cfg := map[string]any{
 			"id": id, "data_dir": filepath.Join(dir, id), "http_addr": ps[i].api, "raft_addr": ps[i].raft,
 			"gossip_addr": ps[i].gossip, "join": gossip, "bootstrap_expect": 3,
-			"tls":                map[string]string{"ca_file": filepath.Join(pki, "ca.pem"), "cert_file": filepath.Join(pki, id+".pem"), "key_file": filepath.Join(pki, id+".key")},
+			"tls": map[string]string{"ca_file": filepath.Join(pki, "ca.pem"), "cert_file": filepath.Join(pki, id+".pem"),
+				"key_file": filepath.Join(pki, id+".key"), "ca_key_file": filepath.Join(pki, "ca.key")},
+			"agent_addr": ps[i].api, "agent_heartbeat": "1s",
 			"keyring_file":       filepath.Join(dir, "keyring.key"),
 			"ledger":             map[string]string{"origin": "writ.test/cluster", "seed_file": filepath.Join(dir, "ledger.key")},
 			"admin_token_hashes": []string{"sha256:" + hex.EncodeToString(sum[:])},
@@ -204,32 +209,17 @@ func (c *testCluster) kill(i int) {
 	s.cmd = nil
 }
 
-// intent signs an intent of tenant acme with the given id, key and params.
-func (c *testCluster) intent(id, key, params string) []byte {
-	now := time.Now().UTC()
-	in := &protocol.Intent{
-		Type: "writ.intent/v1", ID: id, Tenant: "acme", Principal: "bot", RunID: "run", Tool: "echo",
-		Params: jsontext.Value(params), IdempotencyKey: key, IssuedAt: protocol.FormatTime(now),
-		ExpiresAt: protocol.FormatTime(now.Add(10 * time.Minute)), KeyID: "orch",
-	}
-	in.SetPayloadHash()
-	in.Sign(c.secret)
-	b, err := json.Marshal(in)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return b
-}
-
-// exists reports whether server i holds intent id (admin read).
+// exists reports whether server i holds intent id as an admitted attempt
+// (admin read). An attempt refused for an idempotency conflict is kept too,
+// with its receipt, but admitted nothing: it does not count.
 func (c *testCluster) exists(i int, id string) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, err := c.client(i).Intent(ctx, id, 0)
+	r, err := c.client(i).Intent(ctx, id, 0)
 	var ae *client.Error
 	switch {
 	case err == nil:
-		return true, nil
+		return r.Error == nil || r.Error.Code != "idempotency_conflict", nil
 	case errors.As(err, &ae) && ae.Code == "not_found":
 		return false, nil
 	}

@@ -2,9 +2,11 @@ package main_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -20,23 +22,30 @@ import (
 // TestClusterOneKeyConcurrently: 64 concurrent submissions of one idempotency
 // key, spread over the three servers (two of them forwarding to the leader),
 // admit exactly one intent; every answer names it or is idempotency_conflict
-// (for the submissions whose params differ from the winner's).
+// (for the submissions whose params differ from the winner's). The winner
+// runs once on one of the two agents.
 func TestClusterOneKeyConcurrently(t *testing.T) {
 	c := startTestCluster(t)
+	c.startAgents([]int{0, 1, 2}, []int{0, 1, 2})
 	const n = 64
 	ids := make([]string, n)
 	got := make([]string, n)
 	errs := make([]error, n)
-	params := func(i int) string {
+	// Two payloads for one key: each counts its runs in its own file.
+	file := func(i int) string {
 		if i%8 == 7 {
-			return `{"msg":"other"}`
+			return "other"
 		}
-		return `{"msg":"same"}`
+		return "same"
+	}
+	params := func(i int) string {
+		b, _ := json.Marshal(map[string]string{"file": filepath.Join(c.witness, file(i))})
+		return string(b)
 	}
 	bodies := make([][]byte, n)
 	for i := range bodies {
 		ids[i] = fmt.Sprintf("a-%d", i)
-		bodies[i] = c.intent(ids[i], "one-key", params(i))
+		bodies[i] = c.signIntent("witness", ids[i], "one-key", params(i), "")
 	}
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -85,20 +94,34 @@ func TestClusterOneKeyConcurrently(t *testing.T) {
 	}
 	leader := c.waitLeader(10 * time.Second)
 	c.waitCaughtUp(leader)
+	// Each server holds the winner, and each attempt with other params
+	// recorded rejected (idempotency_conflict, unbound); nothing else.
 	for s := range c.srv {
 		admitted := 0
-		for _, id := range ids {
-			ok, err := c.exists(s, id)
-			if err != nil {
+		for i, id := range ids {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			r, err := c.client(s).Intent(ctx, id, 0)
+			cancel()
+			var ae *client.Error
+			switch {
+			case errors.As(err, &ae) && ae.Code == "not_found":
+				if params(i) != params(w) {
+					t.Errorf("%s: the conflicting attempt %s is not recorded", c.srv[s].id, id)
+				}
+			case err != nil:
 				t.Fatal(err)
-			}
-			if ok {
+			case r.State == "rejected" && r.Error != nil && r.Error.Code == "idempotency_conflict" && params(i) != params(w):
+			default:
 				admitted++
 			}
 		}
 		if admitted != 1 {
 			t.Fatalf("%s holds %d intents of one key, want 1", c.srv[s].id, admitted)
 		}
+	}
+	c.checkRuns(leader, c.waitFinal([]string{winner}, 30*time.Second), map[string]string{winner: file(w)})
+	if loser := map[string]string{"same": "other", "other": "same"}[file(w)]; c.runs(loser) != 0 {
+		t.Errorf("the tool ran %d times with the params that lost", c.runs(loser))
 	}
 }
 
@@ -158,17 +181,24 @@ var registerModel = porcupine.NondeterministicModel{
 	Equal: func(a, b any) bool { return a == b },
 }
 
-// TestClusterLeaderKilled: a stream of 1,000 distinct submissions (and, for
-// a quarter of the keys, a second intent with the same key and payload) goes
-// through a failover client while the leader is killed with SIGKILL. Every
-// acknowledged submission is present exactly once afterwards, no key holds
-// two intents, and an unacknowledged one is absent or present once: porcupine
-// checks the history against a register per key. Then the killed server comes
-// back, catches up, and all three servers' checkpoints are consistent.
+// TestClusterLeaderKilled (issue 3, acceptance b; issue 4, acceptance f): two
+// node agents run what three servers dispatch. A stream of 1,000 distinct
+// allowed submissions of the witness tool (and, for a quarter of the keys, a
+// second intent with the same key and payload) goes through a failover
+// client while the leader is killed with SIGKILL — with dispatches in flight,
+// and the sessions it held cut. Every acknowledged submission is present
+// exactly once afterwards, no key holds two intents, and an unacknowledged
+// one is absent or present once: porcupine checks the history against a
+// register per key. Every admitted intent completes within a bounded wait,
+// its tool ran exactly once (never twice for a key: the witness files), and
+// each has exactly one receipt. Then the killed server comes back, catches
+// up, and all three servers' checkpoints are consistent.
 func TestClusterLeaderKilled(t *testing.T) {
 	c := startTestCluster(t)
 	const n, workers = 1000, 16
 	leader := c.waitLeader(10 * time.Second)
+	c.startAgents([]int{0, 1, 2}, []int{0, 1, 2})
+	began := time.Now()
 	var (
 		mu      sync.Mutex
 		history []porcupine.Operation
@@ -178,7 +208,7 @@ func TestClusterLeaderKilled(t *testing.T) {
 	)
 	ts := func() int64 { return int64(time.Since(clock)) }
 	submit := func(cl *client.Client, client int, key, id string) {
-		body := c.intent(id, key, `{"n":"`+key+`"}`)
+		body := c.witnessIntent(id, key, "", "")
 		call := ts()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		r, err := cl.Submit(ctx, body, nil, 0)
@@ -218,8 +248,11 @@ func TestClusterLeaderKilled(t *testing.T) {
 	for acked.Load() < n/4 {
 		time.Sleep(5 * time.Millisecond)
 	}
+	nodes, _ := c.nodes(leader)
 	c.kill(leader)
 	wg.Wait()
+	t.Logf("killed the leader %s (holding the sessions of %v) after %d acknowledged submissions, %s into the stream",
+		c.srv[leader].id, nodes, n/4, time.Since(began).Round(time.Millisecond))
 	unknown := 0
 	for _, op := range history {
 		if op.Output.(submitOp).unknown {
@@ -234,8 +267,7 @@ func TestClusterLeaderKilled(t *testing.T) {
 	c.start(leader)
 	newLeader := c.waitLeader(30 * time.Second)
 	c.waitCaughtUp(newLeader)
-	ctx := context.Background()
-	_ = ctx
+	keys := map[string]string{} // admitted intent → its key
 	for k := 0; k < n; k++ {
 		key := fmt.Sprintf("k%04d", k)
 		ids := []string{key + "-a"}
@@ -250,6 +282,7 @@ func TestClusterLeaderKilled(t *testing.T) {
 			}
 			if ok {
 				held = append(held, id)
+				keys[id] = key
 			}
 		}
 		call := ts()
@@ -260,6 +293,19 @@ func TestClusterLeaderKilled(t *testing.T) {
 	if res != porcupine.Ok {
 		_ = info
 		t.Fatalf("the idempotency history is not linearizable (%s): a key was admitted twice, or an acknowledged submission is missing", res)
+	}
+	// Every admitted intent ran once and ended: none is left dispatched.
+	ids := make([]string, 0, len(keys))
+	for id := range keys {
+		ids = append(ids, id)
+	}
+	answers := c.waitFinal(ids, 90*time.Second)
+	t.Logf("every admitted intent final %s after the stream began", time.Since(began).Round(time.Millisecond))
+	c.checkRuns(newLeader, answers, keys)
+	for k := 0; k < n; k++ {
+		if key := fmt.Sprintf("k%04d", k); c.runs(key) > 1 {
+			t.Errorf("key %s: the tool ran %d times", key, c.runs(key))
+		}
 	}
 	// Every server holds the same intents.
 	for s := range c.srv {
@@ -278,13 +324,16 @@ func TestClusterLeaderKilled(t *testing.T) {
 }
 
 // TestClusterPausedLeader: the leader is paused with SIGSTOP while
-// submissions are sent to it; the others elect a new leader and go on. When
-// the old leader resumes, nothing it had taken in commits on its own: every
-// submission it acknowledged is present exactly once on the new leader, and
-// all servers hold the same intents.
+// submissions are sent to it; the others elect a new leader and go on (and
+// the two agents, if one had its session with the paused server, move to
+// another). When the old leader resumes, nothing it had taken in commits on
+// its own: every submission it acknowledged is present exactly once on the
+// new leader, and all servers hold the same intents. Every admitted intent
+// ran once, completed and has one receipt.
 func TestClusterPausedLeader(t *testing.T) {
 	c := startTestCluster(t)
 	old := c.waitLeader(10 * time.Second)
+	c.startAgents([]int{0, 1, 2}, []int{0, 1, 2})
 	p := c.srv[old].cmd.Process
 	if err := p.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -303,7 +352,7 @@ func TestClusterPausedLeader(t *testing.T) {
 			id := fmt.Sprintf("p-%d", i)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			r, err := c.client(old).Submit(ctx, c.intent(id, id, `{}`), nil, 0)
+			r, err := c.client(old).Submit(ctx, c.witnessIntent(id, id, "", ""), nil, 0)
 			if err == nil {
 				answers[i] = answer{r.IntentID, nil}
 			} else {
@@ -339,7 +388,7 @@ func TestClusterPausedLeader(t *testing.T) {
 	defer cancel()
 	for i := 0; i < 10; i++ {
 		id := fmt.Sprintf("q-%d", i)
-		if _, err := c.client(others[i%2]).Submit(ctx, c.intent(id, id, `{}`), nil, 0); err != nil {
+		if _, err := c.client(others[i%2]).Submit(ctx, c.witnessIntent(id, id, "", ""), nil, 0); err != nil {
 			t.Fatalf("submitting to the new cluster: %v", err)
 		}
 	}
@@ -374,5 +423,22 @@ func TestClusterPausedLeader(t *testing.T) {
 		}
 	}
 	t.Logf("the resumed server acknowledged %d of %d submissions taken while paused (through the new leader)", ackd, n)
+	keys := map[string]string{}
+	var ids []string
+	for i := range n {
+		id := fmt.Sprintf("p-%d", i)
+		if on, err := c.exists(newLeader, id); err != nil {
+			t.Fatal(err)
+		} else if on {
+			keys[id], ids = id, append(ids, id)
+		}
+	}
+	for i := range 10 {
+		id := fmt.Sprintf("q-%d", i)
+		keys[id], ids = id, append(ids, id)
+	}
+	leader := c.waitLeader(20 * time.Second)
+	c.checkRuns(leader, c.waitFinal(ids, 60*time.Second), keys)
+	c.waitCaughtUp(leader)
 	c.checkLedgers()
 }

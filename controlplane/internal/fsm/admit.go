@@ -26,23 +26,46 @@ func (f *FSM) applyAdmit(index uint64, c *Admit) (Result, []string) {
 	now := f.advance(c.At)
 	s := f.state
 	idemKey := scoped(c.Tenant, c.IdempotencyKey)
-	if e, ok := s.Idempotency[idemKey]; ok {
-		if e.PayloadHash == c.PayloadHash {
-			return Result{IntentID: e.IntentID, Duplicate: true}, nil
-		}
-		return refuse(CodeIdempotencyConflict, "idempotency key %q was used for other params", c.IdempotencyKey), nil
+	old, used := s.Intents[c.ID]
+	same := used && old.Tenant == c.Tenant && old.IdempotencyKey == c.IdempotencyKey && old.PayloadHash == c.PayloadHash
+	conflict := func() Result {
+		return refuse(CodeIdempotencyConflict, "idempotency key %q was used for other params", c.IdempotencyKey)
 	}
-	if old, ok := s.Intents[c.ID]; ok {
-		if old.Tenant == c.Tenant && old.IdempotencyKey == c.IdempotencyKey && old.PayloadHash == c.PayloadHash {
-			return Result{IntentID: old.ID, Duplicate: true}, nil // the same attempt, sent again
-		}
-		return refuse(CodeIdempotencyConflict, "intent id %q is already used", c.ID), nil
+	if same && old.Error != nil && old.Error.Code == CodeIdempotencyConflict {
+		return conflict(), nil // the same conflicting attempt again: the same answer, no second receipt
 	}
 	in := &Intent{
 		ID: c.ID, Tenant: c.Tenant, Principal: c.Principal, RunID: c.RunID, Tool: c.Tool,
 		PayloadHash: c.PayloadHash, IdempotencyKey: c.IdempotencyKey, Raw: c.Intent,
 		AdmittedAt: now, UpdatedAt: now, ExpiresAt: c.ExpiresAt.UTC(), Index: index, Decision: c.Decision,
 		Target: c.Target,
+	}
+	if e, ok := s.Idempotency[idemKey]; ok {
+		if e.PayloadHash == c.PayloadHash {
+			return Result{IntentID: e.IntentID, Duplicate: true}, nil
+		}
+		// An authenticated attempt, refused: it is kept, unbound, with its
+		// receipt, so that sending it again gets this answer once more.
+		res := conflict()
+		if used {
+			if !same { // its id is taken by another attempt: a receipt only
+				f.recordRefused(in, res.Err)
+			}
+			return res, nil
+		}
+		in.State, in.Error, in.Unbound = StateRejected, res.Err, true
+		s.Intents[in.ID] = in
+		f.idx.rejected.add(now, in.ID)
+		res.IntentID = in.ID
+		return res, []string{in.ID}
+	}
+	if used {
+		if same {
+			return Result{IntentID: old.ID, Duplicate: true}, nil // the same attempt, sent again
+		}
+		res := refuse(CodeIdempotencyConflict, "intent id %q is already used", c.ID)
+		f.recordRefused(in, res.Err)
+		return res, nil
 	}
 	runKey := scoped(c.Tenant, c.RunID)
 	budget := int64(0)

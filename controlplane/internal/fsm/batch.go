@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/raft"
 )
@@ -47,6 +48,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	f.batch.on = false
 	for _, id := range changed {
 		f.watch.notify(id)
+		if node, ok := strings.CutPrefix(id, nodeWatchPrefix); ok {
+			f.tellNode(node)
+		}
 	}
 	if f.receiptCount() != before {
 		f.watch.notify(ReceiptsWatch)

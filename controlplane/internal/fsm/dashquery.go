@@ -137,8 +137,11 @@ func (f *FSM) StatesPerMinute(since time.Time) map[time.Time]map[string]int {
 }
 
 // NodeDispatches returns the intent ids of a node's most recent dispatches,
-// newest first.
+// newest first, at most limit, from the views' index by node.
 func (f *FSM) NodeDispatches(node string, limit int) []string {
+	if limit <= 0 {
+		return nil // the dashboard's live node events ask for none: no scan
+	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	var out []string

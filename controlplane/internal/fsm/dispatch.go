@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
-	"hash/fnv"
 	"slices"
 	"time"
 
@@ -52,31 +51,37 @@ func (f *FSM) schedule(in *Intent, index uint64) []string {
 }
 
 // pick returns the eligible node with the fewest dispatches in flight and a
-// free slot (nil when all are full), and whether any node is eligible.
+// free slot (nil when all are full), and whether any node is eligible. An
+// intent targeted at one node looks at the nodes of that id or name only;
+// any other walks the scheduler's index (sched.go). Equal loads are spread
+// by hashes: the choice is a function of the replicated state only.
 func (f *FSM) pick(in *Intent) (*Node, bool) {
 	s := f.state
 	tool := s.Tools[in.Tool]
 	if tool == nil {
 		return nil, false
 	}
+	t := in.Target
+	if t == nil || t.Node == "" {
+		return f.pickOnRing(in, tool)
+	}
 	var best *Node
-	var bestRank uint64
 	eligible := false
-	for _, id := range sortedKeys(s.Nodes) {
-		n := s.Nodes[id]
+	consider := func(n *Node) {
 		if !f.eligible(n, in, tool) {
-			continue
+			return
 		}
 		eligible = true
-		if n.InFlight >= n.Concurrency {
-			continue
+		if n.InFlight < n.Concurrency && (best == nil || targetBefore(in, n, best)) {
+			best = n
 		}
-		// Spread equal loads by a hash of intent and node, the same everywhere.
-		h := fnv.New64a()
-		h.Write([]byte(in.ID + "\x00" + n.ID))
-		rank := uint64(n.InFlight)<<40 | h.Sum64()>>24
-		if best == nil || rank < bestRank {
-			best, bestRank = n, rank
+	}
+	if n := s.Nodes[t.Node]; n != nil {
+		consider(n)
+	}
+	for _, id := range f.idx.names[t.Node] {
+		if n := s.Nodes[id]; n != nil && id != t.Node {
+			consider(n)
 		}
 	}
 	return best, eligible
@@ -121,6 +126,7 @@ func (f *FSM) dispatch(in *Intent, n *Node, index uint64) []string {
 	f.idx.deadlines.add(d.Deadline, d.ID)
 	f.idx.opened(n.ID, d.ID)
 	n.InFlight++
+	f.reschedule(n)
 	in.Dispatch = &protocol.DispatchRef{ID: d.ID, Node: n.ID, Fence: index}
 	in.UpdatedAt, in.Index = now, index
 	return []string{in.ID, NodeWatch(n.ID)}

@@ -1,6 +1,8 @@
 package fsm
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 )
@@ -35,4 +37,34 @@ func fleetFSM(t testing.TB) (*FSM, *logBuilder) {
 		}
 	}
 	return f, b
+}
+
+// TestNodeDispatchesNewestFirst: the dashboard's recent dispatches of a node
+// are the newest limit, newest first, and none for limit 0.
+func TestNodeDispatchesNewestFirst(t *testing.T) {
+	f, b := fleetFSM(t)
+	var ids []string
+	for i := 0; i < 30; i++ {
+		id := fmt.Sprintf("int-%02d", i)
+		if r := apply(t, f, b, MsgAdmit, admit(id, id, "p", t0)); r.Err != nil {
+			t.Fatalf("admit %s: %+v", id, r.Err)
+		}
+		ids = append(ids, id)
+	}
+	if got := f.NodeDispatches("n1", 0); len(got) != 0 {
+		t.Errorf("limit 0: got %v, want none", got)
+	}
+	for _, limit := range []int{1, 5, 30, 100} {
+		got := f.NodeDispatches("n1", limit)
+		var want []string
+		for i := len(ids) - 1; i >= 0 && len(want) < limit; i-- {
+			want = append(want, ids[i])
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("limit %d: got %v, want %v", limit, got, want)
+		}
+	}
+	if got := f.NodeDispatches("nobody", 5); len(got) != 0 {
+		t.Errorf("unknown node: got %v, want none", got)
+	}
 }

@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -71,8 +72,9 @@ type FSM struct {
 	checkpointed bool   // a checkpoint was applied by the current command
 	batch        leafBatch
 
-	watch watchers
-	obs   observer
+	watch    watchers
+	obs      observer
+	nodeHook atomic.Pointer[NodeHook]
 }
 
 var _ raft.FSM = (*FSM)(nil)
@@ -86,9 +88,10 @@ func New(cfg Config, lg Ledger) (*FSM, error) {
 	return &FSM{cfg: cfg, state: s, idx: buildIndexes(s), ledger: lg}, nil
 }
 
-// Apply applies one committed log entry: a batch of one. A command that
-// cannot be decoded is a bug in this program or a corrupt log: it panics
-// rather than let replicas diverge silently.
+// Apply applies one committed log entry: a batch of one. It returns a Result,
+// or for a group entry (MsgGroup) a []Result. A command that cannot be
+// decoded is a bug in this program or a corrupt log: it panics rather than
+// let replicas diverge silently.
 func (f *FSM) Apply(l *raft.Log) any {
 	return f.ApplyBatch([]*raft.Log{l})[0]
 }
@@ -109,13 +112,24 @@ func (f *FSM) receiptCount() uint64 {
 // ReceiptsChanged returns a channel closed when the next receipt is appended.
 func (f *FSM) ReceiptsChanged() <-chan struct{} { return f.watch.watch(ReceiptsWatch) }
 
-func (f *FSM) applyLocked(l *raft.Log) (Result, []string) {
+// applyLocked applies one entry: a Result, or a []Result for a group.
+func (f *FSM) applyLocked(l *raft.Log) (any, []string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if t := MsgType(l.Data[0]); t == MsgGroup {
+		return f.applyGroup(l.Index, l.Data[1:])
+	}
 	res, changed := f.apply(l.Index, MsgType(l.Data[0]), l.Data[1:])
 	f.state.Index = l.Index
-	// Receipts are appended in the order intents became final here, which is
-	// log order, and sorted within one entry.
+	f.recordFinal(changed)
+	return res, changed
+}
+
+// recordFinal appends the receipts of the intents one command made final.
+// Receipts are appended in the order intents became final here, which is
+// log order (and command order within a group), and sorted within one
+// command.
+func (f *FSM) recordFinal(changed []string) {
 	for _, id := range sortedUnique(changed) {
 		in := f.state.Intents[id]
 		if in != nil {
@@ -129,7 +143,6 @@ func (f *FSM) applyLocked(l *raft.Log) (Result, []string) {
 			f.recordSuperseding(in)
 		}
 	}
-	return res, changed
 }
 
 func (f *FSM) apply(index uint64, t MsgType, data []byte) (res Result, changed []string) {
@@ -163,6 +176,7 @@ func (f *FSM) apply(index uint64, t MsgType, data []byte) (res Result, changed [
 		var c PutTool
 		decode(&c)
 		f.state.Tools[c.Name] = &c
+		f.idx.sched = buildSched(f.state) // which nodes may run it may have changed
 	case MsgPutPolicy:
 		var c PutPolicy
 		decode(&c)

@@ -59,6 +59,11 @@ type indexes struct {
 	open map[string]map[string]bool
 	// views serve the dashboard's queries.
 	views *views
+	// names holds the ids of the nodes of each name, for intents that
+	// target a node by name (nodes are never removed).
+	names map[string][]string
+	// sched orders the ready nodes of each tool for the scheduler.
+	sched *schedIndex
 }
 
 func (x *indexes) opened(node, id string) {
@@ -76,7 +81,11 @@ func (x *indexes) closed(node, id string) {
 }
 
 func buildIndexes(s *State) *indexes {
-	x := &indexes{open: map[string]map[string]bool{}, views: buildViews(s)}
+	x := &indexes{open: map[string]map[string]bool{}, views: buildViews(s), names: map[string][]string{}, sched: buildSched(s)}
+	for _, id := range sortedKeys(s.Nodes) {
+		n := s.Nodes[id]
+		x.names[n.Name] = append(x.names[n.Name], id)
+	}
 	for _, id := range sortedKeys(s.Intents) {
 		in := s.Intents[id]
 		if !Final(in.State) {

@@ -28,12 +28,19 @@ func (f *FSM) Nodes() []Node {
 	return out
 }
 
-// WatchNode returns a node's record and a channel closed at its next change
-// or its next dispatch.
-func (f *FSM) WatchNode(id string) (Node, <-chan struct{}, bool) {
-	ch := f.watch.watch(NodeWatch(id))
-	n, ok := f.Node(id)
-	return n, ch, ok
+// HeldBy returns the ids of the nodes recorded as not down with their
+// session on server, in no order: one pass over the nodes, copying nothing
+// else, as a server checks it every heartbeat.
+func (f *FSM) HeldBy(server string) []string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var out []string
+	for id, n := range f.state.Nodes {
+		if n.Server == server && n.Status != NodeDown {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // JoinToken returns an unused join token.
@@ -75,6 +82,7 @@ func (f *FSM) OpenDispatches(node string) []Dispatch {
 func (n *Node) clone() Node {
 	c := *n
 	c.Labels = maps.Clone(n.Labels)
+	c.TokenLabels = maps.Clone(n.TokenLabels)
 	c.Tools = maps.Clone(n.Tools)
 	c.Tiers = slices.Clone(n.Tiers)
 	return c

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"crypto/subtle"
+	"maps"
 	"slices"
 	"time"
 
@@ -19,9 +20,13 @@ const (
 
 // Node is an enrolled node agent.
 type Node struct {
-	ID     string            `json:"id"`
-	Name   string            `json:"name"`
-	Labels map[string]string `json:"labels"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Labels are what intents and tools select the node by: its join
+	// token's (TokenLabels, given by an admin), and those its owner set on
+	// the node for keys the token does not name.
+	Labels      map[string]string `json:"labels"`
+	TokenLabels map[string]string `json:"token_labels"`
 	// Public is the node's Ed25519 key, which signs its results.
 	Public []byte `json:"public"`
 	Status string `json:"status"`
@@ -86,6 +91,7 @@ type NodeSession struct {
 	Tiers       []string          `json:"tiers,omitzero"`
 	Tools       map[string]string `json:"tools,omitzero"`
 	Concurrency int               `json:"concurrency,omitzero"`
+	Labels      map[string]string `json:"labels,omitzero"`
 }
 
 // NodeStatus is an admin's drain, undrain or revoke.
@@ -104,7 +110,9 @@ const (
 
 // NodeWatch is the watch key of a node: woken when it is given a dispatch or
 // its record changes.
-func NodeWatch(id string) string { return "\x00node:" + id }
+func NodeWatch(id string) string { return nodeWatchPrefix + id }
+
+const nodeWatchPrefix = "\x00node:"
 
 func (f *FSM) applyEnroll(c *Enroll) Result {
 	now := f.advance(c.At)
@@ -121,9 +129,10 @@ func (f *FSM) applyEnroll(c *Enroll) Result {
 	}
 	delete(s.JoinTokens, c.TokenID)
 	s.Nodes[c.Node] = &Node{
-		ID: c.Node, Name: c.Name, Labels: tok.Labels, Public: c.Public, Status: NodeDown,
+		ID: c.Node, Name: c.Name, Labels: maps.Clone(tok.Labels), TokenLabels: tok.Labels, Public: c.Public, Status: NodeDown,
 		Tools: map[string]string{}, EnrolledAt: now, UpdatedAt: now,
 	}
+	f.idx.names[c.Name] = append(f.idx.names[c.Name], c.Node)
 	return Result{}
 }
 
@@ -146,6 +155,7 @@ func (f *FSM) applyNodeSession(index uint64, c *NodeSession) (Result, []string) 
 			n.Status = NodeDown
 		}
 		n.Server, n.UpdatedAt = "", now
+		f.reschedule(n)
 		return Result{}, []string{NodeWatch(n.ID)}
 	}
 	n.OS, n.Arch, n.Version, n.Concurrency = c.OS, c.Arch, c.Version, max(c.Concurrency, 1)
@@ -154,10 +164,16 @@ func (f *FSM) applyNodeSession(index uint64, c *NodeSession) (Result, []string) 
 	if n.Tools == nil {
 		n.Tools = map[string]string{}
 	}
+	n.Labels = maps.Clone(c.Labels)
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	maps.Copy(n.Labels, n.TokenLabels)
 	n.Server, n.UpdatedAt = c.Server, now
 	if n.Status == NodeDown {
 		n.Status = NodeReady
 	}
+	f.reschedule(n)
 	return Result{}, append([]string{NodeWatch(n.ID)}, f.drainQueue(index)...)
 }
 
@@ -184,6 +200,7 @@ func (f *FSM) applyNodeStatus(index uint64, c *NodeStatus) (Result, []string) {
 		return refuse(protocol.CodeMalformed, "status %q is not ready, draining or revoked", c.Status), nil
 	}
 	n.UpdatedAt = now
+	f.reschedule(n)
 	changed := []string{NodeWatch(n.ID)}
 	if n.Status == NodeReady {
 		changed = append(changed, f.drainQueue(index)...)

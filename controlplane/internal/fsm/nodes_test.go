@@ -193,3 +193,34 @@ func TestNodeSessionsAndRevocation(t *testing.T) {
 		t.Fatalf("a revoked node's result: %+v", r)
 	}
 }
+
+// TestNodeLabels: a node's own labels join its token's, which win on the
+// same key, and both select it.
+func TestNodeLabels(t *testing.T) {
+	f, b := fleetFSM(t)
+	apply(t, f, b, MsgNodeSession, NodeSession{At: t0, Node: "n1", Server: "s1", Connected: true, OS: "linux", Arch: "amd64",
+		Tiers: []string{"wasm"}, Tools: map[string]string{"echo": toolHash}, Concurrency: 4,
+		Labels: map[string]string{"zone": "b", "gpu": "yes"}})
+	n, _ := f.Node("n1")
+	if n.Labels["zone"] != "a" || n.Labels["gpu"] != "yes" || len(n.Labels) != 2 || n.TokenLabels["zone"] != "a" {
+		t.Fatalf("labels %v (token's %v): want the token's zone=a and the node's gpu=yes", n.Labels, n.TokenLabels)
+	}
+	apply(t, f, b, MsgAdmit, admit("gpu", "gpu", "p", t0, func(a *Admit) {
+		a.Target = &protocol.Target{Labels: map[string]string{"gpu": "yes", "zone": "a"}}
+	}))
+	if in := state(t, f, "gpu"); in.Dispatch == nil {
+		t.Errorf("selected by its own and its token's labels: %+v", in)
+	}
+	apply(t, f, b, MsgAdmit, admit("zone-b", "zone-b", "p", t0, func(a *Admit) {
+		a.Target = &protocol.Target{Labels: map[string]string{"zone": "b"}}
+	}))
+	if in := state(t, f, "zone-b"); in.State != StateRejected {
+		t.Errorf("the node overrode its token's label: %+v", in)
+	}
+	// A later session without them drops the node's own labels, never the token's.
+	apply(t, f, b, MsgNodeSession, NodeSession{At: t0, Node: "n1", Server: "s2", Connected: true, OS: "linux", Arch: "amd64",
+		Tiers: []string{"wasm"}, Tools: map[string]string{"echo": toolHash}, Concurrency: 4})
+	if n, _ := f.Node("n1"); len(n.Labels) != 1 || n.Labels["zone"] != "a" {
+		t.Fatalf("labels after a session without its own: %v", n.Labels)
+	}
+}

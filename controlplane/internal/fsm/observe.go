@@ -26,3 +26,26 @@ func (o *observer) tell(index uint64, keys []string, reset bool) {
 		(*fn)(index, keys, reset)
 	}
 }
+
+// NodeHook is told the id of each node whose record changed or that was given
+// a dispatch, after the entry is applied; "" after a restore, when any may
+// have. Like an Observer it runs on the goroutine that applies the log and
+// MUST return at once.
+type NodeHook func(node string)
+
+// OnNodeChange installs fn as the FSM's node hook, replacing any other; nil
+// removes it. A server uses it to push a node's dispatches over the session
+// it holds, without a goroutine per session waiting for them.
+func (f *FSM) OnNodeChange(fn NodeHook) {
+	if fn == nil {
+		f.nodeHook.Store(nil)
+		return
+	}
+	f.nodeHook.Store(&fn)
+}
+
+func (f *FSM) tellNode(node string) {
+	if fn := f.nodeHook.Load(); fn != nil {
+		(*fn)(node)
+	}
+}

@@ -43,6 +43,15 @@ func (f *FSM) recordReceipt(in *Intent) {
 	in.Receipt = &r.Index
 }
 
+// recordRefused appends the receipt of an attempt refused without being
+// kept (its intent id belongs to another attempt).
+func (f *FSM) recordRefused(in *Intent, e *protocol.ErrorBody) {
+	if f.ledger == nil {
+		return
+	}
+	f.appendReceipt(in, f.receipt(in, protocol.OutcomeRejected, e))
+}
+
 // recordSuperseding appends the receipt of a result that arrived after its
 // intent was given up as unknown. The unknown receipt stays; this one names it
 // and carries the result and the outcome it shows.

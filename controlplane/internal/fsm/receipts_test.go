@@ -202,3 +202,44 @@ func TestSnapshotKeepsRawBytes(t *testing.T) {
 		t.Fatalf("restored raw intent: got %s, want %s", got, raw)
 	}
 }
+
+// TestRefusedAttemptsHaveReceipts: an authenticated attempt refused for an
+// idempotency conflict gets a rejected receipt, once however often it is sent.
+func TestRefusedAttemptsHaveReceipts(t *testing.T) {
+	l := memLedger(t)
+	f := withLedger(t, l)
+	b := fleetLog(t)
+	for _, e := range b.logs {
+		f.Apply(e)
+	}
+	apply(t, f, b, MsgAdmit, admit("int-1", "k1", "p", t0))
+	size := l.Size()
+	for range 3 { // the same conflicting attempt, sent three times
+		if r := apply(t, f, b, MsgAdmit, admit("int-2", "k1", "other", t0.Add(time.Second))); r.Err == nil || r.Err.Code != CodeIdempotencyConflict {
+			t.Fatalf("same key, other payload: %+v", r)
+		}
+	}
+	if l.Size() != size+1 {
+		t.Fatalf("%d receipts for one conflicting attempt sent three times, want 1", l.Size()-size)
+	}
+	in := state(t, f, "int-2")
+	if in.State != StateRejected || in.Receipt == nil || !in.Unbound {
+		t.Fatalf("the refused attempt: %+v", in)
+	}
+	leaf, _ := l.Leaf(int64(*in.Receipt))
+	r, err := protocol.DecodeReceipt(leaf, 0)
+	if err != nil || r.Outcome != protocol.OutcomeRejected || r.Error == nil || r.Error.Code != CodeIdempotencyConflict || r.IntentID != "int-2" {
+		t.Fatalf("its receipt: %+v %v", r, err)
+	}
+	// Another attempt under a taken intent id: a receipt, nothing stored.
+	if r := apply(t, f, b, MsgAdmit, admit("int-1", "k9", "p", t0.Add(2*time.Second))); r.Err == nil || r.Err.Code != CodeIdempotencyConflict {
+		t.Fatalf("a taken intent id: %+v", r)
+	}
+	if l.Size() != size+2 {
+		t.Fatalf("no receipt for an attempt under a taken intent id")
+	}
+	// The original is untouched and still the key's.
+	if in := state(t, f, "int-1"); in.State == StateRejected {
+		t.Fatalf("the original: %+v", in)
+	}
+}

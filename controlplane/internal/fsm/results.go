@@ -85,6 +85,7 @@ func (f *FSM) closeDispatch(d *Dispatch, index uint64) []string {
 	f.idx.closed(d.Node, d.ID)
 	if n := f.state.Nodes[d.Node]; n != nil && n.InFlight > 0 {
 		n.InFlight--
+		f.reschedule(n)
 	}
 	return append([]string{NodeWatch(d.Node)}, f.drainQueue(index)...)
 }

@@ -63,6 +63,7 @@ func (f *FSM) Restore(r io.ReadCloser) error {
 	}
 	f.state = s
 	f.idx = buildIndexes(s)
+	defer f.tellNode("")
 	defer f.obs.tell(s.Index, nil, true)
 	defer f.watch.notifyAll()
 	return nil

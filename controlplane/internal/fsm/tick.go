@@ -28,8 +28,8 @@ func (f *FSM) applyTick(index uint64, at time.Time) []string {
 		changed = append(changed, in.ID)
 	}
 	changed = append(changed, f.expireDispatches(index, now)...)
-	for _, id := range sortedKeys(s.JoinTokens) { // few, and short-lived
-		if !s.JoinTokens[id].ExpiresAt.After(now) {
+	for id, tok := range s.JoinTokens { // deleting the expired ones: any order gives the same state
+		if !tok.ExpiresAt.After(now) {
 			delete(s.JoinTokens, id)
 		}
 	}

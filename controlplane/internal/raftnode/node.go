@@ -27,10 +27,28 @@ type Config struct {
 	Bootstrap bool        // form a new cluster of Peers (or of this server alone)
 	Peers     []raft.Server
 	Logger    *slog.Logger
-	// Tuning; zero values take Raft's defaults.
+	// Tuning; zero values take Raft's defaults, but for CommitTimeout.
 	HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout time.Duration
 	SnapshotThreshold                                     uint64
+	// CommitTimeout is how long the leader lets a follower go without an
+	// AppendEntries when no entries flow: a follower learns that an entry
+	// committed only from the next one, so it bounds how stale a follower's
+	// reads and waits are. Default DefaultCommitTimeout.
+	CommitTimeout time.Duration
+	// Group bounds group commit (Propose); the zero value takes
+	// DefaultGroupConfig.
+	Group GroupConfig
+	// GroupSizes, when set, is told the number of commands of every entry
+	// Propose puts through Raft.
+	GroupSizes func(commands int)
 }
+
+// DefaultCommitTimeout replaces Raft's 50 ms, which a submission waited on
+// at a follower, or dispatched to a node whose session a follower holds,
+// paid once or twice (50–100 ms each). At 2 ms a follower learns of a commit
+// within 2–4 ms; the price is an empty AppendEntries to each idle follower
+// every 2–4 ms (measured: about 1 % of a core more per server, idle).
+const DefaultCommitTimeout = 2 * time.Millisecond
 
 // Validate reports a configuration that cannot run.
 func (c *Config) Validate() error {
@@ -43,17 +61,28 @@ func (c *Config) Validate() error {
 		return errors.New("raftnode: a bind address is required")
 	case c.TLS == nil:
 		return errors.New("raftnode: TLS is required; Raft traffic is never plaintext")
+	case c.Group != GroupConfig{}:
+		return c.Group.Validate()
 	}
 	return nil
 }
 
+// Batching and caching of the log. Both only change how entries are grouped
+// and where they are read from, never what is durable: an entry is still
+// fsynced by a quorum before it commits.
+const (
+	maxBatch = 256  // entries per disk write and per AppendEntries (Raft's default is 64)
+	logCache = 1024 // recent entries kept in memory for replication and apply
+)
+
 // Node is a running Raft server with its FSM.
 type Node struct {
-	Raft *raft.Raft
-	FSM  *fsm.FSM
-	log  *wal.WAL
-	meta *metadb.BoltMetaDB
-	tr   *raft.NetworkTransport
+	Raft  *raft.Raft
+	FSM   *fsm.FSM
+	log   *wal.WAL
+	meta  *metadb.BoltMetaDB
+	tr    *raft.NetworkTransport
+	group *grouper
 }
 
 // Start opens the durable stores and starts Raft.
@@ -99,7 +128,10 @@ func Start(cfg Config, f *fsm.FSM) (*Node, error) {
 	rc.Logger = hl
 	// Proposals queue in a buffer the leader drains in one batch: one disk
 	// write and one round to the followers for many concurrent proposals.
+	// Up to maxBatch of them, so that at high concurrency a batch takes all
+	// waiting proposals rather than a quarter of them.
 	rc.BatchApplyCh = true
+	rc.MaxAppendEntries = maxBatch
 	if cfg.HeartbeatTimeout > 0 {
 		rc.HeartbeatTimeout = cfg.HeartbeatTimeout
 	}
@@ -111,6 +143,10 @@ func Start(cfg Config, f *fsm.FSM) (*Node, error) {
 	}
 	if cfg.SnapshotThreshold > 0 {
 		rc.SnapshotThreshold = cfg.SnapshotThreshold
+	}
+	rc.CommitTimeout = DefaultCommitTimeout
+	if cfg.CommitTimeout > 0 {
+		rc.CommitTimeout = cfg.CommitTimeout
 	}
 	if cfg.Bootstrap {
 		has, err := raft.HasExistingState(w, w, snaps)
@@ -131,13 +167,27 @@ func Start(cfg Config, f *fsm.FSM) (*Node, error) {
 			}
 		}
 	}
-	r, err := raft.NewRaft(rc, f, w, w, snaps, tr)
+	// The leader reads every new entry back to send it to each follower, and
+	// a follower to apply it: from memory, not with a read from the WAL each.
+	cached, err := raft.NewLogCache(logCache, w)
 	if err != nil {
 		tr.Close()
 		closeStores()
 		return nil, err
 	}
-	return &Node{Raft: r, FSM: f, log: w, meta: meta, tr: tr}, nil
+	r, err := raft.NewRaft(rc, f, cached, w, snaps, tr)
+	if err != nil {
+		tr.Close()
+		closeStores()
+		return nil, err
+	}
+	gc := cfg.Group
+	if gc == (GroupConfig{}) {
+		gc = DefaultGroupConfig()
+	}
+	g := newGrouper(r, gc)
+	g.observe = cfg.GroupSizes
+	return &Node{Raft: r, FSM: f, log: w, meta: meta, tr: tr, group: g}, nil
 }
 
 // Addr is the address peers reach this node's Raft at.
@@ -186,6 +236,7 @@ func (n *Node) WaitLeader(ctx context.Context) (string, error) {
 
 // Shutdown stops Raft and closes the stores.
 func (n *Node) Shutdown() error {
+	n.group.close()
 	err := n.Raft.Shutdown().Error()
 	n.tr.Close()
 	if cerr := n.log.Close(); err == nil {

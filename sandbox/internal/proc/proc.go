@@ -3,7 +3,6 @@
 package proc
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/internal/capture"
@@ -56,19 +57,44 @@ func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 		outW.Close()
 		return out, err
 	}
+	// Stdin is a pipe of ours too (not one exec.Cmd makes in Start), so
+	// that every descriptor the child is given is open before the
+	// executable's descriptor is chosen (execFD).
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		errR.Close()
+		errW.Close()
+		return out, err
+	}
+	defer inR.Close()
+	defer inW.Close() // unblocks the writer when the tool never read
+	go func() {
+		_, _ = inW.Write(spec.Stdin) // EPIPE when the tool exits without reading
+		inW.Close()
+	}()
 	readers := make(chan struct{}, 2)
 	go drain(outR, stdout, readers)
 	go drain(errR, stderr, readers)
 
 	path := spec.Path
 	if spec.Exe != nil {
-		path = fmt.Sprintf("/proc/self/fd/%d", spec.Exe.Fd())
+		fd, err := execFD(spec.Exe, append([]*os.File{inR, outW, errW}, spec.ExtraFiles...))
+		if err != nil {
+			outW.Close()
+			errW.Close()
+			waitReaders(readers, outR, errR, spec.Grace)
+			return out, err
+		}
+		defer syscall.Close(fd)
+		path = fmt.Sprintf("/proc/self/fd/%d", fd)
 	}
 	cmd := exec.CommandContext(runCtx, path)
 	cmd.Args = spec.Args
 	cmd.Env = append([]string{}, spec.Env...) // never nil: nil would inherit ours
 	cmd.Dir = spec.Dir
-	cmd.Stdin = bytes.NewReader(spec.Stdin)
+	cmd.Stdin = inR
 	cmd.Stdout, cmd.Stderr = outW, errW
 	cmd.ExtraFiles = spec.ExtraFiles
 	cmd.WaitDelay = spec.Grace
@@ -95,10 +121,12 @@ func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 	}
 
 	markCloexec()
+	beforeStart()
 	start := time.Now()
 	started, waited := make(chan error, 1), make(chan error, 1)
 	go startAndWait(cmd, spec, started, waited)
 	err = <-started
+	inR.Close()
 	outW.Close()
 	errW.Close()
 	// A stop that fails because the deadline or the caller already killed
@@ -151,6 +179,33 @@ func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 		out.Status = sandbox.StatusError
 	}
 	return out, nil
+}
+
+// beforeStart is called just before the child is started; a test sets it to
+// close descriptors as a concurrent run would.
+var beforeStart = func() {}
+
+// execFD duplicates the executable's descriptor (close-on-exec) to a number
+// the child cannot lose before it execs /proc/self/fd/N. Between fork and
+// exec, Go's child moves descriptors around: it writes fds 0 to len(files)-1
+// and the numbers just above the highest descriptor it is given (its error
+// pipe, and the copies of the files it must move out of the way) —
+// whatever else was open there, in the child, is replaced. An executable
+// opened before the pipes usually has a lower number than them; but with
+// tools starting concurrently, descriptors are freed and reused, and the
+// executable's was sometimes the one just above, so the child exec'd its own
+// error pipe: EACCES, "fork/exec /proc/self/fd/N: permission denied". Above
+// max(files) + len(files) + 2 nothing is written.
+func execFD(exe *os.File, files []*os.File) (int, error) {
+	high := len(files)
+	for _, f := range files {
+		high = max(high, int(f.Fd()))
+	}
+	fd, err := unix.FcntlInt(exe.Fd(), unix.F_DUPFD_CLOEXEC, high+len(files)+3)
+	if err != nil {
+		return -1, fmt.Errorf("proc: duplicate the executable's descriptor: %w", err)
+	}
+	return fd, nil
 }
 
 // cloneIntoBroken is set once the kernel refused CLONE_INTO_CGROUP: from

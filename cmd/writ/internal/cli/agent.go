@@ -18,6 +18,7 @@ func newAgent(e *env) *cobra.Command {
 	var configFile, token, tokenFile, dataDir, toolsDir, name, runcRoot string
 	var servers, processRW []string
 	var concurrency int
+	var labels map[string]string
 	cmd := &cobra.Command{
 		Use:   "agent --server ADDR[,ADDR...] --token T --data-dir DIR",
 		Short: "Run a node agent: enroll once, then run what the control plane dispatches",
@@ -63,6 +64,9 @@ enrolls over plain HTTP, for a dev server on loopback only.`,
 			if c.Flags().Changed("concurrency") {
 				cfg.Concurrency = concurrency
 			}
+			if c.Flags().Changed("labels") {
+				cfg.Labels = labels
+			}
 			// The tiers keep their state in the data directory, the one
 			// place the installed service may write.
 			tc := cfg.Tiers()
@@ -87,6 +91,7 @@ enrolls over plain HTTP, for a dev server on loopback only.`,
 	f.StringVar(&name, "name", "", "node name (default: the host name)")
 	f.StringVar(&runcRoot, "runc-rootfs", "", "root filesystem for the runc tier")
 	f.IntVar(&concurrency, "concurrency", 4, "tools run at once")
+	f.StringToStringVar(&labels, "labels", nil, "this node's own labels, k=v[,k=v...] (its join token's win on the same key)")
 	f.StringSliceVar(&processRW, "process-read-write", nil, "host directories process-tier tools may write besides their workspace")
 	cmd.AddCommand(newAgentInstall(e))
 	return cmd

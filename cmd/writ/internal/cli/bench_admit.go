@@ -1,84 +1,141 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/spf13/cobra"
+	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/controlplane"
 	"github.com/writhq/writ/protocol"
 )
 
 func newBenchAdmit(e *env) *cobra.Command {
 	var n, paramBytes int
-	var profile string
+	var prof benchProfiles
 	var concs []int
+	var modes []string
 	admit := &cobra.Command{
-		Use:   "admit [--n N] [--concurrency 64,256] [--params-bytes 512]",
+		Use:   "admit [--n N] [--concurrency 64,256] [--params-bytes 512] [--modes raft-apply,raft-grouped,admit-leader,admit-spread]",
 		Short: "Admissions per second of a 3-server loopback cluster, beside raw Raft applies of entries of the same size",
 		Long: `Start a 3-server cluster in this process on loopback (Raft over mutual TLS, the
-API over TLS, memberlist discovery: the servers of writ server), then at each
-concurrency measure, with N operations each:
-  raft-apply   raw Raft applies on the leader of no-op entries the size of an admission's entry
-  admit-leader signed intents with params of --params-bytes, POSTed to the leader's API
-  admit-spread the same, spread over the three servers (followers forward to the leader)
-and print operations per second, p50 and p99 latency, and the ratio to raft-apply.`,
+API over TLS, memberlist discovery: the servers of writ server), record a ready
+node that may run every tool (it never connects, so intents are admitted and
+dispatched, and nothing runs), then at each concurrency measure, with N
+operations each:
+  raft-apply   raw Raft applies on the leader of no-op entries the size of an
+               admission's command, each an entry of its own
+  raft-grouped the same no-ops proposed as admissions are, with group commit:
+               those proposed together share one entry
+  admit-leader signed intents with params of --params-bytes, submitted to the
+               leader's API with the Go client (client/, keep-alive over TLS)
+  admit-spread the same, spread over the three servers (followers forward to
+               the leader)
+and print operations per second, p50 and p99 latency, the ratios to raft-apply
+and raft-grouped, the commands per Raft entry the leader proposed, and the CPU
+time of this whole process (servers and clients) per operation.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			if profile != "" {
-				f, err := os.Create(profile)
-				if err != nil {
-					return err
+			for _, m := range modes {
+				if !slices.Contains(benchModes, m) {
+					return fmt.Errorf("--modes: unknown mode %q", m)
 				}
-				defer f.Close()
-				if err := pprof.StartCPUProfile(f); err != nil {
-					return err
-				}
-				defer pprof.StopCPUProfile()
 			}
-			return benchAdmit(e, n, paramBytes, concs)
+			stop, err := prof.start()
+			if err != nil {
+				return err
+			}
+			defer stop()
+			return benchAdmit(e, n, paramBytes, concs, modes)
 		},
 	}
 	admit.Flags().IntVar(&n, "n", 20000, "operations per measurement")
 	admit.Flags().IntSliceVar(&concs, "concurrency", []int{64, 256}, "concurrent clients")
 	admit.Flags().IntVar(&paramBytes, "params-bytes", 512, "size of each intent's params")
-	admit.Flags().StringVar(&profile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	admit.Flags().StringSliceVar(&modes, "modes", benchModes, "what to measure")
+	admit.Flags().StringVar(&prof.cpu, "cpuprofile", "", "write a CPU profile of the run to this file")
+	admit.Flags().StringVar(&prof.block, "blockprofile", "", "write a profile of where goroutines blocked to this file")
+	admit.Flags().StringVar(&prof.mutex, "mutexprofile", "", "write a profile of mutex contention to this file")
+	admit.Flags().StringVar(&prof.allocs, "memprofile", "", "write a profile of allocations to this file")
 	return admit
 }
 
+// benchProfiles are the pprof profiles a benchmark run writes.
+type benchProfiles struct{ cpu, block, mutex, allocs string }
+
+// start begins the profiles asked for; stop writes them.
+func (p benchProfiles) start() (stop func(), err error) {
+	var done []func()
+	stop = func() {
+		for _, f := range done {
+			f()
+		}
+	}
+	if p.cpu != "" {
+		f, err := os.Create(p.cpu)
+		if err != nil {
+			return nil, err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return nil, err
+		}
+		done = append(done, func() { pprof.StopCPUProfile(); f.Close() })
+	}
+	for _, q := range []struct{ name, path string }{{"block", p.block}, {"mutex", p.mutex}, {"allocs", p.allocs}} {
+		if q.path == "" {
+			continue
+		}
+		switch q.name {
+		case "block":
+			runtime.SetBlockProfileRate(int(10 * time.Microsecond))
+		case "mutex":
+			runtime.SetMutexProfileFraction(10)
+		}
+		done = append(done, func() {
+			if f, err := os.Create(q.path); err == nil {
+				pprof.Lookup(q.name).WriteTo(f, 0)
+				f.Close()
+			}
+		})
+	}
+	return stop, nil
+}
+
+var benchModes = []string{"raft-apply", "raft-grouped", "admit-leader", "admit-spread"}
+
 type benchResult struct {
 	perSec   float64
+	cpuPerOp time.Duration // CPU time of this whole process (servers and clients) per operation
+	perEntry float64       // commands per Raft entry the leader proposed with group commit
 	p50, p99 time.Duration
 	errors   int64
 	firstErr string
 }
 
-func benchAdmit(e *env, n, paramBytes int, concs []int) error {
+func benchAdmit(e *env, n, paramBytes int, concs []int, modes []string) error {
 	dir, err := os.MkdirTemp("", "writ-bench-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
 	base := controlplane.DefaultConfig()
-	base.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	base.Logger = slog.New(slog.DiscardHandler)
 	base.MaxInFlight = 8192
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	servers, creds, err := controlplane.StartLocalCluster(ctx, dir, 3, base)
@@ -97,9 +154,12 @@ func benchAdmit(e *env, n, paramBytes int, concs []int) error {
 		if s.IsLeader() {
 			leader = s
 		}
-		urls = append(urls, "https://"+s.Addr().String()+"/v1/intents")
+		urls = append(urls, "https://"+s.Addr().String())
 	}
-	leaderURL := "https://" + leader.Addr().String() + "/v1/intents"
+	leaderURL := "https://" + leader.Addr().String()
+	if err := leader.AddBenchNode(context.Background()); err != nil {
+		return err
+	}
 	caPEM, err := os.ReadFile(filepath.Join(dir, "pki", "ca.pem"))
 	if err != nil {
 		return err
@@ -115,8 +175,13 @@ func benchAdmit(e *env, n, paramBytes int, concs []int) error {
 		}
 		in.SetPayloadHash()
 		in.Sign(secret)
+		// As writ intent sign writes it: canonical JSON.
 		raw, _ := json.Marshal(in)
-		return raw
+		c, err := protocol.Canonicalize(raw)
+		if err != nil {
+			panic(err)
+		}
+		return c
 	}
 	size, err := controlplane.AdmitEntrySize(sign(0, "size"))
 	if err != nil {
@@ -124,52 +189,82 @@ func benchAdmit(e *env, n, paramBytes int, concs []int) error {
 	}
 	fmt.Fprintf(e.out, "writ bench admit: 3 servers on loopback, %d-byte params, entries of %d bytes, %d operations each, GOMAXPROCS %d\n",
 		paramBytes, size, n, runtimeProcs())
-	fmt.Fprintf(e.out, "%-6s %-13s %12s %10s %10s %8s\n", "conc", "what", "ops/s", "p50", "p99", "x raft")
+	fmt.Fprintf(e.out, "%-6s %-13s %10s %10s %10s %8s %9s %9s %8s\n", "conc", "what", "ops/s", "p50", "p99", "x raft", "x grouped", "cmds/entry", "cpu/op")
+	clients := map[string]*client.Client{}
+	for _, u := range append([]string{leaderURL}, urls...) {
+		c := client.New(u, "")
+		if err := c.TrustCA(caPEM); err != nil {
+			return err
+		}
+		clients[u] = c
+	}
 	for _, conc := range concs {
-		raw := measure(n, conc, func(int) error { return leader.ApplyNoop(context.Background(), size) })
-		row(e, conc, "raft-apply", raw, raw.perSec)
+		var raw, grouped benchResult
+		for _, m := range []struct {
+			name    string
+			grouped bool
+			out     *benchResult
+		}{{"raft-apply", false, &raw}, {"raft-grouped", true, &grouped}} {
+			if !slices.Contains(modes, m.name) {
+				continue
+			}
+			e0, c0 := leader.GroupStats()
+			*m.out = measure(n, conc, func(int) error { return leader.ApplyNoop(context.Background(), size, m.grouped) })
+			e1, c1 := leader.GroupStats()
+			if m.grouped {
+				m.out.perEntry = float64(c1-c0) / float64(max(e1-e0, 1))
+			}
+			row(e, conc, m.name, *m.out, raw, grouped)
+		}
 		for _, mode := range []string{"leader", "spread"} {
+			if !slices.Contains(modes, "admit-"+mode) {
+				continue
+			}
 			bodies := make([][]byte, n)
 			for i := range bodies {
-				bodies[i] = []byte(`{"intent":` + string(sign(i, fmt.Sprintf("%s%d", mode, conc))) + `}`)
+				bodies[i] = sign(i, fmt.Sprintf("%s%d", mode, conc))
 			}
-			hc := benchHTTP(caPEM, conc)
+			e0, c0 := leader.GroupStats()
 			r := measure(n, conc, func(i int) error {
 				u := leaderURL
 				if mode == "spread" {
 					u = urls[i%len(urls)]
 				}
-				resp, err := hc.Post(u, "application/json", bytes.NewReader(bodies[i]))
+				resp, err := clients[u].Submit(context.Background(), bodies[i], nil, 0)
 				if err != nil {
 					return err
 				}
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != 200 {
-					return fmt.Errorf("status %d: %s", resp.StatusCode, b)
+				if resp.State != "dispatched" {
+					return fmt.Errorf("intent %s is %s, not dispatched", resp.IntentID, resp.State)
 				}
 				return nil
 			})
-			hc.CloseIdleConnections()
-			row(e, conc, "admit-"+mode, r, raw.perSec)
+			e1, c1 := leader.GroupStats()
+			r.perEntry = float64(c1-c0) / float64(max(e1-e0, 1))
+			row(e, conc, "admit-"+mode, r, raw, grouped)
 		}
 	}
 	return nil
 }
 
-func row(e *env, conc int, what string, r benchResult, raw float64) {
-	fmt.Fprintf(e.out, "%-6d %-13s %12.0f %10s %10s %7.0f%%\n", conc, what, r.perSec, r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), 100*r.perSec/raw)
+// row prints one measurement with its ratios to the raw baselines of the
+// same concurrency.
+func row(e *env, conc int, what string, r, raw, grouped benchResult) {
+	ratio := func(base benchResult) string {
+		if base.perSec == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f%%", 100*r.perSec/base.perSec)
+	}
+	per := "-"
+	if r.perEntry > 0 {
+		per = fmt.Sprintf("%.1f", r.perEntry)
+	}
+	fmt.Fprintf(e.out, "%-6d %-13s %10.0f %10s %10s %8s %9s %9s %8s\n", conc, what, r.perSec, r.p50.Round(10*time.Microsecond),
+		r.p99.Round(10*time.Microsecond), ratio(raw), ratio(grouped), per, r.cpuPerOp.Round(time.Microsecond))
 	if r.errors > 0 {
 		fmt.Fprintf(e.out, "       %d errors; first: %s\n", r.errors, r.firstErr)
 	}
-}
-
-func benchHTTP(caPEM []byte, conc int) *http.Client {
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
-	return &http.Client{Timeout: time.Minute, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: pool}, MaxIdleConnsPerHost: conc, MaxIdleConns: 4 * conc,
-	}}
 }
 
 // measure runs n calls of f over conc goroutines.
@@ -178,6 +273,7 @@ func measure(n, conc int, f func(i int) error) benchResult {
 	var first atomic.Value
 	lat := make([]time.Duration, n)
 	var wg sync.WaitGroup
+	cpu0 := processCPU()
 	start := time.Now()
 	for w := 0; w < conc; w++ {
 		wg.Add(1)
@@ -200,12 +296,24 @@ func measure(n, conc int, f func(i int) error) benchResult {
 	}
 	wg.Wait()
 	el := time.Since(start)
+	cpu := processCPU() - cpu0
 	sort.Slice(lat, func(a, b int) bool { return lat[a] < lat[b] })
-	r := benchResult{perSec: float64(n) / el.Seconds(), p50: lat[n/2], p99: lat[n*99/100], errors: errs.Load()}
+	r := benchResult{perSec: float64(n) / el.Seconds(), p50: lat[n/2], p99: lat[n*99/100], errors: errs.Load(), cpuPerOp: cpu / time.Duration(n)}
 	if s, ok := first.Load().(string); ok {
 		r.firstErr = s
 	}
 	return r
+}
+
+// processCPU is the user and system CPU time this process has used: on a
+// shared machine, where throughput depends on what else runs, the cost of an
+// operation is still measured.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func runtimeProcs() int { return runtime.GOMAXPROCS(0) }

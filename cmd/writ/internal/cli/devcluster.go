@@ -59,10 +59,14 @@ servers' configuration needs. Never replaces a file.`,
 // the admin API of the servers a credentials file names.
 func newDevRegister(e *env) *cobra.Command {
 	var creds, toolsDir string
+	var allowlists []string
 	cmd := &cobra.Command{
-		Use:   "register --credentials FILE [--tools-dir DIR]",
+		Use:   "register --credentials FILE [--tools-dir DIR] [--allowlist DIR]...",
 		Short: "Register tenant dev, its keys, the echo tools and the dev policy on the servers of a credentials file",
-		Args:  cobra.NoArgs,
+		Long: `Register tenant dev, its keys, the echo tools and the dev policy on the servers of a
+credentials file. --allowlist DIR also writes the registered tools' manifests, exactly
+as registered, into DIR: the allowlist (tools_dir) of a node agent that is to run them.`,
+		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			c, err := controlplane.LoadDevCredentials(creds)
 			if err != nil {
@@ -81,6 +85,16 @@ func newDevRegister(e *env) *cobra.Command {
 					toolsDir = filepath.Join(filepath.Dir(exe), "tools")
 				}
 			}
+			for _, dir := range allowlists {
+				if err := os.MkdirAll(dir, 0o700); err != nil {
+					return err
+				}
+				for name, m := range controlplane.DevManifests(toolsDir) {
+					if err := os.WriteFile(filepath.Join(dir, name+".json"), m, 0o600); err != nil {
+						return err
+					}
+				}
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			for _, call := range controlplane.DevAdminCalls(c, toolsDir) {
@@ -93,6 +107,7 @@ func newDevRegister(e *env) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&creds, "credentials", "", "the credentials file (writ dev credentials)")
 	cmd.Flags().StringVar(&toolsDir, "tools-dir", "", "directory holding echo.wasm (default: tools/ beside the writ binary)")
+	cmd.Flags().StringArrayVar(&allowlists, "allowlist", nil, "also write the tools' manifests into this agent allowlist directory (repeatable)")
 	cmd.MarkFlagRequired("credentials")
 	return cmd
 }

@@ -1,0 +1,122 @@
+package main_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// benchRun runs the built binary's `writ bench …` with args and decodes its
+// JSON line into v.
+func benchRun(tb testing.TB, v any, args ...string) {
+	tb.Helper()
+	cmd := exec.Command(writBin, append([]string{"bench"}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		tb.Fatalf("writ bench %v: %v\n%s", args, err, errb.String())
+	}
+	if err := json.Unmarshal(out.Bytes(), v); err != nil {
+		tb.Fatalf("writ bench %v: %v: %q", args, err, out.String())
+	}
+}
+
+type benchLatency struct {
+	N   int           `json:"n"`
+	P50 time.Duration `json:"p50_ns"`
+	P99 time.Duration `json:"p99_ns"`
+}
+
+type e2eFigures struct {
+	RTT          benchLatency  `json:"quic_rtt"`
+	Fsync        benchLatency  `json:"fsync"`
+	RaftApply    benchLatency  `json:"raft_apply"`
+	SandboxStart time.Duration `json:"sandbox_start_p50_ns"`
+	Sim          benchLatency  `json:"e2e_sim_agent"`
+	All          benchLatency  `json:"e2e"`
+	Leader       benchLatency  `json:"e2e_via_leader"`
+	Follower     benchLatency  `json:"e2e_via_follower"`
+}
+
+type fleetFigures struct {
+	Agents             int          `json:"agents"`
+	HeapPerAgent       float64      `json:"heap_per_agent"`
+	StackPerAgent      float64      `json:"stack_per_agent"`
+	RSSPerAgent        float64      `json:"rss_per_agent"`
+	GoroutinesPerAgent float64      `json:"goroutines_per_agent"`
+	One                benchLatency `json:"dispatch_one_agent"`
+	Random             benchLatency `json:"dispatch_random_agent"`
+	Untargeted         benchLatency `json:"dispatch_untargeted"`
+	After              struct {
+		Sessions int `json:"sessions"`
+	} `json:"server_after"`
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// BenchmarkE2E is `writ bench e2e`: submit-to-recorded-result latency of the
+// echo tool through 3 servers and one writ agent (wasm tier), submitted to
+// each server in turn, beside a raw QUIC round trip, an fsync, a Raft apply
+// and the sandbox's start from the same run. b.N intents, at least 100:
+// go test -run '^$' -bench E2E -benchtime 300x ./cmd/writ/
+func BenchmarkE2E(b *testing.B) {
+	var r e2eFigures
+	benchRun(b, &r, "e2e", "--n", strconv.Itoa(max(b.N, 100)), "--echo-wasm", filepath.Join(toolsDir, "echo.wasm"))
+	b.ReportMetric(us(r.All.P50), "e2e-p50-µs")
+	b.ReportMetric(us(r.All.P99), "e2e-p99-µs")
+	b.ReportMetric(us(r.Follower.P50), "follower-p50-µs")
+	b.ReportMetric(us(r.Sim.P50), "sim-agent-p50-µs")
+	b.ReportMetric(us(r.RTT.P50), "rtt-p50-µs")
+	b.ReportMetric(us(r.RTT.P99), "rtt-p99-µs")
+	b.ReportMetric(us(r.RaftApply.P50), "raft-p50-µs")
+	b.ReportMetric(us(r.SandboxStart), "sandbox-p50-µs")
+}
+
+// BenchmarkFleet is `writ bench fleet`: simulated agents on one server in a
+// child process, server memory per idle agent and dispatch latency to a
+// random one beside the one-agent baseline. WRIT_BENCH_FLEET_AGENTS agents
+// (default 200; `make bench` runs 10,000 through the CLI), b.N dispatches,
+// at least 200.
+func BenchmarkFleet(b *testing.B) {
+	agents := 200
+	if v, err := strconv.Atoi(os.Getenv("WRIT_BENCH_FLEET_AGENTS")); err == nil && v > 0 {
+		agents = v
+	}
+	var r fleetFigures
+	benchRun(b, &r, "fleet", "--agents", strconv.Itoa(agents), "--dispatches", strconv.Itoa(max(b.N, 200)), "--settle", "2s")
+	b.ReportMetric(float64(agents), "agents")
+	b.ReportMetric((r.HeapPerAgent+r.StackPerAgent)/1024, "heap+stack-KiB/agent")
+	b.ReportMetric(r.RSSPerAgent/1024, "rss-KiB/agent")
+	b.ReportMetric(us(r.Random.P50), "random-p50-µs")
+	b.ReportMetric(us(r.Random.P99), "random-p99-µs")
+	b.ReportMetric(us(r.One.P99), "one-agent-p99-µs")
+}
+
+// TestBenchFleet runs `writ bench fleet` small: every agent enrolls and
+// holds its session, and every dispatch, targeted or not, completes (the
+// command fails otherwise). Figures are not judged here.
+func TestBenchFleet(t *testing.T) {
+	var r fleetFigures
+	benchRun(t, &r, "fleet", "--agents", "20", "--dispatches", "20", "--settle", "1s")
+	if r.Agents != 20 || r.After.Sessions != 20 || r.Random.N != 20 || r.Untargeted.N != 20 || r.One.N != 20 {
+		t.Fatalf("writ bench fleet: %+v", r)
+	}
+	if r.GoroutinesPerAgent > 3.5 {
+		t.Errorf("%.2f server goroutines per idle node session; want 3 (quic-go's two and the reader)", r.GoroutinesPerAgent)
+	}
+}
+
+// TestBenchE2E runs `writ bench e2e` small: 3 servers, the writ agent and a
+// simulated one, every intent completed.
+func TestBenchE2E(t *testing.T) {
+	var r e2eFigures
+	benchRun(t, &r, "e2e", "--n", "6", "--sandbox-n", "3", "--echo-wasm", filepath.Join(toolsDir, "echo.wasm"))
+	if r.All.N != 6 || r.Sim.N != 6 || r.Leader.N+r.Follower.N != 6 || r.Follower.N == 0 || r.SandboxStart <= 0 {
+		t.Fatalf("writ bench e2e: %+v", r)
+	}
+}

@@ -1,0 +1,244 @@
+package raftnode
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/writhq/writ/controlplane/internal/fsm"
+)
+
+// GroupConfig bounds group commit: how many commands one entry carries, how
+// large it grows, and how many group entries may wait for commit at once.
+// While that many wait, new proposals queue, and the next entry takes all of
+// them: the busier the leader, the larger its groups. A proposal waits for
+// nothing else: when fewer entries are in flight it goes at once, alone.
+type GroupConfig struct {
+	MaxCommands int // commands per entry, at most fsm.MaxGroup
+	MaxBytes    int // bytes per entry; a larger command goes alone
+	InFlight    int // group entries proposed and not yet applied
+}
+
+// DefaultGroupConfig groups up to 512 commands or 1 MiB per entry, with two
+// entries in flight.
+func DefaultGroupConfig() GroupConfig {
+	return GroupConfig{MaxCommands: 512, MaxBytes: 1 << 20, InFlight: 2}
+}
+
+// Validate reports a configuration that cannot run.
+func (c GroupConfig) Validate() error {
+	if c.MaxCommands < 1 || c.MaxCommands > fsm.MaxGroup || c.MaxBytes < 1 || c.InFlight < 1 {
+		return errors.New("raftnode: group commit needs 1 to fsm.MaxGroup commands, a positive size and at least one entry in flight")
+	}
+	return nil
+}
+
+// applier is the part of *raft.Raft the grouper uses; tests replace it.
+type applier interface {
+	Apply(cmd []byte, timeout time.Duration) raft.ApplyFuture
+}
+
+// grouper collects the commands proposed through Node.Propose into group
+// entries (fsm.MsgGroup).
+type grouper struct {
+	r     applier
+	cfg   GroupConfig
+	in    chan *proposal
+	slots chan struct{} // one per group entry in flight
+	stop  chan struct{}
+	done  chan struct{}
+	// mu makes closing and sending exclusive, so that nothing is sent once
+	// the grouper has stopped taking proposals.
+	mu     sync.RWMutex
+	closed bool
+	sent   atomic.Int64 // proposals that entered the queue (tests wait on it)
+	// entries and commands count what was proposed.
+	entries, commands atomic.Uint64
+	// observe, when set, is told the size of every entry proposed.
+	observe func(commands int)
+}
+
+type proposal struct {
+	data []byte
+	out  chan outcome // buffered: the grouper never waits for a proposer
+}
+
+type outcome struct {
+	res   fsm.Result
+	index uint64
+	err   error
+}
+
+func newGrouper(r applier, cfg GroupConfig) *grouper {
+	g := &grouper{r: r, cfg: cfg, in: make(chan *proposal, 2*cfg.MaxCommands), slots: make(chan struct{}, cfg.InFlight),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go g.run()
+	return g
+}
+
+// run takes the first waiting proposal, waits for a free slot, then takes
+// every proposal that queued meanwhile, up to the limits, and proposes them
+// as one entry.
+func (g *grouper) run() {
+	defer close(g.done)
+	var next *proposal // taken, but over the size left in the last entry
+	for {
+		first := next
+		next = nil
+		if first == nil {
+			select {
+			case first = <-g.in:
+			case <-g.stop:
+				return
+			}
+		}
+		select {
+		case g.slots <- struct{}{}:
+		case <-g.stop:
+			first.out <- outcome{err: raft.ErrRaftShutdown}
+			return
+		}
+		group, size := []*proposal{first}, len(first.data)
+	fill:
+		for len(group) < g.cfg.MaxCommands {
+			select {
+			case p := <-g.in:
+				if size+len(p.data) > g.cfg.MaxBytes {
+					next = p
+					break fill
+				}
+				group, size = append(group, p), size+len(p.data)
+			default:
+				break fill
+			}
+		}
+		g.propose(group)
+	}
+}
+
+// propose puts one entry through Raft and, from another goroutine, tells
+// each proposer its own result once the entry is applied here.
+func (g *grouper) propose(group []*proposal) {
+	var data []byte
+	if len(group) == 1 {
+		data = group[0].data // alone, an entry of its own
+	} else {
+		cmds := make([][]byte, len(group))
+		for i, p := range group {
+			cmds[i] = p.data
+		}
+		var err error
+		if data, err = fsm.EncodeGroup(cmds); err != nil {
+			<-g.slots
+			for _, p := range group {
+				p.out <- outcome{err: err}
+			}
+			return
+		}
+	}
+	g.entries.Add(1)
+	g.commands.Add(uint64(len(group)))
+	if g.observe != nil {
+		g.observe(len(group))
+	}
+	fut := g.r.Apply(data, 10*time.Second)
+	go func() {
+		err := fut.Error()
+		<-g.slots
+		if err != nil {
+			for _, p := range group {
+				p.out <- outcome{err: err}
+			}
+			return
+		}
+		idx := fut.Index()
+		switch res := fut.Response().(type) {
+		case fsm.Result:
+			if len(group) == 1 {
+				group[0].out <- outcome{res: res, index: idx}
+				return
+			}
+		case []fsm.Result:
+			if len(res) == len(group) {
+				for i, p := range group {
+					p.out <- outcome{res: res[i], index: idx}
+				}
+				return
+			}
+		}
+		for _, p := range group {
+			p.out <- outcome{err: errResponse}
+		}
+	}()
+}
+
+var errResponse = errors.New("raftnode: the FSM answered a grouped entry with another shape")
+
+// send queues p, unless the grouper is closed or ctx ends first.
+func (g *grouper) send(ctx context.Context, p *proposal) error {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.closed {
+		return raft.ErrRaftShutdown
+	}
+	select {
+	case g.in <- p:
+		g.sent.Add(1)
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// close stops taking proposals; those queued are refused. Entries already
+// proposed are answered when Raft applies them or shuts down.
+func (g *grouper) close() {
+	g.mu.Lock() // waits for senders, whom run still serves
+	g.closed = true
+	g.mu.Unlock()
+	close(g.stop)
+	<-g.done
+	for {
+		select {
+		case p := <-g.in:
+			p.out <- outcome{err: raft.ErrRaftShutdown}
+		default:
+			return
+		}
+	}
+}
+
+// GroupStats returns how many entries Propose has put through Raft on this
+// server, and how many commands they carried.
+func (n *Node) GroupStats() (entries, commands uint64) {
+	return n.group.entries.Load(), n.group.commands.Load()
+}
+
+// Propose puts one command through Raft grouped with the commands proposed
+// concurrently (group commit), and waits until it is applied here. Its
+// result and durability are exactly those of Apply: the command is committed
+// by a quorum, each of which has fsynced it, before Propose returns; it is
+// applied after every command whose Apply or Propose returned before this
+// call. ctx bounds only the wait to enter the queue: once queued, the command
+// may commit, and Propose waits to say so.
+func (n *Node) Propose(ctx context.Context, t fsm.MsgType, cmd any) (fsm.Result, uint64, error) {
+	data, err := fsm.Encode(t, cmd)
+	if err != nil {
+		return fsm.Result{}, 0, err
+	}
+	p := &proposal{data: data, out: make(chan outcome, 1)}
+	if err := n.group.send(ctx, p); err != nil {
+		return fsm.Result{}, 0, err
+	}
+	o := <-p.out
+	if o.err != nil {
+		if errors.Is(o.err, raft.ErrNotLeader) || errors.Is(o.err, raft.ErrLeadershipLost) {
+			return fsm.Result{}, 0, ErrNotLeader
+		}
+		return fsm.Result{}, 0, o.err
+	}
+	return o.res, o.index, nil
+}
