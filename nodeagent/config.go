@@ -50,9 +50,19 @@ type Config struct {
 	// ProcessReadWrite are host directories that process-tier tools may
 	// write besides their workspace (Landlock); empty by default.
 	ProcessReadWrite []string `json:"process_read_write,omitzero"`
+	// ProcessRunAs is the user and group process-tier tools run as when the
+	// agent runs as root (Linux), with no supplementary groups; default
+	// 65534 and 65534 (nobody, nogroup). Root is refused.
+	ProcessRunAs *RunAs `json:"process_run_as,omitzero"`
 	// Env gives values to the environment variable names that manifests
 	// allow; a tool gets only the names its manifest lists.
 	Env map[string]string `json:"env,omitzero"`
+}
+
+// RunAs is a numeric user and group id.
+type RunAs struct {
+	UID int `json:"uid"`
+	GID int `json:"gid"`
 }
 
 // DefaultConfig returns the platform's default paths, concurrency 4 and no
@@ -104,6 +114,9 @@ func (c Config) Validate() error {
 	}
 	if err := protocol.CheckLabels(c.Labels); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if r := c.ProcessRunAs; r != nil && (r.UID <= 0 || r.GID <= 0 || int64(r.UID) >= 1<<32-1 || int64(r.GID) >= 1<<32-1) {
+		return fmt.Errorf("%w: process_run_as: uid %d and gid %d must be ids other than root (1 to 4294967294)", ErrConfig, r.UID, r.GID)
 	}
 	for k, v := range c.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
@@ -170,5 +183,8 @@ func (c Config) Tiers() tiers.Config {
 	t.Runc.StateDir = filepath.Join(c.DataDir, "runc")
 	t.Runc.RootFS = c.RuncRootFS
 	t.Process.ReadWrite = c.ProcessReadWrite
+	if r := c.ProcessRunAs; r != nil {
+		t.Process.RunAsUID, t.Process.RunAsGID = r.UID, r.GID
+	}
 	return t
 }

@@ -20,6 +20,13 @@ func TestConfigParsesStrictlyOverDefaults(t *testing.T) {
 	if c.StorePath() != filepath.Join(d.DataDir, "agent.db") || c.Tiers().Wasm.CacheDir != filepath.Join(d.DataDir, "wasm-cache") {
 		t.Fatalf("derived paths: %s, %s", c.StorePath(), c.Tiers().Wasm.CacheDir)
 	}
+	if p := c.Tiers().Process; p.RunAsUID != 65534 || p.RunAsGID != 65534 {
+		t.Fatalf("process tier runs as %d:%d by default, want 65534:65534", p.RunAsUID, p.RunAsGID)
+	}
+	c, err = ParseConfig([]byte(`{"servers":["a:1"],"process_run_as":{"uid":990,"gid":991}}`))
+	if p := c.Tiers().Process; err != nil || p.RunAsUID != 990 || p.RunAsGID != 991 {
+		t.Fatalf("process_run_as 990:991: got %d:%d, %v", p.RunAsUID, p.RunAsGID, err)
+	}
 	for name, c := range map[string]struct{ in, want string }{
 		"unknown member":    {`{"servers":["a:1"],"server":"b:1"}`, "server"},
 		"duplicate member":  {`{"servers":["a:1"],"servers":["b:1"]}`, "duplicate"},
@@ -34,6 +41,9 @@ func TestConfigParsesStrictlyOverDefaults(t *testing.T) {
 		"bad label":         {`{"servers":["a:1"],"labels":{"a b":"c"}}`, "label"},
 		"bad env":           {`{"servers":["a:1"],"env":{"A=B":"c"}}`, "env"},
 		"wrong type":        {`{"servers":"a:1"}`, ""},
+		"run as root":       {`{"servers":["a:1"],"process_run_as":{"uid":0,"gid":1000}}`, "process_run_as"},
+		"run as root group": {`{"servers":["a:1"],"process_run_as":{"uid":1000,"gid":0}}`, "process_run_as"},
+		"run as -1":         {`{"servers":["a:1"],"process_run_as":{"uid":4294967295,"gid":1000}}`, "process_run_as"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := ParseConfig([]byte(c.in))

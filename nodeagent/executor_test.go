@@ -3,6 +3,7 @@ package nodeagent
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -239,7 +240,7 @@ func TestConcurrencyLimitHolds(t *testing.T) {
 	if n, in := h.runs(), h.x.InFlight(); n != 2 || in != 2 {
 		t.Fatalf("with concurrency 2: %d runs started, %d in flight; want 2 and 2", n, in)
 	}
-	writeFiles(t, h.dir, map[string]string{"release": ""})
+	writeFiles(t, filepath.Dir(h.release), map[string]string{"release": ""})
 	wg.Wait()
 	if n, out := h.runs(), h.outbox(); n != 5 || len(out) != 5 {
 		t.Fatalf("after release: %d runs, %d results; want 5 and 5", n, len(out))
@@ -258,7 +259,7 @@ func TestWaitingForASlotCanBeCancelled(t *testing.T) {
 	if err := h.x.Handle(ctx, waiting, servers); err != context.Canceled {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
-	writeFiles(t, h.dir, map[string]string{"release": ""})
+	writeFiles(t, filepath.Dir(h.release), map[string]string{"release": ""})
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}

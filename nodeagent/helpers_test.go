@@ -140,7 +140,16 @@ type harness struct {
 
 func newHarness(t *testing.T, concurrency int, wrap ...func(sandbox.Driver) sandbox.Driver) *harness {
 	h := &harness{t: t, dir: t.TempDir(), clock: &clock{t: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}}
-	h.witness, h.release = filepath.Join(h.dir, "witness.log"), filepath.Join(h.dir, "release")
+	// The witness writes where a node owner's process_read_write grant
+	// lets it: a directory its user (not root: a root agent runs process
+	// tools as 65534) may reach and write.
+	shared, err := os.MkdirTemp("", "writ-witness-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(shared) })
+	os.Chmod(shared, 0o777)
+	h.witness, h.release = filepath.Join(shared, "witness.log"), filepath.Join(shared, "release")
 	tools := filepath.Join(h.dir, "tools")
 	os.Mkdir(tools, 0o755)
 	echo := sandboxtest.BuildTool(t, echoPackage, "wasip1", "wasm")
@@ -150,11 +159,10 @@ func newHarness(t *testing.T, concurrency int, wrap ...func(sandbox.Driver) sand
 		"witness.json":   `{"name":"witness","tier":"process","command":{"path":"` + witness + `"},"limits":{"timeout_ms":20000}}`,
 		"contained.json": `{"name":"contained","tier":"runc","command":{"path":"` + witness + `"}}`,
 	})
-	var err error
 	if h.allow, err = LoadAllowlist(tools); err != nil {
 		t.Fatal(err)
 	}
-	proc := processDriver(t, h.dir)
+	proc := processDriver(t, shared)
 	if len(wrap) > 0 {
 		proc = wrap[0](proc)
 	}

@@ -49,5 +49,7 @@ func handOver(workspace string, c *syscall.Credential) (*os.File, error) {
 	return f, nil
 }
 
-// startIn is the working directory that reaches the open directory f.
+// startIn is the working directory that reaches the open directory f. Go's
+// child changes directory before it moves descriptors about (see execFD in
+// sandbox/internal/proc), so f's number still names f then.
 func startIn(f *os.File) string { return fmt.Sprintf("/proc/self/fd/%d", f.Fd()) }

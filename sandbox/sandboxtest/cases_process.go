@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -99,4 +100,43 @@ func testCPULimit(t *testing.T, h Harness) {
 		t.Errorf("reason: got %q, want cpu", o.Reason)
 	}
 	elapsed(t, start, 45*time.Second) // a loaded host gives it less than a core
+}
+
+// testTraceMe: a tool thread that makes itself traced by the agent
+// (PTRACE_TRACEME) neither stops for good at its next signal nor, killed,
+// holds the run open as a zombie only its tracer can reap. Where seccomp
+// refuses ptrace the tool just reports it.
+func testTraceMe(t *testing.T, h Harness) {
+	for _, c := range []struct {
+		params string
+		status sandbox.Status
+	}{
+		{`{"op":"traceme"}`, sandbox.StatusOK},
+		{`{"op":"traceme","ms":60000}`, sandbox.StatusTimeout}, // killed while a thread is traced
+	} {
+		m := withLimits(h.Manifest(), func(l *sandbox.Limits) { l.TimeoutMS = 3000 })
+		ws := workspace(t)
+		done := make(chan sandbox.Outcome, 1)
+		go func() { done <- runNoFatal(h, m, c.params, ws) }()
+		select {
+		case o := <-done:
+			want(t, o, c.status)
+			if got := string(o.Output); got != "traced" && !(h.Seccomp && strings.HasPrefix(got, "traceme: operation not permitted")) {
+				t.Errorf("%s: output %q, want traced (or refused by seccomp)", c.params, got)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%s: the run did not end 60 s after a 3 s timeout", c.params)
+		}
+	}
+}
+
+// runNoFatal runs the tool from another goroutine, where t.Fatal may not be
+// called; a driver error becomes an error outcome.
+func runNoFatal(h Harness, m sandbox.Manifest, params, ws string) sandbox.Outcome {
+	o, err := h.Driver.Run(context.Background(), sandbox.Invocation{Manifest: m,
+		Params: json.RawMessage(params), Workspace: ws})
+	if err != nil && o.Status != sandbox.StatusRefused {
+		o.Status, o.Reason = sandbox.StatusError, err.Error()
+	}
+	return o
 }

@@ -70,6 +70,7 @@ func Run(t *testing.T, h Harness) {
 		{"Interpreters", testInterpreters, h.Argv},
 		{"Descriptors", testDescriptors, h.Processes},
 		{"Grandchild", testGrandchild, h.Processes},
+		{"TraceMe", testTraceMe, h.Processes},
 		{"WriteOutside", testWriteOutside, h.IsolatesFilesystem},
 		{"CPULimit", testCPULimit, h.CPULimit},
 	}

@@ -38,6 +38,7 @@ func startAndWait(cmd *exec.Cmd, spec Spec, started, waited chan<- error) {
 	}
 	started <- err
 	if cmd.Process != nil {
+		reapTraced(cmd.Process.Pid)
 		waited <- cmd.Wait()
 	}
 }

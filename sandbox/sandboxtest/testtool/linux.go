@@ -56,6 +56,23 @@ func platformOp(p params) bool {
 		b, _ := json.Marshal(map[string]any{"uid": os.Getuid(), "euid": os.Geteuid(),
 			"gid": os.Getgid(), "egid": os.Getegid(), "groups": groups})
 		os.Stdout.Write(b)
+	case "traceme":
+		// One thread makes itself traced by the tool's parent (the agent),
+		// then gets a signal, which stops it until its tracer acts.
+		done := make(chan string, 1)
+		go func() {
+			runtime.LockOSThread() // this thread is traced: never reused
+			if _, _, e := syscall.RawSyscall(syscall.SYS_PTRACE, syscall.PTRACE_TRACEME, 0, 0); e != 0 {
+				done <- "traceme: " + e.Error()
+				return
+			}
+			syscall.Tgkill(syscall.Getpid(), syscall.Gettid(), syscall.SIGURG)
+			done <- "traced"
+		}()
+		fmt.Print(<-done)
+		if p.MS > 0 {
+			time.Sleep(time.Duration(p.MS) * time.Millisecond)
+		}
 	case "linger":
 		signalIgnore()
 		time.Sleep(time.Duration(p.MS) * time.Millisecond)
