@@ -91,6 +91,11 @@ func (s *Server) beatsOf(server string) map[string]string {
 	rb.mu.Unlock()
 	defer close(a.ready)
 	a.beats = s.fetchBeats(server)
+	if a.beats == nil { // a failed ask is not kept: the next one asks again
+		rb.mu.Lock()
+		a.at = time.Time{}
+		rb.mu.Unlock()
+	}
 	return a.beats
 }
 

@@ -50,11 +50,15 @@ func TestAgentsSessionServerKilled(t *testing.T) {
 		t.Fatalf("a1 knows only the followers, yet its session is with %q", nodes["a1"].Server)
 	}
 	for i := range c.srv {
-		n, err := c.nodes(i)
-		if err != nil {
-			t.Fatal(err)
+		var beat string
+		for deadline := time.Now().Add(10 * time.Second); beat == "" && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			n, err := c.nodes(i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			beat = n["a1"].LastHeartbeat
 		}
-		if n["a1"].LastHeartbeat == "" {
+		if beat == "" {
 			t.Errorf("%s does not know a1's last heartbeat (its session is with %s)", c.srv[i].id, nodes["a1"].Server)
 		}
 	}
