@@ -66,11 +66,11 @@ type Config struct {
 	// LedgerVerifierKey; the signer's name is the log's origin.
 	LedgerSigner      note.Signer
 	LedgerVerifierKey string
-	// RaftCommitTimeout bounds how long a follower waits to learn that an
-	// entry committed when no other entry follows it (Raft's CommitTimeout;
-	// 0: raftnode.DefaultCommitTimeout). A follower serving a wait, or
-	// holding the session of the node a dispatch is for, acts one to two of
-	// these after the leader; each idle follower costs an empty
+	// RaftCommitTimeout is Raft's CommitTimeout (0:
+	// raftnode.DefaultCommitTimeout, 50 ms): how long the leader lets an
+	// idle follower go without an AppendEntries. Followers learn of the
+	// commits of admissions, results and every other command at once
+	// anyway (raftnode's commit beacon); each idle follower costs an empty
 	// AppendEntries per one to two of these.
 	RaftCommitTimeout time.Duration
 	// PublishInterval is how often the leader publishes a checkpoint when

@@ -50,6 +50,9 @@ type Agent struct {
 	Runs, Acks atomic.Int64
 	// OnAck, if set before Connect, is called with each acknowledged dispatch.
 	OnAck func(dispatchID string)
+	// OnDispatch, if set before Connect, is called as each dispatch frame
+	// arrives, before it is verified.
+	OnDispatch func()
 }
 
 // Enroll generates the node's Ed25519 result key and ECDSA TLS key, and
@@ -235,6 +238,9 @@ func (a *Agent) serve() {
 		}
 		switch f.Type {
 		case protocol.FrameDispatch:
+			if a.OnDispatch != nil {
+				a.OnDispatch()
+			}
 			var df protocol.DispatchFrame
 			if f.DecodeBody(&df) != nil {
 				continue

@@ -59,6 +59,8 @@ type grouper struct {
 	entries, commands atomic.Uint64
 	// observe, when set, is told the size of every entry proposed.
 	observe func(commands int)
+	// beacon, when set, is told of every entry proposed and applied.
+	beacon *commitBeacon
 }
 
 type proposal struct {
@@ -144,9 +146,15 @@ func (g *grouper) propose(group []*proposal) {
 	if g.observe != nil {
 		g.observe(len(group))
 	}
+	if g.beacon != nil {
+		g.beacon.begin()
+	}
 	fut := g.r.Apply(data, 10*time.Second)
 	go func() {
 		err := fut.Error()
+		if g.beacon != nil {
+			g.beacon.end(err == nil)
+		}
 		<-g.slots
 		if err != nil {
 			for _, p := range group {

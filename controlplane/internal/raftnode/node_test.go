@@ -51,6 +51,11 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 
 func startNode(t *testing.T, ca *testCA, id, dir string, bootstrap bool) *Node {
 	t.Helper()
+	return startNodeWith(t, ca, id, dir, bootstrap, 0)
+}
+
+func startNodeWith(t *testing.T, ca *testCA, id, dir string, bootstrap bool, commitTimeout time.Duration) *Node {
+	t.Helper()
 	f, err := fsm.New(fsm.DefaultConfig(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +63,7 @@ func startNode(t *testing.T, ca *testCA, id, dir string, bootstrap bool) *Node {
 	n, err := Start(Config{
 		ID: id, Dir: dir, Bind: "127.0.0.1:0", TLS: ca.tls(t, pki.RoleServer, id), Bootstrap: bootstrap,
 		Logger: quiet(), HeartbeatTimeout: time.Second, ElectionTimeout: time.Second,
-		LeaderLeaseTimeout: 500 * time.Millisecond,
+		LeaderLeaseTimeout: 500 * time.Millisecond, CommitTimeout: commitTimeout,
 	}, f)
 	if err != nil {
 		t.Fatalf("start %s: %v", id, err)

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -99,6 +100,11 @@ type e2eReport struct {
 	Sim         latency `json:"e2e_sim_agent"`
 	SimLeader   latency `json:"e2e_sim_agent_via_leader"`
 	SimFollower latency `json:"e2e_sim_agent_via_follower"`
+	// The simulated agent's runs in two parts: from submission until the
+	// dispatch reaches the agent, and from then until the submitter has the
+	// recorded result.
+	SimToDispatch latency `json:"e2e_sim_to_dispatch"`
+	SimToAnswer   latency `json:"e2e_sim_dispatch_to_answer"`
 	// With the real agent and the sandbox.
 	All      latency `json:"e2e"`
 	Leader   latency `json:"e2e_via_leader"`
@@ -202,17 +208,23 @@ func benchE2E(e *env, o e2eOptions) (*e2eReport, error) {
 		applies = append(applies, time.Since(t))
 	}
 	r.RaftApply = percentiles(applies)
-	sim, stopSim, err := startSimAgent(ctx, leader, servers, caPEM)
+	var dispatched atomic.Int64 // when the simulated agent last received a dispatch
+	sim, stopSim, err := startSimAgent(ctx, leader, servers, caPEM, func() { dispatched.Store(time.Now().UnixNano()) })
 	if err != nil {
 		return nil, err
 	}
 	defer stopSim()
 	target := &protocol.Target{Node: node}
+	var toDispatch, toAnswer []time.Duration
 	submit := func(i int, tag string) (time.Duration, error) {
 		raw := signBenchIntent(creds.Tenant, creds.Orchestrator.KeyID, secret, fmt.Sprintf("e2e-%s-%d", tag, i), params, target)
 		start := time.Now()
 		resp, err := clients[i%len(clients)].Submit(ctx, raw, nil, 30*time.Second)
 		took := time.Since(start)
+		if at := time.Unix(0, dispatched.Load()); tag == "sim" && at.After(start) {
+			toDispatch = append(toDispatch, at.Sub(start))
+			toAnswer = append(toAnswer, start.Add(took).Sub(at))
+		}
 		if err == nil && resp.State != "completed" {
 			err = fmt.Errorf("ended %s: %+v", resp.State, resp.Error)
 		}
@@ -246,6 +258,7 @@ func benchE2E(e *env, o e2eOptions) (*e2eReport, error) {
 	if r.Sim, r.SimLeader, r.SimFollower, err = measure("sim"); err != nil {
 		return nil, err
 	}
+	r.SimToDispatch, r.SimToAnswer = percentiles(toDispatch), percentiles(toAnswer)
 	target = &protocol.Target{Node: node}
 	if r.All, r.Leader, r.Follower, err = measure("agent"); err != nil {
 		return nil, err
@@ -256,7 +269,7 @@ func benchE2E(e *env, o e2eOptions) (*e2eReport, error) {
 // startSimAgent enrolls a simulated agent (internal/simagent) and connects it
 // to a follower: dispatches pushed by a follower, results forwarded to the
 // leader.
-func startSimAgent(ctx context.Context, leader *controlplane.Server, servers []*controlplane.Server, caPEM []byte) (*simagent.Agent, func(), error) {
+func startSimAgent(ctx context.Context, leader *controlplane.Server, servers []*controlplane.Server, caPEM []byte, onDispatch func()) (*simagent.Agent, func(), error) {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
 	hc := &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
@@ -295,6 +308,7 @@ func startSimAgent(ctx context.Context, leader *controlplane.Server, servers []*
 		return nil, nil, err
 	}
 	tr := &quic.Transport{Conn: pc}
+	a.OnDispatch = onDispatch
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := a.Connect(cctx, tr, udp, tools, &simagent.ServerKeys{}); err != nil {
@@ -391,6 +405,8 @@ func printE2E(e *env, r *e2eReport) {
 	row("simulated agent on a follower, all", r.Sim)
 	row("  submitted to the leader", r.SimLeader)
 	row("  submitted to a follower", r.SimFollower)
+	row("  submission to dispatch at agent", r.SimToDispatch)
+	row("  dispatch at agent to answer", r.SimToAnswer)
 	row("writ agent + sandbox, all", r.All)
 	row("  submitted to the leader", r.Leader)
 	row("  submitted to a follower", r.Follower)
