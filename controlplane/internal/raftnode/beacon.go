@@ -29,8 +29,9 @@ type commitBeacon struct {
 	gen      atomic.Uint64 // entries applied here; a barrier covers those before it
 	sending  atomic.Bool   // a barrier is in flight
 	sent     atomic.Uint64 // barriers proposed
-	mu       sync.Mutex    // orders starting a run with wait
+	mu       sync.Mutex    // orders starting a run with close
 	closed   bool
+	stop     chan struct{} // closed by close
 	wg       sync.WaitGroup
 }
 
@@ -38,7 +39,9 @@ type barrierer interface {
 	Barrier(timeout time.Duration) raft.Future
 }
 
-func newCommitBeacon(r barrierer) *commitBeacon { return &commitBeacon{r: r} }
+func newCommitBeacon(r barrierer) *commitBeacon {
+	return &commitBeacon{r: r, stop: make(chan struct{})}
+}
 
 // begin is called before an entry is proposed.
 func (b *commitBeacon) begin() { b.inFlight.Add(1) }
@@ -65,7 +68,18 @@ func (b *commitBeacon) run() {
 	for {
 		g := b.gen.Load()
 		b.sent.Add(1)
-		err := b.r.Barrier(10 * time.Second).Error()
+		fut := b.r.Barrier(10 * time.Second)
+		// A barrier Raft took just before it shut down is never answered
+		// (its future has no shutdown channel): the wait for it is given up
+		// at close, and that one goroutine stays blocked.
+		done := make(chan error, 1)
+		go func() { done <- fut.Error() }()
+		var err error
+		select {
+		case err = <-done:
+		case <-b.stop:
+			return
+		}
 		b.sending.Store(false)
 		// An entry applied while the barrier was in flight may have
 		// committed after the barrier's AppendEntries left: another
@@ -80,7 +94,10 @@ func (b *commitBeacon) run() {
 // close returns once no barrier is in flight, and none starts again.
 func (b *commitBeacon) close() {
 	b.mu.Lock()
-	b.closed = true
+	if !b.closed {
+		b.closed = true
+		close(b.stop)
+	}
 	b.mu.Unlock()
 	b.wg.Wait()
 }

@@ -77,10 +77,10 @@ const (
 
 // Node is a running Raft server with its FSM.
 type Node struct {
-	Raft  *raft.Raft
-	FSM   *fsm.FSM
-	log   *wal.WAL
-	meta  *metadb.BoltMetaDB
+	Raft   *raft.Raft
+	FSM    *fsm.FSM
+	log    *wal.WAL
+	meta   *metadb.BoltMetaDB
 	tr     *raft.NetworkTransport
 	group  *grouper
 	beacon *commitBeacon
