@@ -129,13 +129,17 @@ func (g *Group) Kill() {
 
 // killListed kills the listed members and returns how many there were.
 func (g *Group) killListed() int {
-	n := 0
-	for _, pid := range g.members() {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-		n++
+	pids := g.members()
+	if len(pids) > 0 {
+		afterList()
+		killMembers(pids, g.members)
 	}
-	return n
+	return len(pids)
 }
+
+// afterList is called between listing a group's members and killing them;
+// a test sets it to let a listed member end and its pid be taken.
+var afterList = func() {}
 
 // members lists the processes in the group; nil when it cannot be read.
 func (g *Group) members() []int {

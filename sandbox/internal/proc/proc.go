@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -28,10 +29,12 @@ func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 	runCtx, cancel := context.WithTimeout(ctx, spec.Limits.Timeout())
 	defer cancel()
 
-	// kill ends the process group (pgid == pid, thanks to Setsid) and then
-	// everything in the cgroup, which catches what left the group.
+	// kill ends the process group (pgid == pid, thanks to Setsid) while
+	// the leader is unreaped (see group), then everything in the cgroup,
+	// which catches what left the group.
+	var grp group
 	kill := func(pid int) {
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		grp.kill(pid)
 		if spec.Cgroup != nil {
 			spec.Cgroup.Kill()
 		}
@@ -124,7 +127,7 @@ func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 	beforeStart()
 	start := time.Now()
 	started, waited := make(chan error, 1), make(chan error, 1)
-	go startAndWait(cmd, spec, started, waited)
+	go startAndWait(cmd, spec, &grp, started, waited)
 	err = <-started
 	inR.Close()
 	outW.Close()
@@ -146,7 +149,10 @@ func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 
 	werr := <-waited
 	out.Usage.Wall = time.Since(start)
-	kill(cmd.Process.Pid) // grandchildren die with the tool, whatever their session
+	afterReap(cmd.Process.Pid)
+	// The group was killed before the leader was reaped (startAndWait);
+	// now the cgroup catches what left it, whatever its session.
+	kill(cmd.Process.Pid)
 	waitReaders(readers, outR, errR, spec.Grace)
 	fill(&out, cmd.ProcessState, werr)
 	if spec.Cgroup != nil {
@@ -184,6 +190,44 @@ func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 // beforeStart is called just before the child is started; a test sets it to
 // close descriptors as a concurrent run would.
 var beforeStart = func() {}
+
+// afterReap is called once the tool's process has been reaped; a test sets
+// it to start a process that takes the freed pid.
+var afterReap = func(pid int) {}
+
+// group signals the tool's process group, whose id is the tool's pid. Once
+// the tool is reaped and no member is left, the kernel may give that pid to
+// a new process, which may lead a process group of its own — another tool,
+// any process on the host — and kill(-pid) would then reach it. So the
+// group is signalled only while the tool is unreaped: its last kill comes
+// when the tool has exited and not yet been reaped (startAndWait), and
+// after that kill does nothing (the cgroup, ours alone, still catches what
+// is left). A cancellation os/exec delivers after the reap (its context
+// watcher can run then) is harmless for the same reason.
+type group struct {
+	mu     sync.Mutex
+	reaped bool
+}
+
+// kill sends SIGKILL to the group led by pid unless pid was reaped.
+func (g *group) kill(pid int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.reaped {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	}
+}
+
+// last kills the group of pid, which has exited but is not reaped yet —
+// grandchildren die with the tool — and stops every later kill.
+func (g *group) last(pid int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.reaped {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	}
+	g.reaped = true
+}
 
 // execFD duplicates the executable's descriptor (close-on-exec) to a number
 // the child cannot lose before it execs /proc/self/fd/N. Between fork and

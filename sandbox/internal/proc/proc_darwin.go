@@ -7,8 +7,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/internal/capture"
@@ -48,12 +51,30 @@ func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
+		outR.Close()
+		outW.Close()
 		return out, err
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
 	cmd.WaitDelay = spec.Grace
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// The group (pgid == pid) is signalled only while the tool is unreaped:
+	// once reaped, its pid may lead a stranger's group (see the Linux Run).
+	var grp struct {
+		sync.Mutex
+		reaped bool
+	}
+	// killGroup signals the group unless the tool is (about to be) reaped;
+	// with kill false it only records that from now on nothing is sent.
+	killGroup := func(kill, last bool) {
+		grp.Lock()
+		defer grp.Unlock()
+		if kill && !grp.reaped {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+		grp.reaped = grp.reaped || last
+	}
+	cmd.Cancel = func() error { killGroup(true, false); return nil }
 	done := make(chan struct{}, 2)
 	go func() { _, _ = io.Copy(stdout, outR); done <- struct{}{} }()
 	go func() { _, _ = io.Copy(stderr, errR); done <- struct{}{} }()
@@ -66,9 +87,12 @@ func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 		errR.Close()
 		return out, err
 	}
+	// Grandchildren die with the tool: the group's last kill comes once the
+	// tool has exited and before Wait reaps it. Where its exit cannot be
+	// watched, the group is not signalled after the end at all.
+	killGroup(awaitExit(cmd.Process.Pid), true)
 	werr := cmd.Wait()
 	out.Usage.Wall = time.Since(start)
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	for i := 0; i < 2; i++ {
 		select {
 		case <-done:
@@ -103,4 +127,39 @@ func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 		out.Status = sandbox.StatusError
 	}
 	return out, nil
+}
+
+// awaitExit blocks until the child pid has exited, without reaping it
+// (kqueue EVFILT_PROC NOTE_EXIT), and reports whether it could watch.
+func awaitExit(pid int) bool {
+	kq, err := unix.Kqueue()
+	if err != nil {
+		return false
+	}
+	defer unix.Close(kq)
+	var ev unix.Kevent_t
+	unix.SetKevent(&ev, pid, unix.EVFILT_PROC, unix.EV_ADD|unix.EV_ONESHOT)
+	ev.Fflags = unix.NOTE_EXIT
+	events := make([]unix.Kevent_t, 1)
+	changes := []unix.Kevent_t{ev}
+	for {
+		n, err := unix.Kevent(kq, changes, events, nil)
+		if err == unix.EINTR {
+			changes = nil // registered already
+			continue
+		}
+		if err == unix.ESRCH {
+			return true // exited before it could be watched; still unreaped
+		}
+		if err != nil {
+			return false
+		}
+		if n == 1 && events[0].Flags&unix.EV_ERROR != 0 {
+			return events[0].Data == int64(unix.ESRCH)
+		}
+		if n == 1 && events[0].Fflags&unix.NOTE_EXIT != 0 {
+			return true
+		}
+		changes = nil
+	}
 }

@@ -14,7 +14,8 @@ import (
 
 // startAndWait starts cmd from one locked OS thread, holds it at its exec
 // (see hold.go), reports the start on started, then waits for it and
-// reports on waited (only when it started).
+// reports on waited (only when it started). Between the tool's exit and its
+// reap it kills the tool's process group for the last time (group.last).
 //
 // Everything happens on that one thread for three reasons: it is the
 // ptrace tracer; Pdeathsig fires when the thread that forked exits, so it
@@ -22,7 +23,7 @@ import (
 // thread, so joining the tool's network namespace or confining the thread
 // before the fork is how the child gets them. A thread changed that way is
 // never handed back to the Go scheduler: it exits with this goroutine.
-func startAndWait(cmd *exec.Cmd, spec Spec, started, waited chan<- error) {
+func startAndWait(cmd *exec.Cmd, spec Spec, grp *group, started, waited chan<- error) {
 	runtime.LockOSThread()
 	tainted := spec.NetNS != nil || spec.Landlock != nil
 	if !tainted {
@@ -38,7 +39,8 @@ func startAndWait(cmd *exec.Cmd, spec Spec, started, waited chan<- error) {
 	}
 	started <- err
 	if cmd.Process != nil {
-		reapTraced(cmd.Process.Pid)
+		reapTraced(cmd.Process.Pid) // returns once the tool exited, unreaped
+		grp.last(cmd.Process.Pid)
 		waited <- cmd.Wait()
 	}
 }
