@@ -40,7 +40,8 @@ type Outcome struct {
 	// Tier is the tier that actually ran (or refused) the invocation.
 	Tier string `json:"tier"`
 	// Reason explains a refusal, a timeout ("wall" or "cpu"), an error that
-	// was not an exit code ("canceled", "signal: killed") or an output limit.
+	// was not an exit code ("canceled", "signal: killed", "memory" when the
+	// memory cgroup killed a process of the tool) or an output limit.
 	Reason string `json:"reason,omitempty"`
 }
 

@@ -39,7 +39,7 @@ type Config struct {
 // DefaultConfig runs "bwrap" from PATH, tools as nobody in /workspace.
 func DefaultConfig() Config {
 	return Config{Binary: "bwrap", CgroupParent: "writ", UID: 65534, GID: 65534,
-		WorkspaceDir: "/workspace", AddressSpaceSlack: 1 << 30, Egress: egress.DefaultConfig()}
+		WorkspaceDir: "/workspace", AddressSpaceSlack: 2 << 30, Egress: egress.DefaultConfig()}
 }
 
 // Validate checks c.

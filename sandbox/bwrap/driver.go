@@ -61,6 +61,10 @@ func New(cfg Config) (*Driver, error) {
 	return d, nil
 }
 
+// MemoryCgroup reports whether invocations get a memory cgroup that
+// enforces limits.memory_bytes (else RLIMIT_AS alone bounds memory).
+func (d *Driver) MemoryCgroup() bool { return d.cg != nil && d.cg.Memory() }
+
 // Name returns "bwrap".
 func (d *Driver) Name() string { return sandbox.TierBwrap }
 

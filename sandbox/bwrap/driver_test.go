@@ -1,6 +1,7 @@
 package bwrap_test
 
 import (
+	"os"
 	"testing"
 
 	"github.com/writhq/writ/sandbox"
@@ -22,6 +23,9 @@ func newDriver(t testing.TB) *bwrap.Driver {
 func TestSandbox(t *testing.T) {
 	d := newDriver(t)
 	t.Logf("bwrap version: %s", d.Version())
+	if !d.MemoryCgroup() && os.Getenv("CI") == "true" {
+		t.Fatal("no memory cgroup under CI=true: memory_bytes would be bounded by RLIMIT_AS alone")
+	}
 	tool := sandboxtest.HostTool(t)
 	missing := bwrap.DefaultConfig()
 	missing.Binary = "/nonexistent/bwrap"
@@ -41,6 +45,7 @@ func TestSandbox(t *testing.T) {
 		IsolatesFilesystem: true,
 		CPULimit:           true,
 		Network:            true,
+		MemoryCgroup:       d.MemoryCgroup(),
 		Seccomp:            true,
 		ExtraEnv:           []string{"PWD"},
 	}

@@ -55,9 +55,11 @@ type Config struct {
 	RunAsUID, RunAsGID int
 	// AddressSpaceSlack is added to limits.memory_bytes to make the
 	// RLIMIT_AS of a tool. Runtimes reserve far more address space than they
-	// use (a Go program needs about 700 MiB before its first allocation), so
-	// the address-space limit alone cannot be the memory limit; where the
-	// host has a memory cgroup, that enforces memory_bytes exactly.
+	// use (a Go program needs about 730 MiB before its first allocation, and
+	// Go 1.26 on amd64 cannot start at all with a limit between about 1.09
+	// and 1.2 GiB), so the address-space limit alone cannot be the memory
+	// limit; where the host has a memory cgroup, that enforces memory_bytes
+	// exactly. The default, 2 GiB, keeps every limit clear of those.
 	AddressSpaceSlack int64
 	// InterpreterDirs are scanned for interpreters to recognise by content;
 	// nil means the usual system directories.
@@ -72,7 +74,7 @@ func DefaultConfig() Config {
 	return Config{CgroupParent: "writ", UnshareNetwork: true, ConfineFilesystem: true, RunAsUID: 65534, RunAsGID: 65534,
 		SystemPaths:       []string{"/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/proc"},
 		Devices:           []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"},
-		AddressSpaceSlack: 1 << 30, Egress: egress.DefaultConfig()}
+		AddressSpaceSlack: 2 << 30, Egress: egress.DefaultConfig()}
 }
 
 // Validate checks c.

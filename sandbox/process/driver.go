@@ -78,6 +78,10 @@ func (d *Driver) Available() error {
 	return d.probeErr
 }
 
+// MemoryCgroup reports whether invocations get a memory cgroup that
+// enforces limits.memory_bytes (else RLIMIT_AS alone bounds memory).
+func (d *Driver) MemoryCgroup() bool { return d.cg != nil && d.cg.Memory() }
+
 // CgroupVersion is 1 or 2 when invocations get their own cgroup, 0 when not.
 func (d *Driver) CgroupVersion() int {
 	if d.cg == nil {

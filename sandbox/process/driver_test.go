@@ -1,6 +1,7 @@
 package process_test
 
 import (
+	"os"
 	"testing"
 
 	"github.com/writhq/writ/sandbox"
@@ -22,6 +23,9 @@ func newDriver(t testing.TB) *process.Driver {
 func TestSandbox(t *testing.T) {
 	d := newDriver(t)
 	t.Logf("filesystem confinement: %s", d.Confinement())
+	if !d.MemoryCgroup() && os.Getenv("CI") == "true" {
+		t.Fatal("no memory cgroup under CI=true: memory_bytes would be bounded by RLIMIT_AS alone")
+	}
 	tool := sandboxtest.HostTool(t)
 	h := sandboxtest.Harness{
 		Driver: d,
@@ -34,6 +38,7 @@ func TestSandbox(t *testing.T) {
 		CPULimit:           true,
 		IsolatesFilesystem: true,
 		Network:            true,
+		MemoryCgroup:       d.MemoryCgroup(),
 	}
 	t.Run("Conformance", func(t *testing.T) { sandboxtest.Run(t, h) })
 	t.Run("Escape", func(t *testing.T) { sandboxtest.Escape(t, h) })

@@ -53,7 +53,7 @@ type Config struct {
 // DefaultConfig uses runc from PATH and state under /run/writ/runc.
 func DefaultConfig() Config {
 	return Config{Runtime: "runc", StateDir: "/run/writ/runc", CgroupParent: "writ-runc",
-		UID: 65534, GID: 65534, WorkspaceDir: "/workspace", AddressSpaceSlack: 1 << 30,
+		UID: 65534, GID: 65534, WorkspaceDir: "/workspace", AddressSpaceSlack: 2 << 30,
 		CPUs: 1, ImageMaxBytes: 4 << 30, Egress: egress.DefaultConfig()}
 }
 

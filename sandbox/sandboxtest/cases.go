@@ -29,6 +29,9 @@ func testExitCodes(t *testing.T, h Harness) {
 		if string(o.Stderr) != "bye" || o.StderrBytes != 3 {
 			t.Errorf("stderr: got %q (%d bytes), want \"bye\"", o.Stderr, o.StderrBytes)
 		}
+		if o.Usage.Wall <= 0 {
+			t.Errorf("usage: wall time %v, want the run's duration", o.Usage.Wall)
+		}
 	}
 }
 
@@ -202,6 +205,18 @@ func testConcurrent(t *testing.T, h Harness) {
 	for i := 0; i < n; i++ {
 		if e := <-errs; e != "" {
 			t.Error(e)
+		}
+	}
+}
+
+// testSmallMemory: a Go tool starts and runs under small memory limits
+// (each tier's address-space rlimit must leave a Go runtime room to start).
+func testSmallMemory(t *testing.T, h Harness) {
+	for _, mib := range []int64{16, 64, 128, 192} {
+		m := withLimits(h.Manifest(), func(l *sandbox.Limits) { l.MemoryBytes = mib << 20 })
+		o := run(t, h, m, `{"op":"echo"}`, "")
+		if o.Status != sandbox.StatusOK {
+			t.Errorf("memory_bytes %d MiB: %s", mib, brief(o))
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -61,13 +62,92 @@ func testDescriptors(t *testing.T, h Harness) {
 	}
 }
 
+// testGrandchild: a grandchild that lingers after the tool exited, in the
+// tool's process group or in a session of its own, dies with the tool.
 func testGrandchild(t *testing.T, h Harness) {
-	ws := workspace(t)
-	o := run(t, h, h.Manifest(), `{"op":"spawn","ms":700,"path":"alive"}`, ws)
+	for _, op := range []string{"spawngroup", "spawn"} {
+		ws := workspace(t)
+		o := run(t, h, h.Manifest(), `{"op":"`+op+`","ms":700,"path":"alive"}`, ws)
+		want(t, o, sandbox.StatusOK)
+		time.Sleep(1500 * time.Millisecond)
+		if _, err := os.Stat(filepath.Join(ws, "alive")); err == nil {
+			t.Errorf("%s: a grandchild outlived the tool and wrote to the workspace", op)
+		}
+	}
+}
+
+// testRlimits reads the tool's own /proc/self/limits: CPU seconds (soft at
+// the limit, hard a second later), open files, no core files, and a finite
+// address space no smaller than the memory limit.
+func testRlimits(t *testing.T, h Harness) {
+	m := withLimits(h.Manifest(), func(l *sandbox.Limits) {
+		l.CPUSeconds, l.OpenFiles, l.MemoryBytes = 13, 77, 200<<20
+	})
+	o := run(t, h, m, `{"op":"read","path":"/proc/self/limits"}`, "")
 	want(t, o, sandbox.StatusOK)
-	time.Sleep(1500 * time.Millisecond)
-	if _, err := os.Stat(filepath.Join(ws, "alive")); err == nil {
-		t.Errorf("a grandchild in its own session outlived the tool and wrote to the workspace")
+	limits := map[string][2]string{}
+	for _, line := range strings.Split(string(o.Output), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 4 && f[0] == "Max" {
+			// "Max open files  77  77  files": the name is what precedes
+			// the two values and the unit.
+			n := len(f)
+			if f[n-1] != "bytes" && f[n-1] != "seconds" && f[n-1] != "files" && f[n-1] != "processes" {
+				n++ // no unit
+			}
+			limits[strings.Join(f[1:n-3], " ")] = [2]string{f[n-3], f[n-2]}
+		}
+	}
+	for name, v := range map[string][2]string{"cpu time": {"13", "14"}, "open files": {"77", "77"},
+		"core file size": {"0", "0"}} {
+		if limits[name] != v {
+			t.Errorf("%s: got soft %q hard %q, want %q %q", name, limits[name][0], limits[name][1], v[0], v[1])
+		}
+	}
+	as := limits["address space"]
+	n, err := strconv.ParseInt(as[0], 10, 64)
+	if err != nil || as[0] != as[1] || n < 200<<20 {
+		t.Errorf("address space: got soft %q hard %q, want equal, finite and at least %d", as[0], as[1], 200<<20)
+	}
+}
+
+// testReadOnlyGrant: a host directory the manifest lists in read_only can
+// be read by the tool and not written; the wasm tier, which grants nothing
+// but the workspace, refuses the manifest.
+func testReadOnlyGrant(t *testing.T, h Harness) {
+	dir, err := os.MkdirTemp("", "writ-grant-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	if err := os.WriteFile(filepath.Join(dir, "data"), []byte("granted"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := h.Manifest()
+	m.ReadOnly = []string{dir}
+	if !h.Argv {
+		o, err := h.Driver.Run(context.Background(), sandbox.Invocation{Manifest: m,
+			Params: json.RawMessage(`{"op":"echo"}`), Workspace: workspace(t)})
+		isRefused(t, o, err, nil)
+		return
+	}
+	o := run(t, h, m, `{"op":"read","path":"`+filepath.Join(dir, "data")+`"}`, "")
+	want(t, o, sandbox.StatusOK)
+	if string(o.Output) != "granted" {
+		t.Errorf("read of a granted file: got %q", o.Output)
+	}
+	for _, p := range []string{filepath.Join(dir, "data"), filepath.Join(dir, "new")} {
+		o = run(t, h, m, `{"op":"write","path":"`+p+`","data":"changed"}`, "")
+		if o.Status == sandbox.StatusOK {
+			t.Errorf("ESCAPED: wrote %s in a read-only grant", p)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "data")); string(b) != "granted" {
+		t.Errorf("ESCAPED: the granted file now holds %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "new")); err == nil {
+		t.Errorf("ESCAPED: a file was created in a read-only grant")
 	}
 }
 

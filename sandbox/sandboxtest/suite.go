@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +38,9 @@ type Harness struct {
 	// Seccomp says the tier filters system calls: unshare, mount, ptrace,
 	// keyctl, bpf and perf_event_open fail with EPERM.
 	Seccomp bool
+	// MemoryCgroup says the tier enforces limits.memory_bytes with a memory
+	// cgroup and reports its kill with reason "memory".
+	MemoryCgroup bool
 	// ExtraEnv names variables the tier itself sets in every tool's
 	// environment (bwrap sets PWD). Nothing else may appear.
 	ExtraEnv []string
@@ -66,10 +70,13 @@ func Run(t *testing.T, h Harness) {
 		{"BadParams", testBadParams, true},
 		{"Unavailable", testUnavailable, h.Unavailable != nil},
 		{"Concurrent", testConcurrent, true},
+		{"SmallMemory", testSmallMemory, true},
 		{"ArgvTemplate", testArgvTemplate, h.Argv},
 		{"Interpreters", testInterpreters, h.Argv},
 		{"Descriptors", testDescriptors, h.Processes},
 		{"Grandchild", testGrandchild, h.Processes},
+		{"Rlimits", testRlimits, h.Processes && runtime.GOOS == "linux"},
+		{"ReadOnlyGrant", testReadOnlyGrant, h.IsolatesFilesystem},
 		{"TraceMe", testTraceMe, h.Processes},
 		{"WriteOutside", testWriteOutside, h.IsolatesFilesystem},
 		{"CPULimit", testCPULimit, h.CPULimit},

@@ -135,6 +135,16 @@ func TestPool(t *testing.T) {
 		if got := readFile(t, mem); got != strconv.Itoa(64<<20) {
 			t.Errorf("%s = %s, want %d", mem, got, 64<<20)
 		}
+		// No swap beyond the limit, where the kernel accounts for swap.
+		swap, want := filepath.Join(g.memory, "memory.memsw.limit_in_bytes"), strconv.Itoa(64<<20)
+		if m.v2 {
+			swap, want = filepath.Join(g.Path(), "memory.swap.max"), "0"
+		}
+		if _, err := os.Stat(swap); err == nil {
+			if got := readFile(t, swap); got != want {
+				t.Errorf("%s = %s, want %s", swap, got, want)
+			}
+		}
 		if !g.empty() {
 			t.Errorf("group %s taken with processes in it", g.Path())
 		}

@@ -55,14 +55,18 @@ func (m *Manager) create(name string, l Limits) (*Group, error) {
 		if m.v2 {
 			err = errors.Join(err, set(g.dirs[0], "memory.max", l.MemoryBytes))
 			// No swap either, where the kernel accounts for it at all.
-			if serr := set(g.dirs[0], "memory.swap.max", 0); !errors.Is(serr, os.ErrNotExist) {
-				err = errors.Join(err, serr)
-			}
+			err = errors.Join(err, setIfPresent(g.dirs[0], "memory.swap.max", 0))
 		} else {
 			dir := filepath.Join(m.memory, name)
 			if err = errors.Join(err, mk(dir)); err == nil {
 				g.memory = dir
 				err = set(dir, "memory.limit_in_bytes", l.MemoryBytes)
+				// No swap either: memory and swap together within the same
+				// limit, where the kernel accounts for swap (swapaccount=1;
+				// the file exists only then).
+				if err == nil {
+					err = setIfPresent(dir, "memory.memsw.limit_in_bytes", l.MemoryBytes)
+				}
 			}
 		}
 	}
@@ -80,6 +84,21 @@ func (m *Manager) create(name string, l Limits) (*Group, error) {
 		return nil, fmt.Errorf("cgroup: set limits: %w", err)
 	}
 	return g, nil
+}
+
+// setIfPresent writes v to the control file dir/file if the kernel has it.
+// os.WriteFile would not do: it opens with O_CREATE, which cgroupfs answers
+// with EACCES, not ENOENT, for a file it does not have.
+func setIfPresent(dir, file string, v int64) error {
+	f, err := os.OpenFile(filepath.Join(dir, file), os.O_WRONLY, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(strconv.FormatInt(v, 10))
+	return errors.Join(err, f.Close())
 }
 
 // FD is the open group directory a process can be cloned into

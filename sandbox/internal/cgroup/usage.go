@@ -50,3 +50,29 @@ func readInt(path string) (int64, bool) {
 	v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 	return v, err == nil
 }
+
+// OOMKills returns how many of the group's processes the kernel killed at
+// the group's memory limit, and whether the host tells (v2 memory.events,
+// v1 memory.oom_control since Linux 4.13).
+func (g *Group) OOMKills() (int64, bool) {
+	var path string
+	switch {
+	case g.v2 && len(g.dirs) > 0:
+		path = filepath.Join(g.dirs[0], "memory.events")
+	case g.memory != "":
+		path = filepath.Join(g.memory, "memory.oom_control")
+	default:
+		return 0, false
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}

@@ -155,7 +155,10 @@ func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 	kill(cmd.Process.Pid)
 	waitReaders(readers, outR, errR, spec.Grace)
 	fill(&out, cmd.ProcessState, werr)
+	oom := false
 	if spec.Cgroup != nil {
+		n, ok := spec.Cgroup.OOMKills()
+		oom = ok && n > 0
 		// The group saw every process, not only the one we waited for.
 		if cpu, ok := spec.Cgroup.CPU(); ok && cpu > out.Usage.UserCPU+out.Usage.SystemCPU {
 			out.Usage.UserCPU, out.Usage.SystemCPU = cpu, 0
@@ -179,6 +182,8 @@ func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 		out.Status, out.Reason = sandbox.StatusTimeout, "wall"
 	case cpuExceeded(cmd.ProcessState, out, spec):
 		out.Status, out.Reason = sandbox.StatusTimeout, "cpu"
+	case oom && out.ExitCode != 0:
+		out.Status, out.Reason = sandbox.StatusError, "memory"
 	case out.ExitCode == 0:
 		out.Status = sandbox.StatusOK
 	default:

@@ -35,12 +35,13 @@ func platformOp(p params) bool {
 			fds = append(fds, e.Name())
 		}
 		fmt.Print(strings.Join(fds, " "))
-	case "spawn":
-		// A grandchild in its own session that tries to outlive the tool
-		// and, if it does, leaves a file in the workspace.
+	case "spawn", "spawngroup":
+		// A grandchild that tries to outlive the tool and, if it does,
+		// leaves a file in the workspace: in a session of its own (spawn),
+		// or in the tool's own process group (spawngroup).
 		cmd := exec.Command("/proc/self/exe")
 		cmd.Stdin = strings.NewReader(`{"op":"linger","ms":` + fmt.Sprint(p.MS) + `,"path":"` + p.Path + `"}`)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: p.Op == "spawn"}
 		if err := cmd.Start(); err != nil {
 			fail("spawn: %v", err)
 		}

@@ -86,18 +86,26 @@ func main() {
 		}
 		os.Stdout.Write(b)
 	case "race":
-		// Read path Bytes times; report anything that is not "safe".
-		leaks := 0
+		// Read path Bytes times; report anything that is not "safe", and
+		// how many reads saw "safe" and how many failed (the path was a
+		// link the sandbox did not follow), so that a caller knows both
+		// states were seen.
+		leaks, safe, failed := 0, 0, 0
 		for i := int64(0); i < p.Bytes; i++ {
 			b, err := os.ReadFile(p.Path)
-			if err == nil && string(b) != "safe" {
+			switch {
+			case err != nil:
+				failed++
+			case string(b) == "safe":
+				safe++
+			default:
 				leaks++
 				if leaks == 1 {
 					fmt.Printf("LEAK:%q\n", b)
 				}
 			}
 		}
-		fmt.Printf("leaks=%d", leaks)
+		fmt.Printf("leaks=%d safe=%d failed=%d", leaks, safe, failed)
 	case "connect":
 		c, err := net.DialTimeout("tcp", p.Data, 2*time.Second)
 		if err != nil {
@@ -122,11 +130,18 @@ func main() {
 		f.Close()
 		fmt.Print("tty open")
 	case "alloc":
-		buf := make([]byte, p.Bytes)
-		for i := range buf {
-			buf[i] = byte(i)
+		// Allocate and touch Bytes in 8 MiB chunks, all kept, writing one
+		// "." per chunk: the output says how far the tool got.
+		var kept [][]byte
+		for n := int64(0); n < p.Bytes; n += 8 << 20 {
+			c := make([]byte, 8<<20)
+			for i := 0; i < len(c); i += 4096 {
+				c[i] = 1
+			}
+			kept = append(kept, c)
+			os.Stdout.Write([]byte("."))
 		}
-		fmt.Print(len(buf))
+		fmt.Print(len(kept))
 	default:
 		if !platformOp(p) {
 			fail("unknown op %q", p.Op)
