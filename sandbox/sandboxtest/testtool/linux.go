@@ -39,11 +39,29 @@ func platformOp(p params) bool {
 		// A grandchild that tries to outlive the tool and, if it does,
 		// leaves a file in the workspace: in a session of its own (spawn),
 		// or in the tool's own process group (spawngroup).
+		// Its params are in a pipe before it starts (an exec.Cmd copying
+		// goroutine would die with the tool), and the tool exits only once
+		// the grandchild said it is lingering.
+		params, paramsW, err := os.Pipe()
+		if err != nil {
+			fail("spawn: %v", err)
+		}
+		fmt.Fprintf(paramsW, `{"op":"linger","ms":%d,"path":%q}`, p.MS, p.Path)
+		paramsW.Close()
+		ready, readyW, err := os.Pipe()
+		if err != nil {
+			fail("spawn: %v", err)
+		}
 		cmd := exec.Command("/proc/self/exe")
-		cmd.Stdin = strings.NewReader(`{"op":"linger","ms":` + fmt.Sprint(p.MS) + `,"path":"` + p.Path + `"}`)
+		cmd.Stdin, cmd.Stdout = params, readyW
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: p.Op == "spawn"}
 		if err := cmd.Start(); err != nil {
 			fail("spawn: %v", err)
+		}
+		params.Close()
+		readyW.Close()
+		if n, _ := ready.Read(make([]byte, 1)); n != 1 {
+			fail("spawn: the grandchild did not start lingering")
 		}
 		fmt.Print(cmd.Process.Pid)
 	case "ids":
@@ -76,6 +94,8 @@ func platformOp(p params) bool {
 		}
 	case "linger":
 		signalIgnore()
+		os.Stdout.Write([]byte("L")) // to the tool that waits for it
+		os.Stdout.Close()
 		time.Sleep(time.Duration(p.MS) * time.Millisecond)
 		os.WriteFile(p.Path, []byte("alive"), 0o644)
 	case "syscalls":
