@@ -42,7 +42,8 @@ func TestNormalizeHost(t *testing.T) {
 func TestSpecial(t *testing.T) {
 	for _, s := range []string{"127.0.0.1", "10.1.2.3", "172.31.255.255", "192.168.1.1", "169.254.169.254",
 		"100.64.0.1", "0.0.0.0", "224.0.0.1", "255.255.255.255", "::1", "fe80::1", "fd00:ec2::254",
-		"::ffff:10.0.0.1", "64:ff9b::a9fe:a9fe", "2002:7f00:1::1"} {
+		"::ffff:10.0.0.1", "64:ff9b::a9fe:a9fe", "2002:7f00:1::1", "::127.0.0.1", "::a9fe:a9fe",
+		"192.0.2.1", "198.51.100.1", "203.0.113.1", "192.88.99.1", "2001:db8::1"} {
 		if !egress.Special(netip.MustParseAddr(s)) {
 			t.Errorf("Special(%s) = false, want true", s)
 		}

@@ -12,8 +12,10 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/writhq/writ/sandbox"
@@ -131,5 +133,80 @@ func TestConnect(t *testing.T) {
 	line, _ := bufio.NewReader(c).ReadString('\n')
 	if !strings.HasPrefix(line, "HTTP/1.1 403") {
 		t.Errorf("plain GET: got %q, want a 403", line)
+	}
+}
+
+// TestPinning: the proxy resolves a name once per connection and connects
+// to the very addresses it checked. flip.test first answers 127.0.0.1
+// (allowed here), then 10.9.9.9: a proxy that looked the name up again to
+// connect — or let the dialer do it — would reach what the second answer
+// says (the dialer fails the test on anything but an address of loopback).
+// The next connection sees the new answer and is refused; a name with any
+// special answer among others is refused whole.
+func TestPinning(t *testing.T) {
+	up := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "upstream")
+	}))
+	defer up.Close()
+	port := up.Listener.Addr().(*net.TCPAddr).Port
+	var mu sync.Mutex
+	queries := 0
+	cfg := egress.DefaultConfig()
+	cfg.Resolver = sandboxtest.DNSServerFunc(t, func(name string) []netip.Addr {
+		switch name {
+		case "flip.test.":
+			mu.Lock()
+			defer mu.Unlock()
+			queries++
+			if queries == 1 {
+				return []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+			}
+			return []netip.Addr{netip.MustParseAddr("10.9.9.9")}
+		case "mix.test.":
+			return []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("10.9.9.9")}
+		case "cgnat.test.":
+			return []netip.Addr{netip.MustParseAddr("100.64.1.1")}
+		}
+		return nil
+	})
+	cfg.Dialer = loopbackOnly{t}
+	cfg.AllowSpecial = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	p, err := egress.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := p.Serve(ln, []sandbox.Destination{{Host: "flip.test", Port: port}, {Host: "mix.test", Port: port},
+		{Host: "cgnat.test", Port: port}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var d net.Dialer
+	if body, err := get(d.DialContext, ln.Addr().String(), "flip.test", port); err != nil || body != "upstream" {
+		t.Fatalf("first connection to flip.test: %q, %v", body, err)
+	}
+	mu.Lock()
+	n := queries
+	mu.Unlock()
+	if n != 1 {
+		t.Fatalf("%d lookups of flip.test for one connection, want 1", n)
+	}
+	for _, host := range []string{"flip.test", "mix.test", "cgnat.test"} {
+		if body, err := get(d.DialContext, ln.Addr().String(), host, port); err == nil {
+			t.Errorf("%s: got through: %q", host, body)
+		}
+	}
+	var got []string
+	for _, dec := range s.Decisions() {
+		got = append(got, dec.Host+"="+dec.Code+"@"+dec.Addr.String())
+	}
+	want := []string{"flip.test=@127.0.0.1", "flip.test=special_address@invalid IP",
+		"mix.test=special_address@invalid IP", "cgnat.test=special_address@invalid IP"}
+	if !slices.Equal(got, want) {
+		t.Errorf("decisions:\n got %q\nwant %q", got, want)
 	}
 }

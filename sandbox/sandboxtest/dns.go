@@ -16,6 +16,19 @@ import (
 // touching the host's resolver.
 func DNSServer(t testing.TB, names map[string]netip.Addr) *net.Resolver {
 	t.Helper()
+	return DNSServerFunc(t, func(name string) []netip.Addr {
+		if a, ok := names[name]; ok {
+			return []netip.Addr{a}
+		}
+		return nil
+	})
+}
+
+// DNSServerFunc is DNSServer with the A records of each query decided by
+// answer (nil: NXDOMAIN), so that a test can change them between queries
+// (DNS rebinding) or give several.
+func DNSServerFunc(t testing.TB, answer func(name string) []netip.Addr) *net.Resolver {
+	t.Helper()
 	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +41,7 @@ func DNSServer(t testing.TB, names map[string]netip.Addr) *net.Resolver {
 			if err != nil {
 				return
 			}
-			if resp, ok := answer(buf[:n], names); ok {
+			if resp, ok := reply(buf[:n], answer); ok {
 				_, _ = pc.WriteTo(resp, from)
 			}
 		}
@@ -40,10 +53,11 @@ func DNSServer(t testing.TB, names map[string]netip.Addr) *net.Resolver {
 	}}
 }
 
-// answer builds the response to one query: A records for known names,
-// NXDOMAIN otherwise. Only what Go's resolver sends is understood: one
-// question, uncompressed.
-func answer(req []byte, names map[string]netip.Addr) ([]byte, bool) {
+// reply builds the response to one query: for an A query the records
+// answer gives, NXDOMAIN when it gives none; for any other type an empty
+// answer (Go's resolver then uses the A records). Only what Go's resolver
+// sends is understood: one question, uncompressed.
+func reply(req []byte, answer func(string) []netip.Addr) ([]byte, bool) {
 	if len(req) < 12 || binary.BigEndian.Uint16(req[4:6]) != 1 {
 		return nil, false
 	}
@@ -62,22 +76,25 @@ func answer(req []byte, names map[string]netip.Addr) ([]byte, bool) {
 	}
 	qtype := binary.BigEndian.Uint16(req[i+1 : i+3])
 	question := req[12 : i+5]
-	a, known := names[strings.Join(labels, ".")+"."]
-	out := append([]byte{}, req[:2]...)
 	flags := uint16(0x8580) // response, authoritative, recursion desired and available
-	if !known {
-		flags |= 3 // NXDOMAIN
+	var records []netip.Addr
+	if qtype == 1 {
+		for _, a := range answer(strings.Join(labels, ".") + ".") {
+			if a.Is4() {
+				records = append(records, a)
+			}
+		}
+		if len(records) == 0 {
+			flags |= 3 // NXDOMAIN
+		}
 	}
-	ans := uint16(0)
-	if known && qtype == 1 && a.Is4() {
-		ans = 1
-	}
+	out := append([]byte{}, req[:2]...)
 	out = binary.BigEndian.AppendUint16(out, flags)
 	out = binary.BigEndian.AppendUint16(out, 1)
-	out = binary.BigEndian.AppendUint16(out, ans)
+	out = binary.BigEndian.AppendUint16(out, uint16(len(records)))
 	out = append(out, 0, 0, 0, 0)
 	out = append(out, question...)
-	if ans == 1 {
+	for _, a := range records {
 		ip := a.As4()
 		out = append(out, 0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 1, 0, 4)
 		out = append(out, ip[:]...)

@@ -88,6 +88,16 @@ func escapeReadShadow(t *testing.T, h Harness) {
 	if o.Status == sandbox.StatusOK {
 		t.Fatalf("ESCAPED: read /etc/shadow (%d bytes)", o.OutputBytes)
 	}
+	failedAt(t, o, "read:")
+}
+
+// failedAt checks that the tool ran and the attempt itself failed: the
+// tool's own error message, not a tool that never started.
+func failedAt(t *testing.T, o sandbox.Outcome, prefix string) {
+	t.Helper()
+	if o.Status != sandbox.StatusError || !strings.HasPrefix(string(o.Stderr), prefix) {
+		t.Fatalf("want the tool to fail at %q: %s", prefix, brief(o))
+	}
 }
 
 func escapeReadAgentData(t *testing.T, h Harness) {
@@ -241,6 +251,7 @@ func escapeLoopback(t *testing.T, h Harness) {
 	if o.Status == sandbox.StatusOK {
 		t.Fatalf("ESCAPED: the tool connected to the host's loopback %s", ln.Addr())
 	}
+	failedAt(t, o, "connect:")
 }
 
 // escapeTTY: the tool has no controlling terminal to inject input into
@@ -256,6 +267,7 @@ func escapeTTY(t *testing.T, h Harness) {
 	if o.Status == sandbox.StatusOK {
 		t.Fatalf("ESCAPED: the tool opened a controlling terminal (TIOCSTI possible)")
 	}
+	failedAt(t, o, "no tty:")
 	if inTerminal() {
 		t.Log(terminalMarker)
 		return

@@ -18,7 +18,8 @@ import (
 
 // EgressConfig is the proxy configuration of tiers under the network
 // cases: names resolved by a DNS server of the test's own (api.test is
-// 127.0.0.1, rebind.test is 10.9.9.9, meta.test is 169.254.169.254), only
+// 127.0.0.1, rebind.test is 10.9.9.9, meta.test is 169.254.169.254,
+// cgnat.test is 100.64.1.1), only
 // 127.0.0.1 allowed among the special ranges, and a dialer that fails the
 // test rather than send anything beyond loopback.
 func EgressConfig(t testing.TB) egress.Config {
@@ -27,6 +28,7 @@ func EgressConfig(t testing.TB) egress.Config {
 		"api.test.":    netip.MustParseAddr("127.0.0.1"),
 		"rebind.test.": netip.MustParseAddr("10.9.9.9"),
 		"meta.test.":   netip.MustParseAddr("169.254.169.254"),
+		"cgnat.test.":  netip.MustParseAddr("100.64.1.1"),
 	})
 	cfg.AllowSpecial = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
 	cfg.Dialer = loopbackDialer{t}
@@ -64,9 +66,12 @@ func escapeNoNetwork(t *testing.T, h Harness) {
 		`{"op":"connect","data":"127.0.0.1:3128"}`,
 		`{"op":"sni","path":"127.0.0.1:` + strconv.Itoa(port) + `","data":"api.test"}`,
 	} {
-		if o := run(t, h, h.Manifest(), params, ""); o.Status == sandbox.StatusOK {
+		o := run(t, h, h.Manifest(), params, "")
+		if o.Status == sandbox.StatusOK {
 			t.Errorf("ESCAPED: %s succeeded without a network allowlist: %s", params, brief(o))
+			continue
 		}
+		failedAt(t, o, strings.SplitN(params, `"`, 5)[3]+":")
 	}
 }
 
@@ -79,10 +84,15 @@ func escapeAllowlist(t *testing.T, h Harness) {
 	p := strconv.Itoa(port)
 	m := h.Manifest()
 	m.Network = []sandbox.Destination{{Host: "api.test", Port: port}, {Host: "rebind.test", Port: port},
-		{Host: "meta.test", Port: port}}
+		{Host: "meta.test", Port: port}, {Host: "cgnat.test", Port: port}}
 	o := run(t, h, m, `{"op":"fetch","data":"api.test:`+p+`"}`, "")
 	if o.Status != sandbox.StatusOK || string(o.Output) != "upstream:api.test" {
 		t.Fatalf("allowlisted api.test through CONNECT: %s", brief(o))
+	}
+	// The same name spelled in another case, with a trailing dot.
+	o = run(t, h, m, `{"op":"fetch","data":"API.Test.:`+p+`"}`, "")
+	if o.Status != sandbox.StatusOK || !strings.HasPrefix(string(o.Output), "upstream:") {
+		t.Fatalf("allowlisted API.Test. through CONNECT: %s", brief(o))
 	}
 	o = run(t, h, m, `{"op":"sni","path":"127.0.0.1:`+p+`","data":"api.test"}`, "")
 	if o.Status != sandbox.StatusOK || string(o.Output) != "upstream:api.test" {
@@ -95,6 +105,11 @@ func escapeAllowlist(t *testing.T, h Harness) {
 		{`{"op":"fetch","data":"2130706433:` + p + `"}`, "not_allowed"},
 		{`{"op":"fetch","data":"rebind.test:` + p + `"}`, "special_address"},
 		{`{"op":"fetch","data":"meta.test:` + p + `"}`, "special_address"},
+		{`{"op":"fetch","data":"cgnat.test:` + p + `"}`, "special_address"},
+		{`{"op":"fetch","data":"169.254.169.254:` + p + `"}`, "not_allowed"},
+		{`{"op":"fetch","data":"0xa9fea9fe:` + p + `"}`, "not_allowed"},
+		{`{"op":"fetch","data":"[::ffff:169.254.169.254]:` + p + `"}`, "not_allowed"},
+		{`{"op":"fetch","data":"[::1]:` + p + `"}`, "not_allowed"},
 		{`{"op":"sni","path":"127.0.0.1:` + p + `","data":"meta.test"}`, ""},
 		{`{"op":"sni","path":"127.0.0.1:` + p + `","data":"other.test"}`, ""},
 		{`{"op":"connect","data":"127.0.0.1:1"}`, ""},
