@@ -157,3 +157,62 @@ func TestCgroupLimits(t *testing.T) {
 		t.Errorf("run: %s %s", out.Status, out.Stderr)
 	}
 }
+
+// TestStaleContainer: a container a crashed agent left behind (its id
+// names a pid that no longer runs) is deleted by New, with its bundle,
+// while a live agent's container is left alone.
+func TestStaleContainer(t *testing.T) {
+	cfg := config(t)
+	d, err := runc.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sandboxtest.RequireAvailable(t, "runc", d.Available())
+	m := sandbox.Manifest{Name: "t", Tier: sandbox.TierRunc, Command: &sandbox.Command{Path: sandboxtest.HostTool(t)}}
+	ws := t.TempDir()
+	os.Chmod(ws, 0o777)
+	inv := sandbox.Invocation{Manifest: m, Workspace: ws, Params: json.RawMessage(`{"op":"sleep","ms":60000}`)}
+	state := func(id string) error {
+		return exec.Command(d.Runtime(), "--root", d.StateDir(), "state", id).Run()
+	}
+	stale, live := fmt.Sprintf("writ-999999999-%d", os.Getpid()), fmt.Sprintf("writ-%d-999", os.Getpid())
+	for _, id := range []string{stale, live} {
+		bundle := filepath.Join(cfg.StateDir, "bundles", id)
+		if err := os.MkdirAll(bundle, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.WriteBundle(bundle, id, inv); err != nil {
+			t.Fatal(err)
+		}
+		// "create" leaves the container made, its process waiting to start.
+		// That process gets create's stdio: a file, not a pipe that it
+		// would hold open.
+		errs, err := os.CreateTemp(t.TempDir(), "stderr")
+		if err != nil {
+			t.Fatal(err)
+		}
+		create := exec.Command(d.Runtime(), "--root", d.StateDir(), "create", "--bundle", bundle, id)
+		create.Stderr = errs
+		if err := create.Run(); err != nil {
+			b, _ := os.ReadFile(errs.Name())
+			t.Fatalf("runc create %s: %v\n%s", id, err, b)
+		}
+		errs.Close()
+		t.Cleanup(func() { exec.Command(d.Runtime(), "--root", d.StateDir(), "delete", "--force", id).Run() })
+		if err := state(id); err != nil {
+			t.Fatalf("container %s not there after create: %v", id, err)
+		}
+	}
+	if _, err := runc.New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := state(stale); err == nil {
+		t.Errorf("the stale container %s survived New", stale)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.StateDir, "bundles", stale)); err == nil {
+		t.Errorf("the stale bundle survived New")
+	}
+	if err := state(live); err != nil {
+		t.Errorf("a live agent's container was deleted: %v", err)
+	}
+}
