@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/writhq/writ/controlplane/internal/fsm"
-	"github.com/writhq/writ/internal/freeport"
 	"github.com/writhq/writ/controlplane/internal/raftnode"
+	"github.com/writhq/writ/internal/freeport"
 	"github.com/writhq/writ/protocol"
 )
 
