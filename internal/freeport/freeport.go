@@ -65,6 +65,43 @@ func Loopback() (string, error) {
 	return "", errors.New("freeport: no loopback port free for both TCP and UDP")
 }
 
+// Block returns the first of n consecutive loopback ports, each free for TCP
+// and UDP and held as Loopback holds one (for scripts that number their
+// ports from a base).
+func Block(n int) (int, error) {
+	dir := filepath.Join(os.TempDir(), "writ-ports")
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return 0, err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+try:
+	for range 200 {
+		base := low + rand.IntN(high-low-n)
+		var got []*os.File
+		release := func() {
+			for _, f := range got {
+				f.Close()
+			}
+		}
+		for port := base; port < base+n; port++ {
+			f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_RDWR|os.O_CREATE, 0o666)
+			if err != nil {
+				release()
+				return 0, err
+			}
+			got = append(got, f)
+			if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil || !free(net.JoinHostPort("127.0.0.1", strconv.Itoa(port))) {
+				release()
+				continue try
+			}
+		}
+		held = append(held, got...)
+		return base, nil
+	}
+	return 0, errors.New("freeport: no block of loopback ports free")
+}
+
 // free reports whether addr can be bound for TCP and for UDP now.
 func free(addr string) bool {
 	l, err := net.Listen("tcp", addr)

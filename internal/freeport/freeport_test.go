@@ -76,3 +76,26 @@ func TestOtherProcessesSkipHeldPorts(t *testing.T) {
 		}
 	}
 }
+
+// TestBlock: a block's ports are all bindable and never handed out again.
+func TestBlock(t *testing.T) {
+	base, err := Block(23)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := base; p < base+23; p++ {
+		if !free(net.JoinHostPort("127.0.0.1", strconv.Itoa(p))) {
+			t.Fatalf("port %d of the block is not free", p)
+		}
+	}
+	for range 300 {
+		addr, err := Loopback()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, ps, _ := net.SplitHostPort(addr)
+		if p, _ := strconv.Atoi(ps); p >= base && p < base+23 {
+			t.Fatalf("port %d of the block handed out again", p)
+		}
+	}
+}
