@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/writhq/writ/controlplane/internal/fsm"
 	"github.com/writhq/writ/controlplane/internal/raftnode"
+	"github.com/writhq/writ/internal/freeport"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -207,23 +207,8 @@ func (s *Server) ApplyNoop(ctx context.Context, size int, grouped bool) error {
 }
 
 // freeAddr is a loopback port free for both TCP and UDP (node sessions use
-// the API's port number over UDP).
-func freeAddr() string {
-	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			panic(err)
-		}
-		addr := l.Addr().String()
-		pc, uerr := net.ListenPacket("udp", addr)
-		l.Close()
-		if uerr == nil {
-			pc.Close()
-			return addr
-		}
-	}
-	panic("controlplane: no loopback port free for both TCP and UDP")
-}
+// the API's port number over UDP), claimed across processes.
+func freeAddr() string { return freeport.MustLoopback() }
 
 // ID is the server's id.
 func (s *Server) ID() string { return s.cfg.ID }

@@ -4,15 +4,15 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/writhq/writ/internal/freeport"
 )
 
 // freePort returns a loopback address whose port is free for both TCP and
@@ -20,31 +20,12 @@ import (
 // never the same one twice in this test process.
 func freePort(t *testing.T) string {
 	t.Helper()
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	for range 100 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		pc, uerr := net.ListenPacket("udp", addr)
-		ln.Close()
-		if uerr != nil || portsGiven[addr] {
-			continue
-		}
-		pc.Close()
-		portsGiven[addr] = true
-		return addr
+	addr, err := freeport.Loopback()
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no port free for both TCP and UDP")
-	return ""
+	return addr
 }
-
-var (
-	portsMu    sync.Mutex
-	portsGiven = map[string]bool{}
-)
 
 // startWritDev runs `writ dev` and waits for it to say it serves.
 func startWritDev(t *testing.T, dir, addr, raftAddr string) *exec.Cmd {

@@ -76,7 +76,7 @@ run no tool. Measured, each beside its baseline from the same run:
 	cmd.Flags().IntVar(&o.conc, "concurrency", 32, "enrollments and connections at once")
 	cmd.Flags().DurationVar(&o.settle, "settle", 5*time.Second, "idle time before the memory is measured")
 	cmd.Flags().StringVar(&o.cpuProfile, "cpuprofile", "", "write the server's CPU profile of the dispatches to the fleet to this file")
-	cmd.Flags().StringVar(&o.heapProfile, "memprofile", "", "write the server's heap profile with the agents idle to this file")
+	cmd.Flags().StringVar(&o.heapProfile, "memprofile", "", "write the server's heap profile with the agents idle to this file, and one after the dispatches to FILE.end (compare their allocations with go tool pprof -sample_index alloc_space -base FILE FILE.end)")
 	return cmd
 }
 
@@ -89,8 +89,12 @@ type memReport struct {
 	RSS        uint64 `json:"rss"`
 	Goroutines int    `json:"goroutines"`
 	Sessions   int    `json:"sessions"`
-	NumGC      uint32 `json:"num_gc"`
-	GCPause    uint64 `json:"gc_pause_total_ns"`
+	// The server's garbage collections and their pauses before this
+	// measurement forced its own, and after.
+	NumGC         uint32 `json:"num_gc"`
+	GCPause       uint64 `json:"gc_pause_total_ns"`
+	NumGCForced   uint32 `json:"num_gc_with_forced"`
+	GCPauseForced uint64 `json:"gc_pause_total_with_forced_ns"`
 }
 
 type latency struct {
@@ -275,7 +279,11 @@ func benchFleet(e *env, o fleetOptions) (*fleetReport, error) {
 			return nil, err
 		}
 	}
-	if r.End, err = srv.mem(""); err != nil {
+	end := ""
+	if o.heapProfile != "" {
+		end = o.heapProfile + ".end"
+	}
+	if r.End, err = srv.mem(end); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -303,8 +311,8 @@ func printFleet(e *env, r *fleetReport) {
 	row("one agent (baseline)", r.One)
 	row(fmt.Sprintf("random of %d", r.Agents), r.Random)
 	row(fmt.Sprintf("untargeted, %d", r.Agents), r.Untargeted)
-	w("server GCs during the dispatches to the fleet: %d, %s of pauses", r.End.NumGC-r.After.NumGC,
-		time.Duration(r.End.GCPause-r.After.GCPause).Round(time.Microsecond))
+	w("server GCs during the dispatches to the fleet: %d, %s of pauses", r.End.NumGC-r.After.NumGCForced,
+		time.Duration(r.End.GCPause-r.After.GCPauseForced).Round(time.Microsecond))
 }
 
 func percentiles(d []time.Duration) latency {
@@ -541,6 +549,8 @@ func newBenchFleetServer(e *env) *cobra.Command {
 // there by its periodic GCs), returns freed memory to the OS, and reports.
 func serverMem() memReport {
 	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	gcs, pauses := ms.NumGC, ms.PauseTotalNs // the server's own, before those forced here
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	for range 10 {
@@ -554,7 +564,8 @@ func serverMem() memReport {
 	debug.FreeOSMemory()
 	runtime.ReadMemStats(&ms)
 	return memReport{HeapAlloc: ms.HeapAlloc, HeapInuse: ms.HeapInuse, StackInuse: ms.StackInuse, Sys: ms.Sys,
-		RSS: selfRSS(), Goroutines: runtime.NumGoroutine(), NumGC: ms.NumGC, GCPause: ms.PauseTotalNs}
+		RSS: selfRSS(), Goroutines: runtime.NumGoroutine(), NumGC: gcs, GCPause: pauses,
+		NumGCForced: ms.NumGC, GCPauseForced: ms.PauseTotalNs}
 }
 
 func writeHeapProfile(file string) error {
