@@ -5,7 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/writhq/writ/sandbox/process"
+	"github.com/writhq/writ/sandbox/sandboxtest"
 )
 
 // TestSandboxRunEcho runs the echo WASM tool through `writ sandbox run` and
@@ -40,5 +44,50 @@ func TestSandboxRunEcho(t *testing.T) {
 	}
 	if out, code := run(t, `{}`, "sandbox", "run", "--tier", "process", "--manifest", manifest); code != 2 {
 		t.Errorf("a manifest run in another tier: %q exit %d, want a refusal (2)", out, code)
+	}
+}
+
+// TestSandboxRunCommandTier runs the sandbox test tool in the process tier
+// through `writ sandbox run`: the outcome carries the exit code and the
+// tool's standard error; an interpreter is refused.
+func TestSandboxRunCommandTier(t *testing.T) {
+	tool := sandboxtest.HostTool(t)
+	d, err := process.New(process.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sandboxtest.RequireAvailable(t, "process", d.Available())
+	dir := t.TempDir()
+	manifest := writeFile(t, dir, "tool.json", `{"name":"testtool","tier":"process","command":{"path":"`+tool+`"}}`)
+	out, code := run(t, `{"op":"exit","code":3,"msg":"bad input"}`, "sandbox", "run", "--tier", "process", "--manifest", manifest)
+	var got struct {
+		Status      string
+		ExitCode    int    `json:"exit_code"`
+		Stderr      string `json:"stderr"`
+		StderrBytes int64  `json:"stderr_bytes"`
+		Tier        string
+		Reason      string
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v: %q", err, out)
+	}
+	if code != 1 || got.Status != "error" || got.ExitCode != 3 || got.Stderr != "bad input" || got.StderrBytes != 9 || got.Tier != "process" {
+		t.Errorf("exit 3 with a message: writ exit %d, %+v", code, got)
+	}
+	sh := writeFile(t, dir, "sh.json", `{"name":"sh","tier":"process","command":{"path":"/bin/sh","args":["-c","id"]}}`)
+	out, code = run(t, `{}`, "sandbox", "run", "--tier", "process", "--manifest", sh)
+	got = struct {
+		Status      string
+		ExitCode    int    `json:"exit_code"`
+		Stderr      string `json:"stderr"`
+		StderrBytes int64  `json:"stderr_bytes"`
+		Tier        string
+		Reason      string
+	}{}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v: %q", err, out)
+	}
+	if code != 1 || got.Status != "refused" || !strings.Contains(got.Reason, "interpreter denied") {
+		t.Errorf("/bin/sh: writ exit %d, %+v", code, got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
@@ -31,6 +32,12 @@ type sandboxOutcome struct {
 	OutputHash     string `json:"output_hash"`
 	OutputBytes    int64  `json:"output_bytes"`
 	Truncated      bool   `json:"truncated"`
+	// Stderr is what the tool wrote on standard error, capped like output
+	// (the manifest's output_bytes), as text or base64; StderrBytes counts
+	// all of it.
+	Stderr         string `json:"stderr"`
+	StderrEncoding string `json:"stderr_encoding,omitempty"`
+	StderrBytes    int64  `json:"stderr_bytes"`
 	Tier           string `json:"tier"`
 	Reason         string `json:"reason,omitempty"`
 }
@@ -42,7 +49,8 @@ func newSandboxRun(e *env) *cobra.Command {
 		Short: "Run one invocation of a tool in a sandbox tier, params from standard input",
 		Long: `Run one invocation of the tool a manifest describes (docs/tools.md) in the given
 tier, with params (a JSON object) read from standard input, and print the outcome
-as JSON: status, exit_code, output, output_hash, output_bytes, truncated, tier.
+as JSON: status, exit_code, output, output_hash, output_bytes, truncated, stderr,
+stderr_bytes, tier.
 A tier that this host cannot run refuses; nothing falls back to a weaker tier.
 Exit status 0 when the tool ran and exited 0, 1 otherwise.`,
 		Args: cobra.NoArgs,
@@ -72,10 +80,20 @@ Exit status 0 when the tool ran and exited 0, 1 otherwise.`,
 				return err
 			}
 			if workspace == "" {
-				if workspace, err = os.MkdirTemp("", "writ-workspace-"); err != nil {
+				// A private directory, and in it a workspace that a tool
+				// running as another user (runc's uid 65534) can write.
+				dir, err := os.MkdirTemp("", "writ-workspace-")
+				if err != nil {
 					return err
 				}
-				defer os.RemoveAll(workspace)
+				defer os.RemoveAll(dir)
+				workspace = filepath.Join(dir, "ws")
+				if err := os.Mkdir(workspace, 0o700); err != nil {
+					return err
+				}
+				if err := os.Chmod(workspace, 0o777); err != nil {
+					return err
+				}
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 			defer stop()
@@ -107,6 +125,10 @@ func outcomeView(o sandbox.Outcome) sandboxOutcome {
 	}
 	if !utf8.Valid(o.Output) {
 		v.Output, v.OutputEncoding = base64.StdEncoding.EncodeToString(o.Output), "base64"
+	}
+	v.Stderr, v.StderrBytes = string(o.Stderr), o.StderrBytes
+	if !utf8.Valid(o.Stderr) {
+		v.Stderr, v.StderrEncoding = base64.StdEncoding.EncodeToString(o.Stderr), "base64"
 	}
 	return v
 }
