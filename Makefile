@@ -21,7 +21,7 @@ STATICCHECK := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)
 # dashboard's end-to-end test.
 APT_PACKAGES := bubblewrap runc busybox-static systemd chromium
 
-.PHONY: help deps build dev cluster cluster-down test check fuzz bench clean screenshots
+.PHONY: help deps build dev cluster cluster-down test check fuzz bench clean screenshots rootfs
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-7s %s\n", $$1, $$2}'
@@ -54,8 +54,8 @@ cluster-down: ## stop the local cluster's agents and servers (state stays in .cl
 # CI fuzzes each target for a number of executions, not a duration: a
 # duration races Go's fuzzing coordinator on a loaded machine and fails with
 # "context deadline exceeded" when nothing was found (go.dev/issue/75804).
-test: deps ## run every test, then each fuzz target for 30,000 executions (CI=true: missing dependencies fail)
-	$(GO) test -race -count=1 ./...
+test: deps rootfs ## run every test, then each fuzz target for 30,000 executions (CI=true: missing dependencies fail)
+	WRIT_TEST_ROOTFS=$(ROOTFS) $(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=30000x FUZZTIME_DISK=2000x
 
 check: deps ## vet, staticcheck, gofmt, dependency boundaries, darwin and linux/arm64 builds
@@ -86,15 +86,27 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 1m; 10000x means execu
 	  done; \
 	done
 
-# The root filesystem of the runc tier's benchmark: busybox-static only.
-BENCH_ROOTFS := $(CURDIR)/.bench/rootfs
+# The root filesystem of the runc tier's tests and benchmark, built here from
+# Debian's busybox-static (make deps), never committed: busybox, a few
+# applets that are no shell, an /etc/passwd, and the directories the tier
+# mounts over. The runc tier's tests use it through WRIT_TEST_ROOTFS (plain
+# `go test` builds the same in a temporary directory).
+ROOTFS := $(CURDIR)/.rootfs
+ROOTFS_APPLETS := cat ls true false echo id
+
+rootfs: deps ## build the busybox root filesystem of the runc tier's tests and benchmark (.rootfs/)
+	@bb=$$(command -v busybox) || { echo "rootfs: no busybox (make deps installs busybox-static)"; exit 1; }; \
+	tmp=$(ROOTFS).tmp; rm -rf "$$tmp" && mkdir -p "$$tmp"/bin "$$tmp"/etc && \
+	for d in dev proc sys tmp workspace; do mkdir -p "$$tmp/$$d"; done && \
+	cp "$$bb" "$$tmp"/bin/busybox && chmod 0755 "$$tmp" "$$tmp"/bin/busybox && \
+	for a in $(ROOTFS_APPLETS); do ln -s busybox "$$tmp/bin/$$a"; done && \
+	printf 'root:x:0:0::/:/bin/false\nnobody:x:65534:65534::/:/bin/false\n' > "$$tmp"/etc/passwd && \
+	rm -rf $(ROOTFS) && mv "$$tmp" $(ROOTFS) && echo "rootfs: $(ROOTFS) from $$bb"
 
 # The ledger's 10-million-receipt figures and the 10,000-agent fleet belong
 # here, not in CI.
-bench: build ## run the benchmarks, each reported beside its baseline from the same run
-	rm -rf $(BENCH_ROOTFS) && mkdir -p $(BENCH_ROOTFS)/bin $(BENCH_ROOTFS)/etc
-	cp "$$(command -v busybox)" $(BENCH_ROOTFS)/bin/busybox
-	$(BIN)/writ bench sandbox --n 100 --rootfs $(BENCH_ROOTFS) -o text
+bench: build rootfs ## run the benchmarks, each reported beside its baseline from the same run
+	$(BIN)/writ bench sandbox --n 100 --rootfs $(ROOTFS) -o text
 	WRIT_LEDGER_BENCH_LEAVES=10000000 WRIT_LEDGER_BENCH_DIR=$(CURDIR)/.bench/ledger \
 	  $(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./...
 	$(GO) build -o $(BIN)/writ ./cmd/writ
@@ -103,4 +115,4 @@ bench: build ## run the benchmarks, each reported beside its baseline from the s
 	$(BIN)/writ bench fleet --agents 10000 --dispatches 1000 -o text
 
 clean: ## remove what the build, dev and bench wrote
-	rm -rf $(BIN) .dev .bench .cluster
+	rm -rf $(BIN) .dev .bench .cluster .rootfs

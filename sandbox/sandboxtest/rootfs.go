@@ -8,12 +8,24 @@ import (
 	"testing"
 )
 
-// BusyboxRootfs builds a minimal root filesystem for container tiers in a
-// temporary directory: busybox-static with a few harmless applets (no
-// shell), and the empty directories the tiers mount over. It stops the
-// test the way RequireAvailable does when busybox is not installed.
+// RootfsEnv names the root filesystem `make rootfs` built (make test sets
+// it); BusyboxRootfs uses it as it is.
+const RootfsEnv = "WRIT_TEST_ROOTFS"
+
+// BusyboxRootfs returns a minimal root filesystem for container tiers:
+// the one the Makefile built (RootfsEnv), or else one built the same way
+// in a temporary directory: busybox-static with a few harmless applets (no
+// shell), an /etc/passwd, and the empty directories the tiers mount over.
+// It stops the test the way RequireAvailable does when busybox is not
+// installed, and fails when RootfsEnv names something without busybox.
 func BusyboxRootfs(t testing.TB) string {
 	t.Helper()
+	if root := os.Getenv(RootfsEnv); root != "" {
+		if st, err := os.Stat(filepath.Join(root, "bin", "busybox")); err != nil || st.Mode()&0o111 == 0 {
+			t.Fatalf("%s=%s has no executable bin/busybox (make rootfs builds it): %v", RootfsEnv, root, err)
+		}
+		return root
+	}
 	bb, err := exec.LookPath("busybox")
 	if err != nil {
 		RequireAvailable(t, "busybox rootfs", err)
