@@ -71,7 +71,14 @@ func TestSandboxRunCommandTier(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("%v: %q", err, out)
 	}
-	if code != 1 || got.Status != "error" || got.ExitCode != 3 || got.Stderr != "bad input" || got.StderrBytes != 9 || got.Tier != "process" {
+	var usage struct {
+		Usage struct {
+			Wall int64 `json:"wall_ns"`
+		} `json:"usage"`
+	}
+	json.Unmarshal([]byte(out), &usage)
+	if code != 1 || got.Status != "error" || got.ExitCode != 3 || got.Stderr != "bad input" || got.StderrBytes != 9 ||
+		got.Tier != "process" || usage.Usage.Wall <= 0 {
 		t.Errorf("exit 3 with a message: writ exit %d, %+v", code, got)
 	}
 	sh := writeFile(t, dir, "sh.json", `{"name":"sh","tier":"process","command":{"path":"/bin/sh","args":["-c","id"]}}`)

@@ -38,8 +38,11 @@ type sandboxOutcome struct {
 	Stderr         string `json:"stderr"`
 	StderrEncoding string `json:"stderr_encoding,omitempty"`
 	StderrBytes    int64  `json:"stderr_bytes"`
-	Tier           string `json:"tier"`
-	Reason         string `json:"reason,omitempty"`
+	// Usage is what the tier measured: wall and CPU time in nanoseconds,
+	// peak memory in bytes (0: unknown).
+	Usage  sandbox.Usage `json:"usage"`
+	Tier   string        `json:"tier"`
+	Reason string        `json:"reason,omitempty"`
 }
 
 func newSandboxRun(e *env) *cobra.Command {
@@ -121,7 +124,7 @@ Exit status 0 when the tool ran and exited 0, 1 otherwise.`,
 func outcomeView(o sandbox.Outcome) sandboxOutcome {
 	v := sandboxOutcome{
 		Status: string(o.Status), ExitCode: o.ExitCode, OutputHash: o.OutputHash, OutputBytes: o.OutputBytes,
-		Truncated: o.Truncated, Tier: o.Tier, Reason: o.Reason, Output: string(o.Output),
+		Truncated: o.Truncated, Tier: o.Tier, Reason: o.Reason, Output: string(o.Output), Usage: o.Usage,
 	}
 	if !utf8.Valid(o.Output) {
 		v.Output, v.OutputEncoding = base64.StdEncoding.EncodeToString(o.Output), "base64"
