@@ -106,8 +106,14 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 	if err != nil {
 		return sandbox.Refuse(tier, fmt.Errorf("module %s: %w", m.Module, err))
 	}
-	return d.instantiate(ctx, eng, compiled, m, inv, stdin), nil
+	defer eng.release(ctx, compiled)
+	beforeInstantiate(m.Module)
+	return d.instantiate(ctx, eng, compiled.m, m, inv, stdin), nil
 }
+
+// beforeInstantiate is called between taking the compiled module and
+// instantiating it; a test sets it to let another run evict the module.
+var beforeInstantiate = func(module string) {}
 
 func (d *Driver) instantiate(ctx context.Context, eng *engine, compiled wazero.CompiledModule,
 	m sandbox.Manifest, inv sandbox.Invocation, stdin []byte) sandbox.Outcome {

@@ -18,7 +18,27 @@ import (
 type engine struct {
 	rt       wazero.Runtime
 	mu       sync.Mutex
-	compiled map[[32]byte]wazero.CompiledModule
+	compiled map[[32]byte]*cached
+}
+
+// cached is a compiled module and the runs instantiating it. An evicted
+// module is closed once its last run is done: closing it under a run that
+// is about to instantiate it fails that run.
+type cached struct {
+	m       wazero.CompiledModule
+	users   int
+	evicted bool
+}
+
+// release ends one run's use of c.
+func (e *engine) release(ctx context.Context, c *cached) {
+	e.mu.Lock()
+	c.users--
+	closeIt := c.evicted && c.users == 0
+	e.mu.Unlock()
+	if closeIt {
+		c.m.Close(ctx)
+	}
 }
 
 // engineFor returns the runtime for a memory limit, creating it once.
@@ -40,14 +60,15 @@ func (d *Driver) engineFor(ctx context.Context, pages uint32) (*engine, error) {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("wasm: wasi: %w", err)
 	}
-	e := &engine{rt: rt, compiled: map[[32]byte]wazero.CompiledModule{}}
+	e := &engine{rt: rt, compiled: map[[32]byte]*cached{}}
 	d.engines[pages] = e
 	return e, nil
 }
 
 // module returns the compiled module at path, reading the file only when
-// it changed and compiling only new content.
-func (d *Driver) module(ctx context.Context, e *engine, path string) (wazero.CompiledModule, error) {
+// it changed and compiling only new content, held for one run: the caller
+// calls e.release when the run is done.
+func (d *Driver) module(ctx context.Context, e *engine, path string) (*cached, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -59,9 +80,10 @@ func (d *Driver) module(ctx context.Context, e *engine, path string) (wazero.Com
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	use := func(c *cached) *cached { c.users++; return c }
 	if sum, ok := d.sums.Load(id); ok {
-		if m, ok := e.compiled[sum.([32]byte)]; ok {
-			return m, nil
+		if c, ok := e.compiled[sum.([32]byte)]; ok {
+			return use(c), nil
 		}
 	}
 	const maxModule = 256 << 20
@@ -74,8 +96,8 @@ func (d *Driver) module(ctx context.Context, e *engine, path string) (wazero.Com
 	}
 	sum := sha256.Sum256(bin)
 	d.sums.Store(id, sum)
-	if m, ok := e.compiled[sum]; ok {
-		return m, nil
+	if c, ok := e.compiled[sum]; ok {
+		return use(c), nil
 	}
 	m, err := e.rt.CompileModule(ctx, bin)
 	if err != nil {
@@ -83,11 +105,15 @@ func (d *Driver) module(ctx context.Context, e *engine, path string) (wazero.Com
 	}
 	if len(e.compiled) >= d.cfg.MaxModules {
 		for k, old := range e.compiled { // evict one; the disk cache keeps it
-			old.Close(ctx)
 			delete(e.compiled, k)
+			old.evicted = true
+			if old.users == 0 {
+				old.m.Close(ctx)
+			}
 			break
 		}
 	}
-	e.compiled[sum] = m
-	return m, nil
+	c := &cached{m: m}
+	e.compiled[sum] = c
+	return use(c), nil
 }
