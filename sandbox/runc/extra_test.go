@@ -21,6 +21,9 @@ import (
 // no new privileges, a seccomp filter, the configured uid.
 func TestContainment(t *testing.T) {
 	d := newDriver(t)
+	if v := d.Version(); !strings.Contains(v, "version") {
+		t.Errorf("runtime version %q, want the first line of its --version", v)
+	}
 	m := sandbox.Manifest{Name: "t", Tier: sandbox.TierRunc, Command: &sandbox.Command{Path: sandboxtest.HostTool(t)}}
 	ws := t.TempDir()
 	os.Chmod(ws, 0o777)

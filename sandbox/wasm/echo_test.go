@@ -3,6 +3,8 @@ package wasm_test
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
+	"path/filepath"
 	"testing"
 
 	"github.com/writhq/writ/sandbox"
@@ -12,7 +14,8 @@ import (
 const echoPackage = "github.com/writhq/writ/sandbox/tools/echo"
 
 func TestEchoTool(t *testing.T) {
-	d := newDriver(t, t.TempDir())
+	cache := t.TempDir()
+	d := newDriver(t, cache)
 	mod := sandboxtest.BuildTool(t, echoPackage, "wasip1", "wasm")
 	m, err := sandbox.ParseManifest([]byte(`{"name":"echo","tier":"wasm","module":"` + mod + `"}`))
 	if err != nil {
@@ -25,5 +28,16 @@ func TestEchoTool(t *testing.T) {
 	}
 	if out.Status != sandbox.StatusOK || string(out.Output) != params || out.Tier != "wasm" {
 		t.Fatalf("got status %s output %q tier %s, want ok %q wasm", out.Status, out.Output, out.Tier, params)
+	}
+	// The compiled code is on disk, for the next agent start.
+	var files int
+	filepath.WalkDir(cache, func(_ string, e fs.DirEntry, err error) error {
+		if err == nil && e.Type().IsRegular() {
+			files++
+		}
+		return nil
+	})
+	if files == 0 {
+		t.Errorf("nothing in the compilation cache %s after a run", cache)
 	}
 }
