@@ -3,11 +3,15 @@ package controlplane_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/writhq/writ/controlplane"
 	"github.com/writhq/writ/ledger"
 	"github.com/writhq/writ/protocol"
 )
@@ -100,5 +104,41 @@ func TestReceiptsVerifyOffline(t *testing.T) {
 	}
 	if indexes[0] == indexes[1] || indexes[1] == indexes[2] {
 		t.Errorf("receipt indexes repeat: %v", indexes)
+	}
+}
+
+// TestReceiptsSyncedInTheBackground: the receipt store defers fsync, and the
+// server syncs it in the background — not only when a checkpoint is set.
+// With checkpoints held back after the first, the head on disk still comes
+// to cover every receipt.
+func TestReceiptsSyncedInTheBackground(t *testing.T) {
+	d := startDevWith(t, func(c *controlplane.Config) { c.PublishInterval = time.Hour })
+	ctx := context.Background()
+	const n = 4
+	for range n {
+		r, err := d.c.Submit(ctx, d.intent(t, "no_such_tool", `{}`), nil, 200*time.Millisecond)
+		if err != nil || r.ReceiptIndex == nil {
+			t.Fatalf("submit: %+v %v", r, err)
+		}
+	}
+	var cp struct{ Size int64 }
+	if code := getJSON(t, "http://"+d.s.Addr().String()+"/v1/ledger/checkpoint", &cp); code != 200 || cp.Size >= n {
+		t.Fatalf("checkpoint: %d %+v; want one over fewer than %d receipts", code, cp, n)
+	}
+	head := filepath.Join(d.dir, "ledger", "head")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile(head)
+		var size int64
+		if err == nil {
+			fmt.Sscanf(string(b), "writ-ledger-head v1\n%d\n", &size)
+		}
+		if size >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the head on disk says %d receipts (%q, %v), want %d", size, b, err, n)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

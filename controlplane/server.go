@@ -149,6 +149,8 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
+	s.done.Add(1)
+	go s.syncLedger()
 	ok = true
 	s.http = &http.Server{
 		Handler:           s.routes(),
@@ -283,8 +285,15 @@ func (s *Server) Close(ctx context.Context) error {
 
 // openLedger opens the receipt log in DataDir/ledger, checking it against its
 // last signed checkpoint; a log that disagrees with one refuses to open.
+//
+// The store defers fsync (ledger.DiskConfig.DeferSync), so that no FSM apply
+// waits for one; syncLedger syncs it in the background. Every receipt is a
+// function of the Raft log, which a quorum fsynced before the receipt was
+// made, and every snapshot carries all receipts: after a crash the store
+// opens at its last sync, and restoring the snapshot and replaying the log
+// append what it lost (docs/ledger.md).
 func openLedger(cfg Config, log *slog.Logger) (*ledger.Log, error) {
-	store, err := ledger.OpenDisk(ledger.DiskConfig{Dir: filepath.Join(cfg.DataDir, "ledger"), Logger: log})
+	store, err := ledger.OpenDisk(ledger.DiskConfig{Dir: filepath.Join(cfg.DataDir, "ledger"), DeferSync: true, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: receipt log: %w", err)
 	}
@@ -296,6 +305,40 @@ func openLedger(cfg Config, log *slog.Logger) (*ledger.Log, error) {
 		return nil, fmt.Errorf("controlplane: receipt log: %w", err)
 	}
 	return lg, nil
+}
+
+// ledgerSyncInterval is the least time between two syncs of the receipt
+// store under load; after a quiet spell a new receipt is synced at once.
+const ledgerSyncInterval = 2 * time.Millisecond
+
+// syncLedger makes the receipts the FSM appends durable, off the apply path:
+// as soon as receipts are added after a quiet spell, and at most every
+// ledgerSyncInterval under load, each sync covering everything appended
+// before it. Close syncs the rest. A failed sync stops the store, whose next
+// append then stops the FSM.
+func (s *Server) syncLedger() {
+	defer s.done.Done()
+	var last time.Time
+	for {
+		added := s.fsm.ReceiptsChanged()
+		last = time.Now()
+		if err := s.ledger.Sync(); err != nil {
+			s.log.Error("receipt log: sync", "err", err)
+			return
+		}
+		select {
+		case <-s.stop:
+			return
+		case <-added:
+		}
+		if wait := ledgerSyncInterval - time.Since(last); wait > 0 {
+			select {
+			case <-s.stop:
+				return
+			case <-time.After(wait):
+			}
+		}
+	}
 }
 
 // everyAsLeader runs f every interval while this server leads, until Close.

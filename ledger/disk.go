@@ -37,11 +37,21 @@ type DiskStore struct {
 	hashes *os.File
 	head   *os.File
 
-	mu      sync.Mutex   // serializes Append, SetCheckpoint and Close
-	size    atomic.Int64 // committed leaves; published after their data
-	dataEnd atomic.Int64 // end of the committed leaf bytes; stored before size
+	// syncMu serializes Sync, SetCheckpoint and Close; it is taken before mu
+	// and held over fsyncs, which mu never is with DeferSync.
+	syncMu sync.Mutex
+	mu     sync.Mutex // serializes Append with the rest and guards what follows it
+	// headSize is the size the head file holds, written or not yet synced.
+	headSize int64
+	// failed is the first error of an fsync: the kernel may have dropped
+	// the pages it could not write, so a later fsync that succeeds would
+	// prove nothing, and the store takes no more appends.
+	failed  error
+	excess  bool         // files hold data past the committed end
+	size    atomic.Int64 // appended leaves; published after their data
+	dataEnd atomic.Int64 // end of the appended leaf bytes; stored before size
+	synced  atomic.Int64 // leaves known durable: data and head fsynced
 	closed  atomic.Bool
-	excess  bool // files hold data past the committed end; guarded by mu
 }
 
 var _ Store = (*DiskStore)(nil)
@@ -109,6 +119,8 @@ func (s *DiskStore) open() error {
 		return err
 	}
 	s.size.Store(size)
+	s.synced.Store(size)
+	s.headSize = size
 	if err := s.checkLength(s.index, size*indexEntrySize); err != nil {
 		return err
 	}
@@ -139,14 +151,22 @@ func (s *DiskStore) startFresh() error {
 	return writeFileAtomic(s.cfg.Dir, headFile, formatHead(0), !s.cfg.NoSync)
 }
 
-// Close implements Store.
+// Close implements Store. With DeferSync it first makes every append durable
+// (moving the head without fsync when NoSync is set too).
 func (s *DiskStore) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed.Swap(true) {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	if s.closed.Load() {
 		return nil
 	}
-	return s.closeFiles()
+	var err error
+	if s.cfg.DeferSync {
+		err = s.sync(!s.cfg.NoSync)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed.Store(true)
+	return errors.Join(err, s.closeFiles())
 }
 
 func (s *DiskStore) closeFiles() error {

@@ -12,9 +12,9 @@ import (
 
 // headMagic starts the head file, which records the committed size of a disk
 // store. Files may be longer than the head says (an append that did not
-// finish) but never shorter. The size has a fixed width so that the head is
-// rewritten in place, in one write well inside one disk sector, on every
-// append.
+// finish, or was not synced) but never shorter. The size has a fixed width so
+// that the head is rewritten in place, in one write well inside one disk
+// sector, on every append (with DeferSync, on every Sync).
 const (
 	headMagic     = "writ-ledger-head v1"
 	headSizeWidth = 19 // digits of the largest int64
@@ -79,10 +79,11 @@ func parseHead(data []byte) (int64, error) {
 }
 
 // checkLength compares a file's length with what the committed size needs.
-// Shorter is a truncation. Longer is the tail of an append that did not finish
-// (or a head that was rolled back): it is left in place, so that nothing is
-// destroyed before the Log has compared the store with its checkpoint, and cut
-// back by the next Append.
+// Shorter is a truncation. Longer is the tail of an append that did not finish,
+// or of appends made with DeferSync after the last Sync (or a head that was
+// rolled back): it is left in place, so that nothing is destroyed before the
+// Log has compared the store with its checkpoint, and cut back by the next
+// Append.
 func (s *DiskStore) checkLength(f *os.File, want int64) error {
 	fi, err := f.Stat()
 	if err != nil {
@@ -94,7 +95,7 @@ func (s *DiskStore) checkLength(f *os.File, want int64) error {
 		return fmt.Errorf("%w: %s is %d bytes, but the store's committed size of %d leaves needs %d",
 			ErrTruncated, name, got, s.size.Load(), want)
 	case got > want:
-		s.cfg.logger().Warn("ledger: ignoring data past the committed end (an unfinished append)",
+		s.cfg.logger().Warn("ledger: ignoring data past the committed end (appends not finished or not synced)",
 			"file", name, "bytes", got, "committed", want)
 		s.excess = true
 	}

@@ -11,19 +11,84 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 )
 
-// Sync makes everything appended so far durable. A store opened with NoSync
-// is durable only after Sync returns (for example when a Raft snapshot is
-// taken); until then a crash may leave it failing to open with ErrTruncated.
+// Sync makes every leaf appended so far durable: it fsyncs the leaf bytes,
+// index entries and hashes, and only then writes the head with the size they
+// cover and fsyncs it. Appends go on meanwhile: Sync holds the append lock
+// only to write the head's 40 bytes, never over an fsync. A store with
+// DeferSync is durable only up to its last Sync; one with NoSync may fail to
+// open with ErrTruncated after a crash until Sync returns; one with neither
+// has nothing left to sync.
+//
+// After an fsync fails, Sync and Append fail with that error from then on.
 func (s *DiskStore) Sync() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	return s.sync(true)
+}
+
+// sync moves the head to the size appended so far, fsyncing the data before
+// and the head after when fsync is set. Called with syncMu held.
+func (s *DiskStore) sync(fsync bool) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	if err := syncAll(s.leaves, s.index, s.hashes); err != nil {
-		return err
+	s.mu.Lock()
+	failed := s.failed
+	s.mu.Unlock()
+	if failed != nil {
+		return failed
 	}
-	return s.head.Sync()
+	size := s.size.Load() // the data of every leaf below it is written
+	if size == s.synced.Load() {
+		return nil
+	}
+	if fsync {
+		if err := syncAll(s.leaves, s.index, s.hashes); err != nil {
+			return s.fail(err)
+		}
+	}
+	// Only now that the data is durable may the head say it is there.
+	s.mu.Lock()
+	if s.headSize < size { // without DeferSync, Append may have moved it further
+		if _, err := s.head.WriteAt(formatHead(size), 0); err != nil {
+			s.mu.Unlock()
+			return s.fail(err)
+		}
+		s.headSize = size
+	}
+	s.mu.Unlock()
+	if !fsync {
+		return nil
+	}
+	if err := s.head.Sync(); err != nil {
+		return s.fail(err)
+	}
+	s.markSynced(size)
+	return nil
+}
+
+// fail records the first failed fsync or head write, which ends appends.
+func (s *DiskStore) fail(err error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failLocked(err)
+}
+
+func (s *DiskStore) failLocked(err error) error {
+	if s.failed == nil {
+		s.failed = fmt.Errorf("ledger: an fsync failed, so the store takes no more appends: %w", err)
+	}
+	return s.failed
+}
+
+// markSynced raises synced to size, which Sync and Append may race to do.
+func (s *DiskStore) markSynced(size int64) {
+	for {
+		old := s.synced.Load()
+		if old >= size || s.synced.CompareAndSwap(old, size) {
+			return
+		}
+	}
 }
 
 // syncAll fsyncs the files concurrently, so that the file system can commit
@@ -47,12 +112,16 @@ func (s *DiskStore) Size() int64 { return s.size.Load() }
 
 // Append implements Store. It writes the leaf bytes, their index entries and
 // hashes past the committed end, syncs them, and only then moves the head, so a
-// crash at any point leaves the previous committed store intact.
+// crash at any point leaves the previous committed store intact. With
+// DeferSync it only writes: Sync syncs and moves the head.
 func (s *DiskStore) Append(leaves [][]byte, hashes []Hash) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed.Load() {
 		return ErrClosed
+	}
+	if s.failed != nil {
+		return s.failed
 	}
 	size := s.size.Load()
 	if err := checkAppend(size, leaves, hashes); err != nil {
@@ -97,23 +166,38 @@ func (s *DiskStore) Append(leaves [][]byte, hashes []Hash) error {
 			return fmt.Errorf("ledger: append: %w", err)
 		}
 	}
-	if !s.cfg.NoSync {
-		if err := syncAll(s.leaves, s.index, s.hashes); err != nil {
-			return fmt.Errorf("ledger: append: %w", err)
-		}
-	}
-	// Only now that the data is durable may the head say it is there.
 	newSize := size + int64(len(leaves))
-	if _, err := s.head.WriteAt(formatHead(newSize), 0); err != nil {
-		return fmt.Errorf("ledger: append: %w", err)
-	}
-	if !s.cfg.NoSync {
-		if err := s.head.Sync(); err != nil {
-			return fmt.Errorf("ledger: append: %w", err)
+	if !s.cfg.DeferSync {
+		if err := s.commit(newSize); err != nil {
+			return err
 		}
 	}
 	s.dataEnd.Store(end)
 	s.size.Store(newSize)
+	if !s.cfg.DeferSync && !s.cfg.NoSync {
+		s.markSynced(newSize)
+	}
+	return nil
+}
+
+// commit syncs the data just written and then moves the head to size, for an
+// Append without DeferSync. Called with mu held.
+func (s *DiskStore) commit(size int64) error {
+	if !s.cfg.NoSync {
+		if err := syncAll(s.leaves, s.index, s.hashes); err != nil {
+			return s.failLocked(err)
+		}
+	}
+	// Only now that the data is durable may the head say it is there.
+	if _, err := s.head.WriteAt(formatHead(size), 0); err != nil {
+		return s.failLocked(err)
+	}
+	s.headSize = size
+	if !s.cfg.NoSync {
+		if err := s.head.Sync(); err != nil {
+			return s.failLocked(err)
+		}
+	}
 	return nil
 }
 
@@ -181,12 +265,19 @@ func (s *DiskStore) ReadHashes(indexes []int64) ([]Hash, error) {
 	return out, nil
 }
 
-// SetCheckpoint implements Store.
+// SetCheckpoint implements Store. With DeferSync it syncs first: the
+// checkpoint commits to leaves appended before it, and must never be durable
+// while they are not.
 func (s *DiskStore) SetCheckpoint(signed []byte) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
 	if s.closed.Load() {
 		return ErrClosed
+	}
+	if s.cfg.DeferSync {
+		if err := s.sync(!s.cfg.NoSync); err != nil {
+			return err
+		}
 	}
 	return writeFileAtomic(s.cfg.Dir, checkpointFile, signed, !s.cfg.NoSync)
 }

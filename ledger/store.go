@@ -26,7 +26,9 @@ type Store interface {
 	// Append adds leaves at positions Size() onwards with their stored hashes,
 	// in index order: len(hashes) is StoredHashCount(Size()+len(leaves)) minus
 	// StoredHashCount(Size()). It is all or nothing, and durable when it
-	// returns for a store that is durable at all. The store keeps its own copy.
+	// returns for a store that is durable at all, unless the store was told
+	// to defer that to an explicit sync (DiskConfig.DeferSync). The store
+	// keeps its own copy.
 	Append(leaves [][]byte, hashes []Hash) error
 
 	// ReadLeaves returns the n leaves starting at index start. The caller
@@ -37,7 +39,8 @@ type Store interface {
 	// order asked for. It implements tlog.HashReader once converted.
 	ReadHashes(indexes []int64) ([]Hash, error)
 
-	// SetCheckpoint replaces the stored latest signed checkpoint, durably.
+	// SetCheckpoint replaces the stored latest signed checkpoint, durably,
+	// and never before the leaves appended so far are durable.
 	SetCheckpoint(signed []byte) error
 
 	// Checkpoint returns the latest signed checkpoint, or nil with a nil error
