@@ -3,9 +3,6 @@ package raftnode
 import (
 	"sync"
 	"sync/atomic"
-	"time"
-
-	"github.com/hashicorp/raft"
 )
 
 // A follower learns that an entry committed only from the leader's next
@@ -16,31 +13,20 @@ import (
 // follower every few milliseconds even when nothing happens (measured: 2 ms
 // took 10.6 % of a core for an idle 3-server cluster, 50 ms 2.1 %).
 //
-// commitBeacon sends the commit index at once instead: when the last entry
-// this leader proposed has been applied and no other is in flight, it
-// proposes a Raft barrier. A barrier is an entry the FSM never sees (its
-// index is never a state's); proposing it makes the leader send
-// AppendEntries at once, carrying the commit index. Only one barrier is in
-// flight at a time, and one is proposed only when entries stop flowing, so
-// under load, when entries carry the commit index anyway, there are none.
+// commitBeacon tells the followers at once instead: when the last entry this
+// leader proposed has been applied and no other is in flight, it has the
+// transport send each follower the commit index (noticeTransport.notice). Under
+// load, when the next entries carry the commit index anyway, it sends nothing.
 type commitBeacon struct {
-	r        barrierer
-	inFlight atomic.Int64  // entries proposed here and not yet applied
-	gen      atomic.Uint64 // entries applied here; a barrier covers those before it
-	sending  atomic.Bool   // a barrier is in flight
-	sent     atomic.Uint64 // barriers proposed
-	mu       sync.Mutex    // orders starting a run with close
+	notify   func()       // sends the commit index to the followers
+	inFlight atomic.Int64 // entries proposed here and not yet applied
+	sent     atomic.Uint64
+	mu       sync.Mutex // orders notify with close
 	closed   bool
-	stop     chan struct{} // closed by close
-	wg       sync.WaitGroup
 }
 
-type barrierer interface {
-	Barrier(timeout time.Duration) raft.Future
-}
-
-func newCommitBeacon(r barrierer) *commitBeacon {
-	return &commitBeacon{r: r, stop: make(chan struct{})}
+func newCommitBeacon(notify func()) *commitBeacon {
+	return &commitBeacon{notify: notify}
 }
 
 // begin is called before an entry is proposed.
@@ -49,55 +35,21 @@ func (b *commitBeacon) begin() { b.inFlight.Add(1) }
 // end is called once the entry's future has answered; applied reports
 // whether it was applied (else nothing committed that followers must learn).
 func (b *commitBeacon) end(applied bool) {
-	if applied {
-		b.gen.Add(1)
+	if b.inFlight.Add(-1) != 0 || !applied {
+		return
 	}
-	if b.inFlight.Add(-1) == 0 && applied && b.sending.CompareAndSwap(false, true) {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if b.closed {
-			return
-		}
-		b.wg.Add(1)
-		go b.run()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return
 	}
+	b.sent.Add(1)
+	b.notify()
 }
 
-func (b *commitBeacon) run() {
-	defer b.wg.Done()
-	for {
-		g := b.gen.Load()
-		b.sent.Add(1)
-		fut := b.r.Barrier(10 * time.Second)
-		// A barrier Raft took just before it shut down is never answered
-		// (its future has no shutdown channel): the wait for it is given up
-		// at close, and that one goroutine stays blocked.
-		done := make(chan error, 1)
-		go func() { done <- fut.Error() }()
-		var err error
-		select {
-		case err = <-done:
-		case <-b.stop:
-			return
-		}
-		b.sending.Store(false)
-		// An entry applied while the barrier was in flight may have
-		// committed after the barrier's AppendEntries left: another
-		// barrier, unless entries are in flight again (their end sends
-		// it) or another run took over.
-		if err != nil || b.gen.Load() == g || b.inFlight.Load() > 0 || !b.sending.CompareAndSwap(false, true) {
-			return
-		}
-	}
-}
-
-// close returns once no barrier is in flight, and none starts again.
+// close stops the beacon: no notice is sent after it returns.
 func (b *commitBeacon) close() {
 	b.mu.Lock()
-	if !b.closed {
-		b.closed = true
-		close(b.stop)
-	}
+	b.closed = true
 	b.mu.Unlock()
-	b.wg.Wait()
 }

@@ -2,7 +2,6 @@ package raftnode
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,8 +11,8 @@ import (
 
 // TestFollowersLearnCommitsAtOnce: with a CommitTimeout far longer than the
 // test may run, a follower still applies the last entry the leader applied,
-// with nothing proposed after it: the commit beacon told it. Without the
-// beacon the follower would learn of the commit only after 5 to 10 minutes.
+// with nothing proposed after it: the commit notice told it. Without the
+// notice the follower would learn of the commit only after 5 to 10 minutes.
 func TestFollowersLearnCommitsAtOnce(t *testing.T) {
 	ca := newTestCA(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -49,82 +48,37 @@ func TestFollowersLearnCommitsAtOnce(t *testing.T) {
 			}
 		}
 	}
-	if got := a.beacon.sent.Load(); got == 0 {
-		t.Fatal("no barrier was proposed")
+	if got := a.tr.notices(); got == 0 {
+		t.Fatal("no commit notice was sent")
 	}
 }
 
-type fakeBarrier struct {
-	mu      sync.Mutex
-	calls   int
-	release chan struct{} // each barrier waits for one value
-}
-
-func (f *fakeBarrier) Barrier(time.Duration) raft.Future {
-	f.mu.Lock()
-	f.calls++
-	f.mu.Unlock()
-	<-f.release
-	return doneFuture{}
-}
-
-func (f *fakeBarrier) count() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.calls
-}
-
-type doneFuture struct{}
-
-func (doneFuture) Error() error { return nil }
-
-// TestCommitBeaconRules: a barrier only once no entry is in flight, only for
-// applied entries, one at a time, and another after it when an entry was
-// applied while it was in flight.
+// TestCommitBeaconRules: a notice only once no entry is in flight, only for
+// applied entries, and none after close.
 func TestCommitBeaconRules(t *testing.T) {
-	f := &fakeBarrier{release: make(chan struct{})}
-	b := newCommitBeacon(f)
-	waitCalls := func(want int) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for f.count() != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("barriers: got %d, want %d", f.count(), want)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
-
+	var calls int
+	b := newCommitBeacon(func() { calls++ })
 	b.begin()
 	b.begin()
 	b.end(true) // one still in flight: it will carry the commit index
 	b.begin()
 	b.end(false) // failed: nothing to tell
-	if f.count() != 0 || b.sending.Load() {
-		t.Fatal("a barrier was proposed while an entry was in flight, or for a failed one")
+	if calls != 0 {
+		t.Fatal("a notice while an entry was in flight, or for a failed one")
 	}
 	b.end(true)
-	waitCalls(1)
-
-	// Applied while the barrier is in flight: no second barrier at once...
+	if calls != 1 {
+		t.Fatalf("notices: got %d, want 1", calls)
+	}
+	b.begin()
+	b.end(false)
+	if calls != 1 {
+		t.Fatal("a notice for an entry that was not applied")
+	}
+	b.close()
 	b.begin()
 	b.end(true)
-	if f.count() != 1 {
-		t.Fatalf("two barriers in flight")
-	}
-	// ...but one after it.
-	f.release <- struct{}{}
-	waitCalls(2)
-	f.release <- struct{}{}
-	b.close() // the run ends: nothing was applied during the second barrier
-	if f.count() != 2 {
-		t.Fatalf("barriers: got %d, want 2", f.count())
-	}
-
-	// Closed: no more barriers.
-	b.begin()
-	b.end(true)
-	if f.count() != 2 {
-		t.Fatal("a barrier after close")
+	if calls != 1 {
+		t.Fatal("a notice after close")
 	}
 }

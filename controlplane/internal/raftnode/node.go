@@ -43,7 +43,8 @@ type Config struct {
 
 // DefaultCommitTimeout is Raft's own. A follower learns that an entry
 // committed only from the leader's next AppendEntries; the commit beacon
-// (beacon.go) sends one at once after the last entry in flight is applied, so
+// (beacon.go) has the transport send one, with no entry (notice.go), at once
+// after the last entry in flight is applied, so
 // this timeout only bounds how late a follower learns of commits made other
 // than by Apply and Propose (Raft's own entries). A shorter one costs an empty
 // AppendEntries to each follower per one to two of it, even when idle
@@ -81,7 +82,7 @@ type Node struct {
 	FSM    *fsm.FSM
 	log    *wal.WAL
 	meta   *metadb.BoltMetaDB
-	tr     *raft.NetworkTransport
+	tr     *noticeTransport
 	group  *grouper
 	beacon *commitBeacon
 }
@@ -121,9 +122,9 @@ func Start(cfg Config, f *fsm.FSM) (*Node, error) {
 		closeStores()
 		return nil, err
 	}
-	tr := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	tr := newNoticeTransport(raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: stream, MaxPool: 3, Timeout: 10 * time.Second, Logger: hl,
-	})
+	}))
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.ID)
 	rc.Logger = hl
@@ -186,7 +187,7 @@ func Start(cfg Config, f *fsm.FSM) (*Node, error) {
 	if gc == (GroupConfig{}) {
 		gc = DefaultGroupConfig()
 	}
-	b := newCommitBeacon(r)
+	b := newCommitBeacon(func() { tr.notice(r.CommitIndex()) })
 	g := newGrouper(r, gc)
 	g.observe = cfg.GroupSizes
 	g.beacon = b
