@@ -131,7 +131,8 @@ func (t *noticeTransport) matched(id raft.ServerID, target raft.ServerAddress, r
 	if req.Term < p.term {
 		return
 	}
-	p.target, p.header, p.leader = target, req.RPCHeader, req.Leader //nolint:staticcheck // Leader is what older servers read
+	//lint:ignore SA1019 Raft still fills Leader for servers older than RPCHeader.Addr; a notice carries it as replication does
+	p.target, p.header, p.leader = target, req.RPCHeader, req.Leader
 	if last > p.index {
 		p.index, p.logTerm = last, lastTerm
 	}
@@ -175,7 +176,9 @@ func (t *noticeTransport) send(id raft.ServerID, p *peerMatch) {
 			return
 		}
 		req := &raft.AppendEntriesRequest{
-			RPCHeader: p.header, Term: p.term, Leader: p.leader, //nolint:staticcheck // as Raft sends it
+			RPCHeader: p.header, Term: p.term,
+			//lint:ignore SA1019 sent as Raft's own replication sends it (see matched)
+			Leader:       p.leader,
 			PrevLogEntry: p.index, PrevLogTerm: p.logTerm, LeaderCommitIndex: commit,
 		}
 		target := p.target
