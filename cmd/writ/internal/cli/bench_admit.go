@@ -220,12 +220,16 @@ func benchAdmit(e *env, n, paramBytes int, concs []int, modes []string) error {
 			if !slices.Contains(modes, "admit-"+mode) {
 				continue
 			}
-			bodies := make([][]byte, n)
+			// The first 2×conc submissions warm up: they open the clients'
+			// (and forwarding followers') TLS connections, which an
+			// orchestrator keeps open, so that handshakes are not counted
+			// as the cost of admissions.
+			warm := 2 * conc
+			bodies := make([][]byte, warm+n)
 			for i := range bodies {
 				bodies[i] = sign(i, fmt.Sprintf("%s%d", mode, conc))
 			}
-			e0, c0 := leader.GroupStats()
-			r := measure(n, conc, func(i int) error {
+			submit := func(i int) error {
 				u := leaderURL
 				if mode == "spread" {
 					u = urls[i%len(urls)]
@@ -238,7 +242,12 @@ func benchAdmit(e *env, n, paramBytes int, concs []int, modes []string) error {
 					return fmt.Errorf("intent %s is %s, not dispatched", resp.IntentID, resp.State)
 				}
 				return nil
-			})
+			}
+			if w := measure(warm, conc, submit); w.errors > 0 {
+				return fmt.Errorf("warming up: %d errors; first: %s", w.errors, w.firstErr)
+			}
+			e0, c0 := leader.GroupStats()
+			r := measure(n, conc, func(i int) error { return submit(warm + i) })
 			e1, c1 := leader.GroupStats()
 			r.perEntry = float64(c1-c0) / float64(max(e1-e0, 1))
 			row(e, conc, "admit-"+mode, r, raw, grouped)
