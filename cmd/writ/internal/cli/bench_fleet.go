@@ -35,7 +35,7 @@ import (
 // fleetOptions are the flags of `writ bench fleet`.
 type fleetOptions struct {
 	agents, dispatches, transports, conc int
-	settle                               time.Duration
+	settle, rewarm                       time.Duration
 	cpuProfile, heapProfile              string
 }
 
@@ -75,6 +75,7 @@ run no tool. Measured, each beside its baseline from the same run:
 	cmd.Flags().IntVar(&o.transports, "transports", 8, "UDP sockets the agents share")
 	cmd.Flags().IntVar(&o.conc, "concurrency", 32, "enrollments and connections at once")
 	cmd.Flags().DurationVar(&o.settle, "settle", 5*time.Second, "idle time before the memory is measured")
+	cmd.Flags().DurationVar(&o.rewarm, "rewarm", 11*time.Second, "idle time after the memory is measured, before the dispatches to the fleet: at least the agents' heartbeat period (10 s)")
 	cmd.Flags().StringVar(&o.cpuProfile, "cpuprofile", "", "write the server's CPU profile of the dispatches to the fleet to this file")
 	cmd.Flags().StringVar(&o.heapProfile, "memprofile", "", "write the server's heap profile with the agents idle to this file, and one after the dispatches to FILE.end (compare their allocations with go tool pprof -sample_index alloc_space -base FILE FILE.end)")
 	return cmd
@@ -278,6 +279,10 @@ func benchFleet(e *env, o fleetOptions) (*fleetReport, error) {
 	r.StackPerAgent = (float64(r.After.StackInuse) - float64(r.Before.StackInuse)) / n
 	r.RSSPerAgent = (float64(r.After.RSS) - float64(r.Before.RSS)) / n
 	r.GoroutinesPerAgent = float64(r.After.Goroutines-r.Before.Goroutines) / n
+	// Measuring memory forced collections that shrank every idle goroutine's
+	// stack; a server's own GCs are minutes apart. Let each agent beat once,
+	// which grows its session's stacks back, before timing dispatches.
+	time.Sleep(o.rewarm)
 	if o.cpuProfile != "" {
 		if err := srv.command("cpu "+o.cpuProfile, nil); err != nil {
 			return nil, err
