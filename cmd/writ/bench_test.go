@@ -102,7 +102,7 @@ func BenchmarkFleet(b *testing.B) {
 // command fails otherwise). Figures are not judged here.
 func TestBenchFleet(t *testing.T) {
 	var r fleetFigures
-	benchRun(t, &r, "fleet", "--agents", "20", "--dispatches", "20", "--settle", "1s")
+	benchRun(t, &r, "fleet", "--agents", "20", "--dispatches", "20", "--settle", "1s", "--rewarm", "0s")
 	if r.Agents != 20 || r.After.Sessions != 20 || r.Random.N != 20 || r.Untargeted.N != 20 || r.One.N != 20 {
 		t.Fatalf("writ bench fleet: %+v", r)
 	}
