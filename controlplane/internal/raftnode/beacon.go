@@ -20,8 +20,7 @@ import (
 type commitBeacon struct {
 	notify   func()       // sends the commit index to the followers
 	inFlight atomic.Int64 // entries proposed here and not yet applied
-	sent     atomic.Uint64
-	mu       sync.Mutex // orders notify with close
+	mu       sync.Mutex   // orders notify with close
 	closed   bool
 }
 
@@ -43,7 +42,6 @@ func (b *commitBeacon) end(applied bool) {
 	if b.closed {
 		return
 	}
-	b.sent.Add(1)
 	b.notify()
 }
 

@@ -44,9 +44,9 @@ type Config struct {
 // DefaultCommitTimeout is Raft's own. A follower learns that an entry
 // committed only from the leader's next AppendEntries; the commit beacon
 // (beacon.go) has the transport send one, with no entry (notice.go), at once
-// after the last entry in flight is applied, so
-// this timeout only bounds how late a follower learns of commits made other
-// than by Apply and Propose (Raft's own entries). A shorter one costs an empty
+// after the last entry in flight is applied, so this timeout only bounds how
+// late a follower learns of commits made other than by Apply and Propose
+// (Raft's own entries). A shorter one costs an empty
 // AppendEntries to each follower per one to two of it, even when idle
 // (measured, 3 idle servers: 2 ms took 10.6 % of a core, 50 ms 2.1 %).
 const DefaultCommitTimeout = 50 * time.Millisecond
