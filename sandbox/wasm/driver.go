@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/sys"
 
@@ -26,6 +27,15 @@ type Driver struct {
 	mu      sync.Mutex
 	engines map[uint32]*engine
 	sums    sync.Map // fileid.ID → [32]byte
+	memory  memoryPool
+
+	// Close cancels the runs (stop) and waits for them (runs) before it
+	// closes the runtimes: closing a runtime under a compilation panics in
+	// wazero, and under a guest frees what the guest runs on.
+	life   context.Context
+	stop   context.CancelFunc
+	runs   sync.WaitGroup
+	closed bool
 }
 
 var _ sandbox.Driver = (*Driver)(nil)
@@ -38,6 +48,7 @@ func New(cfg Config) (*Driver, error) {
 		return nil, err
 	}
 	d := &Driver{cfg: cfg, engines: map[uint32]*engine{}}
+	d.life, d.stop = context.WithCancel(context.Background())
 	if err := os.MkdirAll(cfg.CacheDir, 0o700); err != nil {
 		d.err = fmt.Errorf("%w: wasm cache directory: %v", sandbox.ErrUnavailable, err)
 		return d, nil
@@ -57,8 +68,15 @@ func (d *Driver) Name() string { return sandbox.TierWasm }
 // Available reports whether the compilation cache could be opened.
 func (d *Driver) Available() error { return d.err }
 
-// Close releases the runtimes and compiled modules.
+// Close stops the runs in progress (they end canceled), waits for them,
+// and releases the runtimes and compiled modules. Runs after it are
+// refused.
 func (d *Driver) Close(ctx context.Context) error {
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
+	d.stop()
+	d.runs.Wait()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var err error
@@ -69,6 +87,7 @@ func (d *Driver) Close(ctx context.Context) error {
 	if d.cache != nil {
 		err = errors.Join(err, d.cache.Close(ctx))
 	}
+	d.memory.close()
 	return err
 }
 
@@ -77,6 +96,17 @@ func (d *Driver) Close(ctx context.Context) error {
 // time); pids and open_files do not apply.
 func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outcome, error) {
 	tier := d.Name()
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return sandbox.Refuse(tier, fmt.Errorf("%w: the wasm tier is closed", sandbox.ErrUnavailable))
+	}
+	d.runs.Add(1)
+	d.mu.Unlock()
+	defer d.runs.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(d.life, cancel)()
 	m, err := sandbox.Preflight(d, inv)
 	if err != nil {
 		return sandbox.Refuse(tier, err)
@@ -145,15 +175,17 @@ func (d *Driver) instantiate(ctx context.Context, eng *engine, compiled wazero.C
 		mc = mc.WithEnv(kv[0], kv[1])
 	}
 
+	mem := d.memory.forRun()
 	start := time.Now()
-	mod, err := eng.rt.InstantiateModule(runCtx, compiled, mc)
+	mod, err := eng.rt.InstantiateModule(experimental.WithMemoryAllocator(runCtx, mem), compiled, mc)
 	out.Usage.Wall = time.Since(start)
 	if mod != nil {
-		if mem := mod.Memory(); mem != nil {
-			out.Usage.MemoryBytes = int64(mem.Size())
+		if m := mod.Memory(); m != nil {
+			out.Usage.MemoryBytes = int64(m.Size())
 		}
 		mod.Close(ctx)
 	}
+	mem.release()
 
 	var exit *sys.ExitError
 	switch {

@@ -31,6 +31,7 @@ import (
 type e2eOptions struct {
 	n, paramBytes, sandboxN int
 	echoWasm                string
+	prof                    benchProfiles // of the real agent's measurement only
 }
 
 func newBenchE2E(e *env) *cobra.Command {
@@ -75,6 +76,9 @@ target adds.`,
 	cmd.Flags().IntVar(&o.paramBytes, "params-bytes", 512, "size of each intent's params")
 	cmd.Flags().IntVar(&o.sandboxN, "sandbox-n", 50, "runs of the sandbox start measurement")
 	cmd.Flags().StringVar(&o.echoWasm, "echo-wasm", "", "the echo tool as a wasip1 module (default: tools/echo.wasm beside writ)")
+	cmd.Flags().StringVar(&o.prof.cpu, "cpuprofile", "", "write a CPU profile of the real agent's measurement to this file")
+	cmd.Flags().StringVar(&o.prof.block, "blockprofile", "", "write a profile of where goroutines blocked during the real agent's measurement to this file")
+	cmd.Flags().StringVar(&o.prof.allocs, "memprofile", "", "write a profile of allocations to this file after the real agent's measurement")
 	return cmd
 }
 
@@ -260,7 +264,13 @@ func benchE2E(e *env, o e2eOptions) (*e2eReport, error) {
 	}
 	r.SimToDispatch, r.SimToAnswer = percentiles(toDispatch), percentiles(toAnswer)
 	target = &protocol.Target{Node: node}
-	if r.All, r.Leader, r.Follower, err = measure("agent"); err != nil {
+	stopProf, err := o.prof.start()
+	if err != nil {
+		return nil, err
+	}
+	r.All, r.Leader, r.Follower, err = measure("agent")
+	stopProf()
+	if err != nil {
 		return nil, err
 	}
 	return r, nil
