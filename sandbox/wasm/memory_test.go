@@ -31,7 +31,7 @@ func dirtyModule() []byte {
 	section(3, 0x01, 0x00)             // one function of type 0
 	section(5, 0x01, 0x00, 0x01)       // one memory, min one page, no max
 	section(7, 0x01, 0x06, '_', 's', 't', 'a', 'r', 't', 0x00, 0x00)
-	body := []byte{0x00, 0x41, 0x01, 0x40, 0x00, 0x1a} // memory.grow(1); drop
+	body := []byte{0x00, 0x41, 0x01, 0x40, 0x00, 0x1a}              // memory.grow(1); drop
 	for _, at := range [][]byte{{0xe4, 0x00}, {0xe4, 0x80, 0x04}} { // 100, 65536+100
 		addr := append([]byte{0x41}, at...)
 		body = append(body, addr...)
