@@ -46,7 +46,8 @@ type ExecutorConfig struct {
 	// Concurrency is how many tools run at once (at least 1).
 	Concurrency int
 	// WorkDir is an absolute directory, private to the agent, in which each
-	// run gets a fresh workspace that is removed after the run.
+	// run gets a fresh workspace that is removed after the run (and, for a
+	// run a crash cut short, by the next NewExecutor).
 	WorkDir string
 	// Env gives values for the names the manifests' env allowlists list.
 	Env map[string]string
@@ -55,8 +56,15 @@ type ExecutorConfig struct {
 	Now func() time.Time
 	// Logger receives one line per refusal and per run; nil discards.
 	Logger *slog.Logger
-	// OnResult, if set, is called with every result once it is durably in
-	// the outbox, so that the session can send it at once. It must not block.
+	// OnResult, if set, is called with every result as soon as it is
+	// signed, so that the session can send it at once; it must not block.
+	// A refusal is already in the outbox then. A run's result is being
+	// committed to the outbox while it is sent, so that the server's
+	// commit of it and the node's overlap: a crash between the send and the
+	// node's commit leaves the run journaled as started, which Recover
+	// reports as unknown, and the server, which may have recorded the real
+	// result already, refuses that unknown as a conflict (result_conflict).
+	// Either way the run is never repeated and its one outcome stands.
 	OnResult func(p store.Pending)
 }
 
@@ -92,7 +100,11 @@ type Executor struct {
 
 	mu       sync.Mutex
 	handling map[string]bool // dispatch ids inside Handle
-	closed   bool
+	// completing holds the runs whose result was sent and is being
+	// committed to the outbox; true once the server acknowledged it, which
+	// can happen before the commit is done: the ack is applied after it.
+	completing map[string]bool
+	closed     bool
 }
 
 // NewExecutor returns an Executor for a valid configuration. It creates
@@ -104,16 +116,39 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 	if err := mkdirPrivate(cfg.WorkDir); err != nil {
 		return nil, err
 	}
+	left, err := removeWorkspaces(cfg.WorkDir)
+	if err != nil {
+		return nil, fmt.Errorf("nodeagent: workspaces left by an earlier run: %w", err)
+	}
 	x := &Executor{cfg: cfg, now: cfg.Now, log: cfg.Logger, sem: make(chan struct{}, cfg.Concurrency),
-		handling: map[string]bool{}}
+		handling: map[string]bool{}, completing: map[string]bool{}}
 	if x.now == nil {
 		x.now = cfg.Verifier.Config().Now
 	}
 	if x.log == nil {
 		x.log = slog.New(slog.DiscardHandler)
 	}
+	if left > 0 {
+		x.log.Info("removed the workspaces of runs cut short", "count", left)
+	}
 	x.ctx, x.cancel = context.WithCancel(context.Background())
 	return x, nil
+}
+
+// Outbox returns the results no server has acknowledged yet (the store's).
+func (x *Executor) Outbox() ([]store.Pending, error) { return x.cfg.Store.Outbox() }
+
+// Ack removes an acknowledged result from the outbox. A result still being
+// committed is removed once it is.
+func (x *Executor) Ack(dispatchID string) error {
+	x.mu.Lock()
+	if _, ok := x.completing[dispatchID]; ok {
+		x.completing[dispatchID] = true
+		x.mu.Unlock()
+		return nil
+	}
+	x.mu.Unlock()
+	return x.cfg.Store.Ack(dispatchID)
 }
 
 // InFlight is the number of dispatches running now, for heartbeats.

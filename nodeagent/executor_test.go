@@ -3,6 +3,7 @@ package nodeagent
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/writhq/writ/nodeagent/internal/store"
 	"github.com/writhq/writ/protocol"
 	"github.com/writhq/writ/sandbox"
 )
@@ -266,5 +268,67 @@ func TestWaitingForASlotCanBeCancelled(t *testing.T) {
 	// Nothing was recorded for the cancelled one: pushed again, it runs.
 	if err := h.x.Handle(context.Background(), waiting, servers); err != nil || h.runs() != 2 {
 		t.Fatalf("re-push of the cancelled dispatch: %v, %d runs; want it to run", err, h.runs())
+	}
+}
+
+// TestAckBeforeCommit: a run's result is sent while it is being committed,
+// so the server's ack can arrive before the commit is done. The ack must
+// still empty the outbox once the commit is: a result left there would be
+// sent again after every reconnection.
+func TestAckBeforeCommit(t *testing.T) {
+	h := newHarness(t, 1)
+	var inOutbox []bool
+	h.onResult = func(p store.Pending) {
+		// The ack, at once: at this point the result is not yet committed.
+		inOutbox = append(inOutbox, h.outbox()[p.DispatchID] != nil)
+		if err := h.x.Ack(p.DispatchID); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := h.x.Handle(context.Background(), sign(t, h.dispatch("echo", `{"msg":"hi"}`), serverKey), servers); err != nil {
+		t.Fatal(err)
+	}
+	if len(inOutbox) != 1 || inOutbox[0] {
+		t.Fatalf("when sent, the result was in the outbox: %v (want sent before its commit)", inOutbox)
+	}
+	if out := h.outbox(); len(out) != 0 {
+		t.Fatalf("outbox after an ack that came before the commit: %v, want empty", out)
+	}
+	if known, err := h.store.Known("dsp-1"); err != nil || !known {
+		t.Fatalf("the acked dispatch must stay known (it never runs again): %v %v", known, err)
+	}
+	// An ack after the commit, and a repeated one, go straight to the store.
+	h.onResult = nil
+	if err := h.x.Handle(context.Background(), sign(t, h.dispatch("echo", `{"msg":"again"}`), serverKey), servers); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := h.x.Ack("dsp-2"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out := h.outbox(); len(out) != 0 {
+		t.Fatalf("outbox after acks: %v", out)
+	}
+}
+
+// TestLeftoverWorkspacesRemoved: workspaces of runs a crash cut short are
+// removed when the next executor starts; nothing else in WorkDir is.
+func TestLeftoverWorkspacesRemoved(t *testing.T) {
+	h := newHarness(t, 1)
+	work := filepath.Join(h.dir, "work")
+	for _, d := range []string{"run-123/sub", "keep"} {
+		if err := os.MkdirAll(filepath.Join(work, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFiles(t, filepath.Join(work, "run-123", "sub"), map[string]string{"f": "x"})
+	writeFiles(t, filepath.Join(work, "keep"), map[string]string{"f": "x"})
+	h.newExecutor(1)
+	if _, err := os.Stat(filepath.Join(work, "run-123")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a leftover workspace survived: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(work, "keep", "f")); err != nil {
+		t.Fatalf("a file that is not a workspace was removed: %v", err)
 	}
 }

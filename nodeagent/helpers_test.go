@@ -136,6 +136,8 @@ type harness struct {
 	seq      int
 	notified []string
 	notifyMu sync.Mutex
+	// onResult, if set, is called by OnResult with each result sent.
+	onResult func(store.Pending)
 }
 
 func newHarness(t *testing.T, concurrency int, wrap ...func(sandbox.Driver) sandbox.Driver) *harness {
@@ -192,7 +194,11 @@ func (h *harness) newExecutor(concurrency int) *Executor {
 		OnResult: func(p store.Pending) {
 			h.notifyMu.Lock()
 			h.notified = append(h.notified, p.DispatchID)
+			f := h.onResult
 			h.notifyMu.Unlock()
+			if f != nil {
+				f(p)
+			}
 		}})
 	if err != nil {
 		h.t.Fatal(err)

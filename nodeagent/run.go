@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -22,8 +24,8 @@ import (
 const MaxResultOutput = 128 << 10
 
 // run claims the verified dispatch's nonce and journals it, in one durable
-// step, then runs its tool once and completes the journal entry with the
-// signed result. A nonce seen before is refused with replayed_nonce. The
+// step, then runs its tool once, sends the signed result and completes the
+// journal entry with it. A nonce seen before is refused with replayed_nonce. The
 // nonce is remembered for the allowed clock skew past the dispatch's expiry.
 func (x *Executor) run(d *protocol.Dispatch, raw []byte, e Entry) error {
 	startedAt := x.now()
@@ -41,7 +43,10 @@ func (x *Executor) run(d *protocol.Dispatch, raw []byte, e Entry) error {
 	}
 	// From here on the tool may be running: a crash leaves the journal
 	// entry, and Recover reports the run as unknown.
-	out := x.invoke(d, e)
+	out, ws := x.invoke(d, e)
+	if ws != "" {
+		defer os.RemoveAll(ws)
+	}
 	finishedAt := x.now()
 	if finishedAt.Before(startedAt) {
 		finishedAt = startedAt
@@ -53,40 +58,77 @@ func (x *Executor) run(d *protocol.Dispatch, raw []byte, e Entry) error {
 	if err != nil {
 		return err
 	}
-	if err := x.cfg.Store.Complete(d.ID, b); err != nil {
+	// Sent while it is committed; see ExecutorConfig.OnResult.
+	x.mu.Lock()
+	x.completing[d.ID] = false
+	x.mu.Unlock()
+	x.notify(d.ID, b)
+	err = x.cfg.Store.Complete(d.ID, b)
+	x.mu.Lock()
+	acked := x.completing[d.ID]
+	delete(x.completing, d.ID)
+	x.mu.Unlock()
+	if err != nil {
 		return err
+	}
+	if acked {
+		if err := x.cfg.Store.Ack(d.ID); err != nil {
+			return err
+		}
 	}
 	x.log.Info("dispatch ran", "dispatch", d.ID, "intent", d.IntentID, "tool", d.Tool, "tier", out.Tier,
 		"status", r.Status, "exit_code", r.ExitCode, "reason", out.Reason, "wall", out.Usage.Wall)
-	x.notify(d.ID, b)
 	return nil
 }
 
-// invoke runs the tool in a fresh workspace. A failure to make the
-// workspace, or a driver error that is not a refusal, becomes an Outcome.
-func (x *Executor) invoke(d *protocol.Dispatch, e Entry) sandbox.Outcome {
-	ws, err := os.MkdirTemp(x.cfg.WorkDir, "run-")
+// invoke runs the tool in a fresh workspace, and returns how it ended and
+// the workspace, for the caller to remove once the result is on its way.
+// A failure to make the workspace, or a driver error that is not a
+// refusal, becomes an Outcome.
+func (x *Executor) invoke(d *protocol.Dispatch, e Entry) (out sandbox.Outcome, ws string) {
+	ws, err := os.MkdirTemp(x.cfg.WorkDir, workspacePrefix)
 	if err != nil {
 		out, _ := sandbox.Refuse(d.Sandbox, fmt.Errorf("workspace: %v", err))
-		return out
+		return out, ""
 	}
-	defer os.RemoveAll(ws)
 	// WorkDir is private (0700); inside it the workspace is open to the
 	// tool's own uid, which in the runc tier is not the agent's.
 	os.Chmod(ws, 0o777)
 	m := e.Manifest.WithDefaults()
 	m.Limits = tighten(m.Limits, d.Limits)
 	inv := sandbox.Invocation{Manifest: m, Params: []byte(d.Params), Workspace: ws, Env: x.cfg.Env}
-	out, err := x.cfg.Tiers.Drivers[d.Sandbox].Run(x.ctx, inv)
+	out, err = x.cfg.Tiers.Drivers[d.Sandbox].Run(x.ctx, inv)
 	if err != nil && !errors.Is(err, sandbox.ErrRefused) {
 		// The Driver contract says this does not happen; if it does, the
 		// tool may have started, so it is an error, not a refusal.
-		return sandbox.Outcome{Status: sandbox.StatusError, ExitCode: -1, Tier: d.Sandbox, Reason: err.Error()}
+		return sandbox.Outcome{Status: sandbox.StatusError, ExitCode: -1, Tier: d.Sandbox, Reason: err.Error()}, ws
 	}
 	if out.Tier == "" {
 		out.Tier = d.Sandbox
 	}
-	return out
+	return out, ws
+}
+
+// workspacePrefix begins the name of every run's workspace in WorkDir.
+const workspacePrefix = "run-"
+
+// removeWorkspaces removes the workspaces left in dir by runs that a crash
+// cut short.
+func removeWorkspaces(dir string) (int, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), workspacePrefix) {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return n, err
+			}
+			n++
+		}
+	}
+	return n, nil
 }
 
 // tighten applies a dispatch's non-zero limits to a manifest's filled-in

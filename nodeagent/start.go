@@ -97,7 +97,7 @@ func Run(ctx context.Context, rc RunConfig) error {
 		log.Warn("runs interrupted by a restart reported as unknown; they are never run again", "count", n)
 	}
 	agent, err := New(Options{Servers: rc.Servers, DataDir: rc.DataDir, Tiers: probed.Available, Tools: allow.Refs(),
-		Concurrency: rc.Concurrency, Labels: rc.Labels, Logger: log}, id, x, st)
+		Concurrency: rc.Concurrency, Labels: rc.Labels, Logger: log}, id, x, x)
 	if err != nil {
 		return err
 	}

@@ -68,6 +68,16 @@ func TestDispatchAndResult(t *testing.T) {
 	if r := apply(t, f, b, MsgResult, other); r.Err == nil || r.Err.Code != CodeResultConflict {
 		t.Fatalf("another result: %+v", r)
 	}
+	// The node's unknown after its real result (it crashed between sending
+	// the result and committing it, so its journal says started): refused,
+	// and the recorded result stands.
+	unknown := result(in, protocol.StatusUnknown, t0.Add(2*time.Second))
+	if r := apply(t, f, b, MsgResult, unknown); r.Err == nil || r.Err.Code != CodeResultConflict {
+		t.Fatalf("an unknown after the result: %+v", r)
+	}
+	if in := state(t, f, "i1"); in.State != StateCompleted || string(in.Result) != string(res.Result) || in.Superseding {
+		t.Fatalf("after an unknown that came after the result: %+v", in)
+	}
 	wrong := result(in, protocol.StatusOK, t0)
 	wrong.Node = "n9"
 	if r := apply(t, f, b, MsgResult, wrong); r.Err == nil || r.Err.Code != protocol.CodeWrongNode {
