@@ -332,3 +332,35 @@ func TestLeftoverWorkspacesRemoved(t *testing.T) {
 		t.Fatalf("a file that is not a workspace was removed: %v", err)
 	}
 }
+
+// TestGatedTierReplayedNonce: in a gated tier (wasm) the run is prepared
+// while its journal entry is committed; a nonce seen before still refuses
+// the dispatch with replayed_nonce, and the tier refuses to start it.
+func TestGatedTierReplayedNonce(t *testing.T) {
+	h := newHarness(t, 2)
+	if _, ok := h.tiers.Drivers["wasm"].(sandbox.Gated); !ok {
+		t.Fatal("the wasm tier is not gated")
+	}
+	first := h.dispatch("echo", `{"msg":"first"}`)
+	if err := h.x.Handle(context.Background(), sign(t, first, serverKey), servers); err != nil {
+		t.Fatal(err)
+	}
+	again := h.dispatch("echo", `{"msg":"again"}`, func(d *protocol.Dispatch) { d.Nonce = first.Nonce })
+	if err := h.x.Handle(context.Background(), sign(t, again, serverKey), servers); err != nil {
+		t.Fatal(err)
+	}
+	out := h.outbox()
+	if r := out[first.ID]; r == nil || r.Status != protocol.StatusOK || r.Output != `{"msg":"first"}` {
+		t.Fatalf("first: %+v", r)
+	}
+	r := out[again.ID]
+	if r == nil || r.Status != protocol.StatusRefused || !strings.HasPrefix(r.Error, string(protocol.CodeReplayedNonce)+":") || r.Output != "" {
+		t.Fatalf("the replay: %+v, want refused with replayed_nonce and no output", r)
+	}
+	if known, _ := h.store.Known(again.ID); !known {
+		t.Fatal("the refused replay is not remembered")
+	}
+	if in, err := h.store.Interrupted(); err != nil || len(in) != 0 {
+		t.Fatalf("journal entries left started: %v %v", in, err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -30,22 +31,42 @@ const MaxResultOutput = 128 << 10
 func (x *Executor) run(d *protocol.Dispatch, raw []byte, e Entry) error {
 	startedAt := x.now()
 	expires, _ := protocol.ParseTime(d.ExpiresAt) // verified
-	err := x.cfg.Store.Begin(store.Started{DispatchID: d.ID, IntentID: d.IntentID, Nonce: d.Nonce,
-		ExpiresAt: expires, StartedAt: startedAt, Dispatch: raw, NonceUntil: expires.Add(x.cfg.Verifier.Config().Skew)})
-	if errors.Is(err, store.ErrAlreadyStarted) || errors.Is(err, store.ErrQueued) {
-		return nil
+	begin := func() error {
+		return x.cfg.Store.Begin(store.Started{DispatchID: d.ID, IntentID: d.IntentID, Nonce: d.Nonce,
+			ExpiresAt: expires, StartedAt: startedAt, Dispatch: raw, NonceUntil: expires.Add(x.cfg.Verifier.Config().Skew)})
 	}
-	if errors.Is(err, store.ErrReplayed) {
-		return x.refuse(d, raw, nodeError(protocol.CodeReplayedNonce, "nonce %q was seen in an earlier dispatch", d.Nonce))
+	// From the journal entry on the tool may be running: a crash leaves the
+	// entry, and Recover reports the run as unknown. A tier that can
+	// prepare a run without starting the tool (sandbox.Gated: wasm) does so
+	// while the entry is committed, and starts the tool only once it is.
+	var (
+		out      sandbox.Outcome
+		ws       string
+		beginErr error
+	)
+	if g, ok := x.cfg.Tiers.Drivers[d.Sandbox].(sandbox.Gated); ok {
+		begun := make(chan error, 1)
+		go func() { begun <- begin() }()
+		var once sync.Once
+		gate := func() error {
+			once.Do(func() { beginErr = <-begun })
+			return beginErr
+		}
+		out, ws = x.invoke(d, e, g, gate)
+		gate() // if the tier refused before calling it
+	} else if beginErr = begin(); beginErr == nil {
+		out, ws = x.invoke(d, e, nil, nil)
 	}
-	if err != nil {
-		return err
-	}
-	// From here on the tool may be running: a crash leaves the journal
-	// entry, and Recover reports the run as unknown.
-	out, ws := x.invoke(d, e)
 	if ws != "" {
 		defer os.RemoveAll(ws)
+	}
+	switch {
+	case errors.Is(beginErr, store.ErrAlreadyStarted) || errors.Is(beginErr, store.ErrQueued):
+		return nil
+	case errors.Is(beginErr, store.ErrReplayed):
+		return x.refuse(d, raw, nodeError(protocol.CodeReplayedNonce, "nonce %q was seen in an earlier dispatch", d.Nonce))
+	case beginErr != nil:
+		return beginErr
 	}
 	finishedAt := x.now()
 	if finishedAt.Before(startedAt) {
@@ -84,8 +105,8 @@ func (x *Executor) run(d *protocol.Dispatch, raw []byte, e Entry) error {
 // invoke runs the tool in a fresh workspace, and returns how it ended and
 // the workspace, for the caller to remove once the result is on its way.
 // A failure to make the workspace, or a driver error that is not a
-// refusal, becomes an Outcome.
-func (x *Executor) invoke(d *protocol.Dispatch, e Entry) (out sandbox.Outcome, ws string) {
+// refusal, becomes an Outcome. With g set the tier runs gated by gate.
+func (x *Executor) invoke(d *protocol.Dispatch, e Entry, g sandbox.Gated, gate func() error) (out sandbox.Outcome, ws string) {
 	ws, err := os.MkdirTemp(x.cfg.WorkDir, workspacePrefix)
 	if err != nil {
 		out, _ := sandbox.Refuse(d.Sandbox, fmt.Errorf("workspace: %v", err))
@@ -97,7 +118,11 @@ func (x *Executor) invoke(d *protocol.Dispatch, e Entry) (out sandbox.Outcome, w
 	m := e.Manifest.WithDefaults()
 	m.Limits = tighten(m.Limits, d.Limits)
 	inv := sandbox.Invocation{Manifest: m, Params: []byte(d.Params), Workspace: ws, Env: x.cfg.Env}
-	out, err = x.cfg.Tiers.Drivers[d.Sandbox].Run(x.ctx, inv)
+	if g != nil {
+		out, err = g.RunGated(x.ctx, inv, gate)
+	} else {
+		out, err = x.cfg.Tiers.Drivers[d.Sandbox].Run(x.ctx, inv)
+	}
 	if err != nil && !errors.Is(err, sandbox.ErrRefused) {
 		// The Driver contract says this does not happen; if it does, the
 		// tool may have started, so it is an error, not a refusal.

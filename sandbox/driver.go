@@ -31,6 +31,20 @@ type Driver interface {
 	Run(ctx context.Context, inv Invocation) (Outcome, error)
 }
 
+// Gated is a Driver that can prepare a run while its caller is still
+// deciding whether the tool may start: the agent's journal commit of the
+// run then overlaps the tier's own preparation.
+type Gated interface {
+	Driver
+	// RunGated is Run, except that it calls gate once, after everything it
+	// can do before the tool's first instruction could execute and before
+	// that instruction. A gate that returns an error means the tool must
+	// not run: RunGated returns a refusal wrapping that error, and nothing
+	// of the tool has run. A driver that cannot prepare without running
+	// calls gate first.
+	RunGated(ctx context.Context, inv Invocation, gate func() error) (Outcome, error)
+}
+
 // Invocation is one request to run a tool.
 type Invocation struct {
 	// Manifest describes the tool and its limits. It MUST have been

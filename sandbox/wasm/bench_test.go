@@ -20,7 +20,11 @@ import (
 // tinyModule is a hand-assembled WASI module whose _start writes "ok" to
 // stdout with one fd_write: the smallest useful tool, so that the benchmark
 // measures the tier and not a guest runtime's start-up.
-func tinyModule() []byte {
+func tinyModule() []byte { return tinyModuleStart(false) }
+
+// tinyModuleStart is tinyModule, with a start section naming the same
+// function when start is set: wasm then runs it while instantiating.
+func tinyModuleStart(start bool) []byte {
 	var b bytes.Buffer
 	section := func(id byte, content ...byte) {
 		b.WriteByte(id)
@@ -40,6 +44,9 @@ func tinyModule() []byte {
 	exp = append(exp, 0x00, 0x01)
 	exp = append(exp, name("memory")...)
 	section(7, append(exp, 0x02, 0x00)...)
+	if start {
+		section(8, 0x01)
+	}
 	// fd_write(1, iovs=0, 1, nwritten=8); drop; end
 	body := []byte{0x00, 0x41, 0x01, 0x41, 0x00, 0x41, 0x01, 0x41, 0x08, 0x10, 0x00, 0x1a, 0x0b}
 	section(10, append([]byte{0x01, byte(len(body))}, body...)...)

@@ -38,7 +38,7 @@ type Driver struct {
 	closed bool
 }
 
-var _ sandbox.Driver = (*Driver)(nil)
+var _ sandbox.Gated = (*Driver)(nil)
 
 // New returns a wasm-tier Driver using the on-disk compilation cache of cfg.
 // A cache directory that cannot be created makes the tier unavailable
@@ -95,6 +95,15 @@ func (d *Driver) Close(ctx context.Context) error {
 // deadline (a module runs on one thread, so CPU time never exceeds wall
 // time); pids and open_files do not apply.
 func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outcome, error) {
+	return d.RunGated(ctx, inv, nil)
+}
+
+// RunGated implements sandbox.Gated: the module is compiled (or taken from
+// the cache) and instantiated (its memory made, its data copied in) before
+// gate; its _start runs after. A module with a start section, whose
+// function wasm runs while instantiating, has gate called before it is
+// instantiated.
+func (d *Driver) RunGated(ctx context.Context, inv sandbox.Invocation, gate func() error) (sandbox.Outcome, error) {
 	tier := d.Name()
 	d.mu.Lock()
 	if d.closed {
@@ -137,16 +146,28 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 		return sandbox.Refuse(tier, fmt.Errorf("module %s: %w", m.Module, err))
 	}
 	defer eng.release(ctx, compiled)
+	if gate != nil && compiled.hasStart {
+		if err := gate(); err != nil {
+			return sandbox.Refuse(tier, err)
+		}
+		gate = nil
+	}
 	beforeInstantiate(m.Module)
-	return d.instantiate(ctx, eng, compiled.m, m, inv, stdin), nil
+	out, gateErr := d.instantiate(ctx, eng, compiled.m, m, inv, stdin, gate)
+	if gateErr != nil {
+		return sandbox.Refuse(tier, gateErr)
+	}
+	return out, nil
 }
 
 // beforeInstantiate is called between taking the compiled module and
 // instantiating it; a test sets it to let another run evict the module.
 var beforeInstantiate = func(module string) {}
 
+// instantiate runs the module: instantiates it, calls gate (when set; its
+// error is returned and nothing of the module runs), then its _start.
 func (d *Driver) instantiate(ctx context.Context, eng *engine, compiled wazero.CompiledModule,
-	m sandbox.Manifest, inv sandbox.Invocation, stdin []byte) sandbox.Outcome {
+	m sandbox.Manifest, inv sandbox.Invocation, stdin []byte, gate func() error) (sandbox.Outcome, error) {
 	out := sandbox.Outcome{Tier: d.Name(), ExitCode: -1}
 	wall := m.Limits.Timeout()
 	cpu := time.Duration(m.Limits.CPUSeconds) * time.Second
@@ -175,9 +196,26 @@ func (d *Driver) instantiate(ctx context.Context, eng *engine, compiled wazero.C
 		mc = mc.WithEnv(kv[0], kv[1])
 	}
 
+	// Instantiated without running _start (WithStartFunctions()), which is
+	// called after the gate.
+	mc = mc.WithStartFunctions()
 	mem := d.memory.forRun()
+	defer mem.release()
 	start := time.Now()
 	mod, err := eng.rt.InstantiateModule(experimental.WithMemoryAllocator(runCtx, mem), compiled, mc)
+	if err == nil && gate != nil {
+		waited := time.Now()
+		if gerr := gate(); gerr != nil {
+			mod.Close(ctx)
+			return out, gerr
+		}
+		start = start.Add(time.Since(waited)) // the wall time is the tier's and the tool's, not the gate's
+	}
+	if err == nil {
+		if f := mod.ExportedFunction("_start"); f != nil {
+			_, err = f.Call(runCtx)
+		}
+	}
 	out.Usage.Wall = time.Since(start)
 	if mod != nil {
 		if m := mod.Memory(); m != nil {
@@ -185,7 +223,6 @@ func (d *Driver) instantiate(ctx context.Context, eng *engine, compiled wazero.C
 		}
 		mod.Close(ctx)
 	}
-	mem.release()
 
 	var exit *sys.ExitError
 	switch {
@@ -216,5 +253,5 @@ func (d *Driver) instantiate(ctx context.Context, eng *engine, compiled wazero.C
 	default:
 		out.Status = sandbox.StatusError
 	}
-	return out
+	return out, nil
 }

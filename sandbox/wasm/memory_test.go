@@ -216,3 +216,24 @@ func TestMemoryOffHeap(t *testing.T) {
 		t.Fatalf("%d runs allocated %d bytes in the Go heap for %d bytes of linear memory", n, heap, mem)
 	}
 }
+
+func TestHasStartSection(t *testing.T) {
+	header := []byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00}
+	for _, c := range []struct {
+		name string
+		bin  []byte
+		want bool
+	}{
+		{"empty module", header, false},
+		{"no start", dirtyModule(), false},
+		{"start", append(append([]byte{}, header...), 0x08, 0x01, 0x00), true},
+		{"start after a custom section", append(append([]byte{}, header...), 0x00, 0x02, 0x01, 'x', 0x08, 0x01, 0x00), true},
+		{"truncated header", header[:5], true},
+		{"section longer than the file", append(append([]byte{}, header...), 0x01, 0xff, 0xff, 0x03), true},
+		{"bad size", append(append([]byte{}, header...), 0x01, 0x80), true},
+	} {
+		if got := hasStartSection(c.bin); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"context"
+	"encoding/binary"
 	"crypto/sha256"
 	"fmt"
 	"os"
@@ -25,9 +26,10 @@ type engine struct {
 // module is closed once its last run is done: closing it under a run that
 // is about to instantiate it fails that run.
 type cached struct {
-	m       wazero.CompiledModule
-	users   int
-	evicted bool
+	m        wazero.CompiledModule
+	hasStart bool // a start section: wasm runs its function while instantiating
+	users    int
+	evicted  bool
 }
 
 // release ends one run's use of c.
@@ -113,7 +115,27 @@ func (d *Driver) module(ctx context.Context, e *engine, path string) (*cached, e
 			break
 		}
 	}
-	c := &cached{m: m}
+	c := &cached{m: m, hasStart: hasStartSection(bin)}
 	e.compiled[sum] = c
 	return use(c), nil
+}
+
+// hasStartSection reports whether the module binary has a start section
+// (id 8), or cannot be read far enough to tell.
+func hasStartSection(bin []byte) bool {
+	if len(bin) < 8 {
+		return true
+	}
+	for p := 8; p < len(bin); {
+		id := bin[p]
+		size, n := binary.Uvarint(bin[p+1:])
+		if n <= 0 || size > uint64(len(bin)) {
+			return true
+		}
+		if id == 8 {
+			return true
+		}
+		p += 1 + n + int(size)
+	}
+	return false
 }
