@@ -2,8 +2,8 @@ package wasm
 
 import (
 	"context"
-	"encoding/binary"
 	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"sync"
