@@ -30,6 +30,8 @@ type cluster struct {
 	// http forwards writes to the leader's API, presenting this server's
 	// certificate and accepting only a server of the cluster CA.
 	http *http.Client
+	// batches carries submissions to the leader (forwardbatch.go).
+	batches *batcher
 }
 
 // reconcileEvery is how often membership is compared with Raft's
@@ -37,7 +39,7 @@ type cluster struct {
 const reconcileEvery = time.Second
 
 func (s *Server) startCluster(tlsCfg *tls.Config) error {
-	c := &cluster{s: s, cfg: s.cfg.Cluster, wake: make(chan struct{}, 1), tlsCfg: tlsCfg}
+	c := &cluster{s: s, cfg: s.cfg.Cluster, wake: make(chan struct{}, 1), tlsCfg: tlsCfg, batches: &batcher{s: s}}
 	c.http = &http.Client{Transport: &http.Transport{
 		TLSClientConfig: peerTLS(tlsCfg, ""), MaxIdleConnsPerHost: 256, IdleConnTimeout: time.Minute,
 		ForceAttemptHTTP2: false,

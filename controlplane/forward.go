@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -110,41 +112,21 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, aerr)
 		return
 	}
-	u := "https://" + m.API + r.URL.Path
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, r.Method, u, bytes.NewReader(body))
-	if err != nil {
-		writeError(w, codeInternal, "cannot forward")
+	status, header, out, idx, done := s.forwardSubmitBatched(r, submit, body)
+	if done {
 		return
 	}
-	for k, vs := range r.Header {
-		if k == "Authorization" || k == "Content-Type" || strings.HasPrefix(k, "Writ-") {
-			req.Header[k] = vs
+	if header == nil {
+		var ok bool
+		if status, header, out, idx, ok = s.forwardAlone(w, r, m.API, q, body); !ok {
+			return
 		}
 	}
-	req.Header.Set(headerForwardedFor, source(r))
-	resp, err := s.cluster.http.Do(req)
-	if err != nil {
-		s.log.Warn("forwarding to the leader", "leader", leader, "err", err)
-		writeError(w, codeNoLeader, "the leader did not answer; the write may or may not have been applied; retry (intents are idempotent by their key)")
-		return
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	if err != nil {
-		writeError(w, codeNoLeader, "the leader's answer was cut off; the write may or may not have been applied")
-		return
-	}
-	s.countForwardedFailure(r, resp.StatusCode, out)
-	if submit && wait > 0 && resp.StatusCode == http.StatusOK {
+	s.countForwardedFailure(r, status, out)
+	if submit && wait > 0 && status == http.StatusOK {
 		var ir struct {
 			ID string `json:"intent_id"`
 		}
-		idx, _ := strconv.ParseUint(resp.Header.Get(headerIndex), 10, 64)
 		deadline := time.Now().Add(wait)
 		wctx, wcancel := context.WithDeadline(r.Context(), deadline)
 		caught := json.Unmarshal(out, &ir) == nil && ir.ID != "" && s.fsm.WaitIndex(wctx, idx)
@@ -155,12 +137,70 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	for _, k := range []string{"Content-Type", "Retry-After", "Cache-Control"} {
-		if v := resp.Header.Get(k); v != "" {
+		if v := header.Get(k); v != "" {
 			w.Header().Set(k, v)
 		}
 	}
-	w.WriteHeader(resp.StatusCode)
+	w.WriteHeader(status)
 	w.Write(out)
+}
+
+// forwardSubmitBatched sends a submission to the leader in the follower's
+// next batch (forwardbatch.go). It returns no header, and done false, for a
+// request that is not a submission or a leader that takes no batches: the
+// caller forwards it alone. done is true when the client went away.
+func (s *Server) forwardSubmitBatched(r *http.Request, submit bool, body []byte) (status int, header http.Header, out []byte, idx uint64, done bool) {
+	if !submit || s.cluster.batches == nil {
+		return 0, nil, nil, 0, false
+	}
+	a, idx, err := s.cluster.batches.forward(r.Context(), batchItem{Source: source(r), Body: body})
+	switch {
+	case errors.Is(err, errNoBatches):
+		return 0, nil, nil, 0, false
+	case err != nil:
+		return 0, nil, nil, 0, true // the client is gone
+	}
+	header = http.Header{"Content-Type": {"application/json"}, "Cache-Control": {"no-store"}}
+	if a.RetryAfter > 0 {
+		header.Set("Retry-After", strconv.Itoa(a.RetryAfter))
+	}
+	return a.Status, header, a.Body, idx, false
+}
+
+// forwardAlone relays one write to the leader at api in a request of its own.
+// It has answered the client itself when ok is false.
+func (s *Server) forwardAlone(w http.ResponseWriter, r *http.Request, api string, q url.Values, body []byte) (status int, header http.Header, out []byte, idx uint64, ok bool) {
+	u := "https://" + api + r.URL.Path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, r.Method, u, bytes.NewReader(body))
+	if err != nil {
+		writeError(w, codeInternal, "cannot forward")
+		return 0, nil, nil, 0, false
+	}
+	for k, vs := range r.Header {
+		if k == "Authorization" || k == "Content-Type" || strings.HasPrefix(k, "Writ-") {
+			req.Header[k] = vs
+		}
+	}
+	req.Header.Set(headerForwardedFor, source(r))
+	resp, err := s.cluster.http.Do(req)
+	if err != nil {
+		s.log.Warn("forwarding to the leader", "api", api, "err", err)
+		writeError(w, codeNoLeader, "the leader did not answer; the write may or may not have been applied; retry (intents are idempotent by their key)")
+		return 0, nil, nil, 0, false
+	}
+	defer resp.Body.Close()
+	out, err = io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		writeError(w, codeNoLeader, "the leader's answer was cut off; the write may or may not have been applied")
+		return 0, nil, nil, 0, false
+	}
+	idx, _ = strconv.ParseUint(resp.Header.Get(headerIndex), 10, 64)
+	return resp.StatusCode, resp.Header, out, idx, true
 }
 
 // countForwardedFailure counts, here too, a forwarded request that failed

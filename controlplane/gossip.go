@@ -7,7 +7,9 @@ import (
 	stdlog "log"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +39,20 @@ type gossip struct {
 
 	mu   sync.Mutex
 	self memberMeta
+
+	// view is memberlist's table of nodes as its events last told it, one
+	// copy per name. memberlist.Members returns pointers into the table it
+	// keeps updating, so reading a node's state or metadata from them races
+	// with its own goroutines; its events are called under its lock, with the
+	// node as it stands.
+	viewMu sync.Mutex
+	view   map[string]memberView
+	events memberlist.EventDelegate
+}
+
+type memberView struct {
+	state memberlist.NodeStateType
+	meta  []byte
 }
 
 // gossipKeySize is memberlist's AES-256-GCM key, derived from the keyring.
@@ -51,7 +67,7 @@ func startGossip(cl ClusterConfig, self memberMeta, kr *keyring.Keyring, log *sl
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: gossip port %q", port)
 	}
-	g := &gossip{log: log, self: self}
+	g := &gossip{log: log, self: self, view: map[string]memberView{}, events: events}
 	mc := memberlist.DefaultLANConfig()
 	mc.Name = self.ID
 	mc.BindAddr, mc.BindPort = host, p
@@ -61,7 +77,7 @@ func startGossip(cl ClusterConfig, self memberMeta, kr *keyring.Keyring, log *sl
 	mc.SecretKey = kr.Derive("gossip", gossipKeySize)
 	mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
 	mc.Delegate = g
-	mc.Events = events
+	mc.Events = g
 	mc.Logger = stdlog.New(gossipLog{log}, "", 0)
 	ml, err := memberlist.Create(mc)
 	if err != nil {
@@ -71,20 +87,49 @@ func startGossip(cl ClusterConfig, self memberMeta, kr *keyring.Keyring, log *sl
 	return g, nil
 }
 
-// members returns the servers memberlist believes alive, with their metadata.
+// members returns the servers memberlist believes alive, with their metadata,
+// ordered by id. A node memberlist suspects stays a member until it is
+// declared dead: suspicion raises no event.
 func (g *gossip) members() []memberMeta {
+	g.viewMu.Lock()
+	defer g.viewMu.Unlock()
 	var out []memberMeta
-	for _, n := range g.ml.Members() {
-		if n.State != memberlist.StateAlive {
+	for name, n := range g.view {
+		if n.state != memberlist.StateAlive {
 			continue
 		}
 		var m memberMeta
-		if json.Unmarshal(n.Meta, &m) != nil || m.V != 1 || m.ID != n.Name {
+		if json.Unmarshal(n.meta, &m) != nil || m.V != 1 || m.ID != name {
 			continue
 		}
 		out = append(out, m)
 	}
+	slices.SortFunc(out, func(a, b memberMeta) int { return strings.Compare(a.ID, b.ID) })
 	return out
+}
+
+// note copies a node memberlist reports into the view.
+func (g *gossip) note(n *memberlist.Node) {
+	g.viewMu.Lock()
+	g.view[n.Name] = memberView{state: n.State, meta: bytes.Clone(n.Meta)}
+	g.viewMu.Unlock()
+}
+
+// NotifyJoin, NotifyLeave and NotifyUpdate are memberlist.EventDelegate:
+// memberlist calls them holding its lock on the node table.
+func (g *gossip) NotifyJoin(n *memberlist.Node) {
+	g.note(n)
+	g.events.NotifyJoin(n)
+}
+
+func (g *gossip) NotifyLeave(n *memberlist.Node) {
+	g.note(n)
+	g.events.NotifyLeave(n)
+}
+
+func (g *gossip) NotifyUpdate(n *memberlist.Node) {
+	g.note(n)
+	g.events.NotifyUpdate(n)
 }
 
 // member returns the alive server id, if memberlist knows it.

@@ -13,6 +13,7 @@ type metrics struct {
 	admissions   *prometheus.CounterVec
 	applySeconds prometheus.Histogram
 	groupSize    prometheus.Histogram
+	forwardBatch prometheus.Histogram
 	inFlight     prometheus.Gauge
 	leaderChange prometheus.Counter
 	refused      *prometheus.CounterVec
@@ -44,6 +45,10 @@ func newMetrics(node *raft.Raft, groupSize prometheus.Histogram) *metrics {
 			Name: "writ_raft_apply_seconds", Help: "Time from proposing an entry to its being applied here.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}),
+		forwardBatch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "writ_forward_batch_submissions", Help: "Submissions per batch this follower forwarded to the leader.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 9),
+		}),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "writ_admissions_in_flight", Help: "Admissions and approvals being processed (the queue depth).",
 		}),
@@ -66,7 +71,7 @@ func newMetrics(node *raft.Raft, groupSize prometheus.Histogram) *metrics {
 	raftIndex := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "writ_raft_applied_index", Help: "The last Raft index applied on this server.",
 	}, func() float64 { return float64(node.AppliedIndex()) })
-	m.reg.MustRegister(m.admissions, m.refused, m.applySeconds, m.groupSize, m.inFlight, m.leaderChange, raftIndex,
+	m.reg.MustRegister(m.admissions, m.refused, m.applySeconds, m.groupSize, m.forwardBatch, m.inFlight, m.leaderChange, raftIndex,
 		m.sessions, m.sessionRefused, m.dispatchesSent, m.nodeReports,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

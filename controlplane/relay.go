@@ -33,6 +33,7 @@ type relayAnswer struct {
 
 func (s *Server) relayRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/internal/apply", s.handleRelay)
+	mux.HandleFunc("POST "+batchPath, s.handleSubmitBatch)
 	mux.HandleFunc("GET /v1/internal/heartbeats", s.handleHeartbeats)
 }
 

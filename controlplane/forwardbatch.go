@@ -1,0 +1,410 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/writhq/writ/protocol"
+)
+
+// Submissions that reach a follower go to the leader in batches: while a few
+// batches are in flight, newly arrived submissions wait, and the next request
+// carries all of them (as group commit does for Raft entries). A lone
+// submission goes at once, alone. The leader handles each as the forwarded
+// request it would otherwise have been — handleSubmit, with the original
+// client's source — concurrently, so that they share its group commit, and
+// answers them together: one TLS request between the servers for many
+// submissions instead of one each.
+const (
+	// batchPath is the leader's endpoint, for server certificates only.
+	batchPath = "/v1/internal/submit-batch"
+	// batchMaxItems and batchMaxBytes bound one batch; the encoding refuses
+	// more items than that.
+	batchMaxItems = 256
+	batchMaxBytes = 4 << 20
+	// batchesInFlight is how many batches a follower has at the leader at
+	// once; past it, submissions queue for the next.
+	batchesInFlight = 4
+	// batchTimeout bounds a batch's round trip, as a single forward's.
+	batchTimeout = 30 * time.Second
+)
+
+var (
+	batchRequestMagic = []byte("WFB1")
+	batchAnswerMagic  = []byte("WFA1")
+	errBatchFormat    = errors.New("controlplane: malformed submission batch")
+	errNoBatches      = errors.New("controlplane: the leader takes no submission batches")
+)
+
+// batchItem is one forwarded submission: the original client's source (for
+// the leader's rate limit of authentication failures) and its body as
+// received.
+type batchItem struct {
+	Source string
+	Body   []byte
+}
+
+// batchAnswer is the leader's answer to one item: what it would have written
+// to that submission forwarded alone.
+type batchAnswer struct {
+	Status     int
+	RetryAfter int // seconds; 0 for none
+	Body       []byte
+}
+
+// encodeBatch writes items as "WFB1", their count, then each source and body,
+// every length an unsigned varint.
+func encodeBatch(items []batchItem) []byte {
+	n := len(batchRequestMagic) + binary.MaxVarintLen64
+	for _, it := range items {
+		n += 2*binary.MaxVarintLen64 + len(it.Source) + len(it.Body)
+	}
+	b := append(make([]byte, 0, n), batchRequestMagic...)
+	b = binary.AppendUvarint(b, uint64(len(items)))
+	for _, it := range items {
+		b = appendBytes(b, []byte(it.Source))
+		b = appendBytes(b, it.Body)
+	}
+	return b
+}
+
+// decodeBatch reads what encodeBatch writes, strictly: the magic, at most
+// batchMaxItems items, no byte missing or left over. Bodies alias b.
+func decodeBatch(b []byte) ([]batchItem, error) {
+	r, ok := bytes.CutPrefix(b, batchRequestMagic)
+	if !ok {
+		return nil, errBatchFormat
+	}
+	n, r, ok := readUvarint(r)
+	if !ok || n == 0 || n > batchMaxItems {
+		return nil, errBatchFormat
+	}
+	items := make([]batchItem, 0, n)
+	for range n {
+		var src, body []byte
+		if src, r, ok = readBytes(r); !ok {
+			return nil, errBatchFormat
+		}
+		if body, r, ok = readBytes(r); !ok {
+			return nil, errBatchFormat
+		}
+		items = append(items, batchItem{Source: string(src), Body: body})
+	}
+	if len(r) != 0 {
+		return nil, errBatchFormat
+	}
+	return items, nil
+}
+
+// encodeAnswers writes "WFA1", the count, then each status, Retry-After and
+// body.
+func encodeAnswers(as []batchAnswer) []byte {
+	n := len(batchAnswerMagic) + binary.MaxVarintLen64
+	for _, a := range as {
+		n += 3*binary.MaxVarintLen64 + len(a.Body)
+	}
+	b := append(make([]byte, 0, n), batchAnswerMagic...)
+	b = binary.AppendUvarint(b, uint64(len(as)))
+	for _, a := range as {
+		b = binary.AppendUvarint(b, uint64(a.Status))
+		b = binary.AppendUvarint(b, uint64(a.RetryAfter))
+		b = appendBytes(b, a.Body)
+	}
+	return b
+}
+
+// decodeAnswers reads what encodeAnswers writes: exactly want answers, each
+// status an HTTP status.
+func decodeAnswers(b []byte, want int) ([]batchAnswer, error) {
+	r, ok := bytes.CutPrefix(b, batchAnswerMagic)
+	if !ok {
+		return nil, errBatchFormat
+	}
+	n, r, ok := readUvarint(r)
+	if !ok || n != uint64(want) {
+		return nil, errBatchFormat
+	}
+	as := make([]batchAnswer, 0, n)
+	for range n {
+		var status, retry uint64
+		var body []byte
+		if status, r, ok = readUvarint(r); !ok || status < 100 || status > 599 {
+			return nil, errBatchFormat
+		}
+		if retry, r, ok = readUvarint(r); !ok || retry > 3600 {
+			return nil, errBatchFormat
+		}
+		if body, r, ok = readBytes(r); !ok {
+			return nil, errBatchFormat
+		}
+		as = append(as, batchAnswer{Status: int(status), RetryAfter: int(retry), Body: body})
+	}
+	if len(r) != 0 {
+		return nil, errBatchFormat
+	}
+	return as, nil
+}
+
+func appendBytes(b, v []byte) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(v))), v...)
+}
+
+// readUvarint reads a varint in its shortest form only, so that one batch
+// has one encoding.
+func readUvarint(b []byte) (uint64, []byte, bool) {
+	v, n := binary.Uvarint(b)
+	var shortest [binary.MaxVarintLen64]byte
+	if n <= 0 || n != binary.PutUvarint(shortest[:], v) {
+		return 0, b, false
+	}
+	return v, b[n:], true
+}
+
+func readBytes(b []byte) ([]byte, []byte, bool) {
+	n, r, ok := readUvarint(b)
+	if !ok || n > uint64(len(r)) {
+		return nil, b, false
+	}
+	return r[:n:n], r[n:], true
+}
+
+// handleSubmitBatch is the leader's side: each item is handled as the
+// forwarded submission it stands for, all of them at once.
+func (s *Server) handleSubmitBatch(w http.ResponseWriter, r *http.Request) {
+	if !fromServer(r) {
+		writeError(w, codeUnauthorized, "only a server of this cluster may forward submissions")
+		return
+	}
+	body, aerr := readBody(w, r, batchMaxBytes+s.forwardLimit()+batchMaxItems*64)
+	if aerr != nil {
+		writeError(w, aerr.code, aerr.msg)
+		return
+	}
+	items, err := decodeBatch(body)
+	if err != nil {
+		writeError(w, protocol.CodeMalformed, "not a submission batch")
+		return
+	}
+	answers := make([]batchAnswer, len(items))
+	var wg sync.WaitGroup
+	for i, it := range items {
+		wg.Go(func() {
+			req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, "/v1/intents", bytes.NewReader(it.Body))
+			if err != nil {
+				answers[i] = batchAnswer{Status: http.StatusInternalServerError}
+				return
+			}
+			// The item is the forwarded request it would have been: over
+			// this peer's TLS, naming its original client.
+			req.TLS, req.RemoteAddr = r.TLS, r.RemoteAddr
+			req.Header.Set(headerForwardedFor, it.Source)
+			rec := &recorder{header: http.Header{}}
+			s.handleSubmit(rec, req)
+			a := batchAnswer{Status: rec.status, Body: rec.body.Bytes()}
+			if a.Status == 0 {
+				a.Status = http.StatusOK
+			}
+			if ra, err := strconv.Atoi(rec.header.Get("Retry-After")); err == nil && ra > 0 && ra <= 3600 {
+				a.RetryAfter = ra
+			}
+			answers[i] = a
+		})
+	}
+	wg.Wait()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.WriteHeader(http.StatusOK)
+	w.Write(encodeAnswers(answers))
+}
+
+// recorder is the response of one item of a batch.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (rc *recorder) Header() http.Header { return rc.header }
+
+func (rc *recorder) WriteHeader(code int) {
+	if rc.status == 0 {
+		rc.status = code
+	}
+}
+
+func (rc *recorder) Write(b []byte) (int, error) {
+	if rc.status == 0 {
+		rc.status = http.StatusOK
+	}
+	return rc.body.Write(b)
+}
+
+// batcher is a follower's side: it collects submissions and sends them to the
+// leader in batches.
+type batcher struct {
+	s *Server
+	// rt sends a batch and returns its answers: roundTrip, but for tests.
+	rt       func([]*pendingItem) roundTripResult
+	mu       sync.Mutex
+	pending  []*pendingItem
+	bytes    int
+	inFlight int
+}
+
+type pendingItem struct {
+	item batchItem
+	done chan batchResult
+}
+
+// batchResult is an item's answer with the leader's applied index when it
+// answered, or the error that kept the batch from being answered.
+type batchResult struct {
+	answer batchAnswer
+	index  uint64
+	err    error
+}
+
+// forward sends one submission in the next batch and waits for its answer.
+// errNoBatches means the leader does not take batches (a server of an older
+// version leads): the caller forwards the submission alone.
+func (b *batcher) forward(ctx context.Context, it batchItem) (batchAnswer, uint64, error) {
+	p := &pendingItem{item: it, done: make(chan batchResult, 1)}
+	b.mu.Lock()
+	b.pending = append(b.pending, p)
+	b.bytes += len(it.Body)
+	b.flushLocked()
+	b.mu.Unlock()
+	select {
+	case res := <-p.done:
+		return res.answer, res.index, res.err
+	case <-ctx.Done():
+		// The batch goes on; its answer for this item is dropped.
+		return batchAnswer{}, 0, ctx.Err()
+	}
+}
+
+// flushLocked sends what is pending while fewer than batchesInFlight
+// batches are at the leader.
+func (b *batcher) flushLocked() {
+	for len(b.pending) > 0 && b.inFlight < batchesInFlight {
+		n, size := 0, 0
+		for n < len(b.pending) && n < batchMaxItems && (n == 0 || size+len(b.pending[n].item.Body) <= batchMaxBytes) {
+			size += len(b.pending[n].item.Body)
+			n++
+		}
+		batch := b.pending[:n:n]
+		b.pending = b.pending[n:]
+		b.bytes -= size
+		if len(b.pending) == 0 {
+			b.pending = nil // let the backing array go
+		}
+		b.inFlight++
+		go b.send(batch)
+	}
+}
+
+func (b *batcher) send(batch []*pendingItem) {
+	rt := b.rt
+	if rt == nil {
+		rt = b.toLeader
+	}
+	res := rt(batch)
+	for i, p := range batch {
+		r := batchResult{index: res.index, err: res.err}
+		if res.err == nil {
+			r.answer = res.answers[i]
+		}
+		p.done <- r
+	}
+	b.s.metrics.forwardBatch.Observe(float64(len(batch)))
+	b.mu.Lock()
+	b.inFlight--
+	b.flushLocked()
+	b.mu.Unlock()
+}
+
+type roundTripResult struct {
+	answers []batchAnswer
+	index   uint64
+	err     error
+}
+
+// toLeader sends one batch to the current leader.
+func (b *batcher) toLeader(batch []*pendingItem) roundTripResult {
+	_, leader := b.s.node.Raft.LeaderWithID()
+	m, ok := b.s.cluster.g.member(string(leader))
+	if leader == "" || !ok {
+		return refuseAll(batch, codeNoLeader, "no leader is known yet; retry")
+	}
+	return b.roundTrip(m.API, batch)
+}
+
+// roundTrip sends one batch to the leader's API at api. A refusal of the
+// whole batch (the peer no longer leads, or is at capacity) becomes every
+// item's answer, as it would have been each one's had they gone alone.
+func (b *batcher) roundTrip(api string, batch []*pendingItem) roundTripResult {
+	s := b.s
+	items := make([]batchItem, len(batch))
+	for i, p := range batch {
+		items[i] = p.item
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+api+batchPath, bytes.NewReader(encodeBatch(items)))
+	if err != nil {
+		return refuseAll(batch, codeInternal, "cannot forward")
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	// Marks a request between servers: a peer that no longer leads refuses
+	// it rather than forwarding it on.
+	req.Header.Set(headerForwardedFor, "batch")
+	resp, err := s.cluster.http.Do(req)
+	if err != nil {
+		s.log.Warn("forwarding to the leader", "api", api, "err", err)
+		return refuseAll(batch, codeNoLeader, "the leader did not answer; the write may or may not have been applied; retry (intents are idempotent by their key)")
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, int64(len(batch))*(8<<20)))
+	if err != nil {
+		return refuseAll(batch, codeNoLeader, "the leader's answer was cut off; the write may or may not have been applied")
+	}
+	if resp.StatusCode == http.StatusNotFound {
+		return roundTripResult{err: errNoBatches}
+	}
+	if resp.StatusCode != http.StatusOK {
+		// The batch as a whole was refused; each item gets that answer.
+		ra, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+		a := batchAnswer{Status: resp.StatusCode, RetryAfter: max(min(ra, 3600), 0), Body: out}
+		answers := make([]batchAnswer, len(batch))
+		for i := range answers {
+			answers[i] = a
+		}
+		return roundTripResult{answers: answers}
+	}
+	answers, err := decodeAnswers(out, len(batch))
+	if err != nil {
+		s.log.Warn("the leader's answer to a submission batch does not decode", "api", api, "err", err)
+		return refuseAll(batch, codeInternal, "the leader's answer does not decode; the write may or may not have been applied")
+	}
+	idx, _ := strconv.ParseUint(resp.Header.Get(headerIndex), 10, 64)
+	return roundTripResult{answers: answers, index: idx}
+}
+
+// refuseAll answers every item of a batch with one error.
+func refuseAll(batch []*pendingItem, code protocol.Code, msg string) roundTripResult {
+	rec := &recorder{header: http.Header{}}
+	writeError(rec, code, msg)
+	ra, _ := strconv.Atoi(rec.header.Get("Retry-After"))
+	a := batchAnswer{Status: rec.status, RetryAfter: ra, Body: rec.body.Bytes()}
+	answers := make([]batchAnswer, len(batch))
+	for i := range answers {
+		answers[i] = a
+	}
+	return roundTripResult{answers: answers}
+}

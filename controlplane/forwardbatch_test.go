@@ -1,0 +1,392 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/writhq/writ/client"
+	"github.com/writhq/writ/protocol"
+)
+
+func TestBatchEncoding(t *testing.T) {
+	items := []batchItem{{Source: "127.0.0.1", Body: []byte(`{"intent":{}}`)}, {Source: "2001:db8::/64", Body: nil}, {Source: "", Body: []byte{0, 1, 2}}}
+	got, err := decodeBatch(encodeBatch(items))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(items) {
+		t.Fatalf("%d items, want %d", len(got), len(items))
+	}
+	for i := range items {
+		if got[i].Source != items[i].Source || !bytes.Equal(got[i].Body, items[i].Body) {
+			t.Fatalf("item %d: %+v, want %+v", i, got[i], items[i])
+		}
+	}
+	as := []batchAnswer{{Status: 200, Body: []byte(`{"intent_id":"a"}`)}, {Status: 429, RetryAfter: 1, Body: []byte(`{}`)}}
+	gotA, err := decodeAnswers(encodeAnswers(as), len(as))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range as {
+		if gotA[i].Status != as[i].Status || gotA[i].RetryAfter != as[i].RetryAfter || !bytes.Equal(gotA[i].Body, as[i].Body) {
+			t.Fatalf("answer %d: %+v, want %+v", i, gotA[i], as[i])
+		}
+	}
+
+	// Strict: a wrong magic, a missing or extra byte, no items, too many
+	// items, a count other than asked for, a status that is none.
+	enc := encodeBatch(items)
+	tooMany := make([]batchItem, batchMaxItems+1)
+	bad := map[string][]byte{
+		"empty":        nil,
+		"magic":        append([]byte("WFB2"), enc[4:]...),
+		"truncated":    enc[:len(enc)-1],
+		"trailing":     append(append([]byte{}, enc...), 0),
+		"no items":     encodeBatch(nil),
+		"too many":     encodeBatch(tooMany),
+		"long length":  append(append([]byte{}, batchRequestMagic...), 1, 0xff, 0xff, 0xff, 0xff, 0x0f),
+		"answer magic": encodeAnswers(as),
+	}
+	for name, b := range bad {
+		if _, err := decodeBatch(b); err == nil {
+			t.Errorf("%s: decoded", name)
+		}
+	}
+	encA := encodeAnswers(as)
+	for name, b := range map[string][]byte{
+		"count":     encA,
+		"truncated": encA[:len(encA)-1],
+		"status":    encodeAnswers([]batchAnswer{{Status: 99}, {Status: 200}}),
+		"retry":     encodeAnswers([]batchAnswer{{Status: 200, RetryAfter: 3601}, {Status: 200}}),
+		"request":   enc,
+	} {
+		want := len(as)
+		if name == "count" {
+			want = 3
+		}
+		if _, err := decodeAnswers(b, want); err == nil {
+			t.Errorf("answers %s: decoded", name)
+		}
+	}
+}
+
+func FuzzDecodeBatch(f *testing.F) {
+	f.Add(encodeBatch([]batchItem{{Source: "127.0.0.1", Body: []byte(`{"intent":{}}`)}}))
+	f.Add(encodeBatch([]batchItem{{}, {Source: "x"}}))
+	f.Add([]byte("WFB1\x01\xff\xff\xff\xff\x0f"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		items, err := decodeBatch(b)
+		if err != nil {
+			return
+		}
+		if len(items) == 0 || len(items) > batchMaxItems {
+			t.Fatalf("%d items decoded", len(items))
+		}
+		// What decodes is exactly what encodes to the same bytes.
+		if !bytes.Equal(encodeBatch(items), b) {
+			t.Fatal("decoded items encode to other bytes")
+		}
+	})
+}
+
+func FuzzDecodeAnswers(f *testing.F) {
+	f.Add(encodeAnswers([]batchAnswer{{Status: 200, Body: []byte(`{}`)}}), 1)
+	f.Add(encodeAnswers([]batchAnswer{{Status: 429, RetryAfter: 1}, {Status: 503}}), 2)
+	f.Fuzz(func(t *testing.T, b []byte, want int) {
+		as, err := decodeAnswers(b, want)
+		if err != nil {
+			return
+		}
+		if len(as) != want {
+			t.Fatalf("%d answers, asked for %d", len(as), want)
+		}
+		for _, a := range as {
+			if a.Status < 100 || a.Status > 599 || a.RetryAfter < 0 || a.RetryAfter > 3600 {
+				t.Fatalf("answer out of range: %+v", a)
+			}
+		}
+		if !bytes.Equal(encodeAnswers(as), b) {
+			t.Fatal("decoded answers encode to other bytes")
+		}
+	})
+}
+
+// TestBatcherGroups: a submission goes at once while fewer than
+// batchesInFlight batches are at the leader; the ones arriving after that wait
+// and go together in the next batch, each getting its own answer.
+func TestBatcherGroups(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var sizes []int
+	b := &batcher{s: &Server{metrics: &metrics{forwardBatch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "x"})}}}
+	b.rt = func(batch []*pendingItem) roundTripResult {
+		mu.Lock()
+		sizes = append(sizes, len(batch))
+		mu.Unlock()
+		<-release
+		as := make([]batchAnswer, len(batch))
+		for i, p := range batch {
+			as[i] = batchAnswer{Status: 200, Body: append([]byte("answer to "), p.item.Body...)}
+		}
+		return roundTripResult{answers: as, index: 7}
+	}
+	const first, queued = batchesInFlight, 10
+	var wg sync.WaitGroup
+	answers := make([]batchAnswer, first+queued)
+	submit := func(i int) {
+		defer wg.Done()
+		a, idx, err := b.forward(context.Background(), batchItem{Body: fmt.Appendf(nil, "%d", i)})
+		if err != nil || idx != 7 {
+			t.Errorf("item %d: index %d, %v", i, idx, err)
+		}
+		answers[i] = a
+	}
+	waitSizes := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			mu.Lock()
+			got := len(sizes)
+			mu.Unlock()
+			if got >= n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d batches sent, want %d", got, n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	for i := range first {
+		wg.Add(1)
+		go submit(i)
+		waitSizes(i + 1)
+	}
+	for i := first; i < first+queued; i++ {
+		wg.Add(1)
+		go submit(i)
+	}
+	// All queued behind the batches in flight.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		b.mu.Lock()
+		n := len(b.pending)
+		b.mu.Unlock()
+		if n == queued {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pending, want %d", n, queued)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	want := []int{1, 1, 1, 1, queued}
+	if fmt.Sprint(sizes) != fmt.Sprint(want) {
+		t.Fatalf("batch sizes %v, want %v", sizes, want)
+	}
+	for i, a := range answers {
+		if string(a.Body) != fmt.Sprintf("answer to %d", i) {
+			t.Fatalf("item %d got %q", i, a.Body)
+		}
+	}
+}
+
+// TestBatchToOlderLeader: a leader without the batch endpoint answers 404,
+// which sends the caller back to forwarding alone.
+func TestBatchToOlderLeader(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, codeNotFound, "no such endpoint")
+	}))
+	defer srv.Close()
+	s := &Server{log: slog.New(slog.DiscardHandler), cluster: &cluster{http: srv.Client()}}
+	b := &batcher{s: s}
+	res := b.roundTrip(srv.Listener.Addr().String(), []*pendingItem{{item: batchItem{Body: []byte("{}")}}})
+	if res.err != errNoBatches {
+		t.Fatalf("roundTrip to an older leader: %+v", res)
+	}
+}
+
+// TestForwardedInBatches runs a 3-server cluster in this process and submits
+// to the followers concurrently: every submission is answered as the leader
+// would have answered it alone (admitted, the same id for a repeated key, a
+// bad signature refused and counted against its source at the follower), and
+// the followers forwarded them in batches.
+func TestForwardedInBatches(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-server cluster")
+	}
+	dir := t.TempDir()
+	base := DefaultConfig()
+	base.Logger = slog.New(slog.DiscardHandler)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	servers, creds, err := StartLocalCluster(ctx, dir, 3, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, s := range servers {
+			s.Close(context.Background())
+		}
+	}()
+	var leader *Server
+	var followers []*Server
+	for _, s := range servers {
+		if s.IsLeader() {
+			leader = s
+		} else {
+			followers = append(followers, s)
+		}
+	}
+	if err := leader.AddBenchNode(ctx); err != nil {
+		t.Fatal(err)
+	}
+	caPEM, err := os.ReadFile(filepath.Join(dir, "pki", "ca.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var clients []*client.Client
+	for _, s := range followers {
+		c := client.New("https://"+s.Addr().String(), "")
+		if err := c.TrustCA(caPEM); err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, c)
+	}
+	secret, _ := base64.StdEncoding.DecodeString(creds.Orchestrator.Secret)
+	sign := func(id, key string, secret []byte, params ...string) []byte {
+		p := `{"msg":"hi"}`
+		if len(params) > 0 {
+			p = params[0]
+		}
+		now := time.Now().UTC()
+		in := &protocol.Intent{
+			Type: "writ.intent/v1", ID: id, Tenant: creds.Tenant, Principal: "p", RunID: "r", Tool: "echo",
+			Params: jsontext.Value(p), IdempotencyKey: key, IssuedAt: protocol.FormatTime(now),
+			ExpiresAt: protocol.FormatTime(now.Add(5 * time.Minute)), KeyID: creds.Orchestrator.KeyID,
+		}
+		if err := in.SetPayloadHash(); err != nil {
+			t.Fatal(err)
+		}
+		if err := in.Sign(secret); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(in)
+		return b
+	}
+
+	const n = 96
+	var wg sync.WaitGroup
+	errs := make(chan error, n+8)
+	for i := range n {
+		wg.Go(func() {
+			id := fmt.Sprintf("batch-%d", i)
+			resp, err := clients[i%2].Submit(ctx, sign(id, id, secret), nil, 0)
+			switch {
+			case err != nil:
+				errs <- fmt.Errorf("%s: %w", id, err)
+			case resp.IntentID != id || resp.State != "dispatched":
+				errs <- fmt.Errorf("%s: answered %s %s", id, resp.IntentID, resp.State)
+			}
+		})
+	}
+	// One key, two payloads, both followers: one admitted, the other a
+	// conflict; the same intent again gets the same id.
+	same := sign("same-1", "same-key", secret)
+	for i := range 4 {
+		wg.Go(func() {
+			resp, err := clients[i%2].Submit(ctx, same, nil, 0)
+			if err != nil || resp.IntentID != "same-1" {
+				errs <- fmt.Errorf("repeated intent: %v %+v", err, resp)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	other := sign("same-2", "same-key", secret, `{"msg":"other"}`)
+	if _, err := clients[1].Submit(ctx, other, nil, 0); err == nil || !isCode(err, "idempotency_conflict") {
+		t.Fatalf("a second payload under one key: %v", err)
+	}
+
+	// A forged intent: refused as it would be alone, and counted as an
+	// authentication failure of its source at the follower.
+	before := failures(followers[0])
+	forged := sign("forged", "forged", []byte("not the orchestrator's secret, 32b"))
+	if _, err := clients[0].Submit(ctx, forged, nil, 0); !isCode(err, protocol.CodeBadSignature) {
+		t.Fatalf("forged intent: %v", err)
+	}
+	if after := failures(followers[0]); after != before+1 {
+		t.Fatalf("follower counted %d failures for its source, want %d", after, before+1)
+	}
+
+	// Waiting at a follower still works: the follower waits on its own FSM.
+	waited, err := clients[0].Submit(ctx, sign("waited", "waited", secret), nil, 2*time.Second)
+	if err != nil || waited.IntentID != "waited" {
+		t.Fatalf("submission with wait: %v %+v", err, waited)
+	}
+
+	var items, batches uint64
+	for _, s := range followers {
+		var m dto.Metric
+		if err := s.metrics.forwardBatch.Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		items += uint64(m.GetHistogram().GetSampleSum())
+		batches += m.GetHistogram().GetSampleCount()
+	}
+	if want := uint64(n + 4 + 3); items != want {
+		t.Fatalf("followers forwarded %d submissions in batches, want %d", items, want)
+	}
+	t.Logf("%d submissions in %d batches", items, batches)
+
+	// Only a server may send a batch.
+	plain := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	resp, err := plain.Post("https://"+leader.Addr().String()+batchPath, "application/octet-stream",
+		bytes.NewReader(encodeBatch([]batchItem{{Source: "1.2.3.4", Body: same}})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a batch from a client that is no server: HTTP %d", resp.StatusCode)
+	}
+}
+
+func isCode(err error, code protocol.Code) bool {
+	var e *client.Error
+	return errors.As(err, &e) && e.Code == code
+}
+
+// failures is how many failures the server's limiter has counted against the
+// loopback source: its burst minus the tokens left.
+func failures(s *Server) int {
+	s.fails.mu.Lock()
+	defer s.fails.mu.Unlock()
+	lim := s.fails.sources["127.0.0.1"]
+	if lim == nil {
+		return 0
+	}
+	return s.fails.burst - int(lim.Tokens()+0.5)
+}
