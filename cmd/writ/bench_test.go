@@ -120,3 +120,36 @@ func TestBenchE2E(t *testing.T) {
 		t.Fatalf("writ bench e2e: %+v", r)
 	}
 }
+
+// TestBenchAdmit runs `writ bench admit` small: every row is printed, with
+// operations per second, and no operation failed (a failed submission or
+// bare post prints an errors line).
+func TestBenchAdmit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-server cluster")
+	}
+	cmd := exec.Command(writBin, "bench", "admit", "--n", "300", "--concurrency", "8", "-o", "text")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("writ bench admit: %v\n%s", err, errb.String())
+	}
+	if bytes.Contains(out.Bytes(), []byte("errors; first")) {
+		t.Fatalf("operations failed:\n%s", out.String())
+	}
+	for _, mode := range []string{"raft-apply", "raft-grouped", "admit-leader", "admit-spread", "https-post"} {
+		found := false
+		for _, line := range bytes.Split(out.Bytes(), []byte("\n")) {
+			f := bytes.Fields(line)
+			if len(f) >= 3 && string(f[0]) == "8" && string(f[1]) == mode {
+				if v, err := strconv.ParseFloat(string(f[2]), 64); err != nil || v <= 0 {
+					t.Fatalf("%s: %q is no rate", mode, f[2])
+				}
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("no %s row in:\n%s", mode, out.String())
+		}
+	}
+}

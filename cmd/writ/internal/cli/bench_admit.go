@@ -2,10 +2,13 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -45,7 +48,12 @@ operations each:
   admit-leader signed intents with params of --params-bytes, submitted to the
                leader's API with the Go client (client/, keep-alive over TLS)
   admit-spread the same, spread over the three servers (followers forward to
-               the leader)
+               the leader; a follower sends the submissions that arrive
+               together in one request)
+  https-post   the floor under any admission: the same bodies posted with the
+               same client to a bare HTTPS server in this process (the
+               servers' certificate and TLS settings) that reads each and
+               answers a fixed intent response, and does nothing else
 and print operations per second, p50 and p99 latency, the ratios to raft-apply
 and raft-grouped, the commands per Raft entry the leader proposed, and the CPU
 time of this whole process (servers and clients) per operation.`,
@@ -117,7 +125,7 @@ func (p benchProfiles) start() (stop func(), err error) {
 	return stop, nil
 }
 
-var benchModes = []string{"raft-apply", "raft-grouped", "admit-leader", "admit-spread"}
+var benchModes = []string{"raft-apply", "raft-grouped", "admit-leader", "admit-spread", "https-post"}
 
 type benchResult struct {
 	perSec   float64
@@ -198,6 +206,17 @@ func benchAdmit(e *env, n, paramBytes int, concs []int, modes []string) error {
 		}
 		clients[u] = c
 	}
+	var bare *client.Client
+	if slices.Contains(modes, "https-post") {
+		url, stop, err := bareHTTPS(dir)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		if bare = client.New(url, ""); bare.TrustCA(caPEM) != nil {
+			return fmt.Errorf("https-post: the cluster CA does not load")
+		}
+	}
 	for _, conc := range concs {
 		var raw, grouped benchResult
 		for _, m := range []struct {
@@ -252,8 +271,45 @@ func benchAdmit(e *env, n, paramBytes int, concs []int, modes []string) error {
 			r.perEntry = float64(c1-c0) / float64(max(e1-e0, 1))
 			row(e, conc, "admit-"+mode, r, raw, grouped)
 		}
+		if bare != nil {
+			body := sign(0, "bare")
+			post := func(int) error {
+				_, err := bare.Submit(context.Background(), body, nil, 0)
+				return err
+			}
+			if w := measure(2*conc, conc, post); w.errors > 0 {
+				return fmt.Errorf("https-post warming up: %d errors; first: %s", w.errors, w.firstErr)
+			}
+			row(e, conc, "https-post", measure(n, conc, post), raw, grouped)
+		}
 	}
 	return nil
+}
+
+// bareHTTPS serves, over TLS with the first server's certificate and the
+// API's TLS settings, an endpoint that reads a submission and answers a fixed
+// intent response: what an admission costs in HTTPS alone.
+func bareHTTPS(dir string) (url string, stop func(), err error) {
+	pki := filepath.Join(dir, "pki")
+	cert, err := tls.LoadX509KeyPair(filepath.Join(pki, "s1.pem"), filepath.Join(pki, "s1.key"))
+	if err != nil {
+		return "", nil, err
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		return "", nil, err
+	}
+	answer, _ := json.Marshal(protocol.IntentResponse{IntentID: "bench-bare", State: "dispatched"})
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, 1<<20)); err != nil {
+			http.Error(w, "unreadable", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(answer)
+	})}
+	go srv.Serve(ln)
+	return "https://" + ln.Addr().String(), func() { srv.Close() }, nil
 }
 
 // row prints one measurement with its ratios to the raw baselines of the
