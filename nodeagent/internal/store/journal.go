@@ -116,13 +116,19 @@ func (s *Store) Interrupted() ([]Started, error) {
 // Known reports whether the dispatch id was begun (and not yet pruned) or
 // has a result in the outbox: a dispatch pushed again that must not run again.
 func (s *Store) Known(dispatchID string) (bool, error) {
-	known := false
+	journaled, queued := false, false
 	err := s.db.View(func(tx *bolt.Tx) error {
 		id := []byte(dispatchID)
-		known = tx.Bucket(bucketJournal).Get(id) != nil || tx.Bucket(bucketOutboxIDs).Get(id) != nil
+		journaled = tx.Bucket(bucketJournal).Get(id) != nil
+		queued = tx.Bucket(bucketOutboxIDs).Get(id) != nil
 		return nil
 	})
-	return known, err
+	if err != nil || journaled || !queued {
+		return journaled, err
+	}
+	s.ackMu.Lock()
+	defer s.ackMu.Unlock()
+	return !s.acked[dispatchID], nil // an acked result is gone, written or not
 }
 
 // readJournal decodes the journal record stored under key k.

@@ -3,6 +3,8 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -62,22 +64,90 @@ func (s *Store) Outbox() ([]Pending, error) {
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	s.ackMu.Lock()
+	defer s.ackMu.Unlock()
+	return slices.DeleteFunc(out, func(p Pending) bool { return s.acked[p.DispatchID] }), nil
 }
 
-// Ack removes the result of dispatchID from the outbox. Acking a result that
-// is not there (acked before) is not an error: acks may repeat. The journal
-// entry stays, so the dispatch remains Known until Prune forgets it.
+// AckFlushInterval is how long an ack may wait before it is made durable.
+// Acks are not worth an fsync each: an ack lost in a crash only means the
+// result is sent once more after the restart, and a server that has
+// recorded it acknowledges it again without recording anything twice. An
+// agent busy with many runs makes one durable write of all the acks of an
+// interval instead of one per run.
+const AckFlushInterval = 200 * time.Millisecond
+
+// Ack removes the result of dispatchID from the outbox: at once for Outbox
+// and Known, durably within AckFlushInterval (or at Close). Acking a result
+// that is not there (acked before) is not an error: acks may repeat. The
+// journal entry stays, so the dispatch remains Known until Prune forgets it.
 func (s *Store) Ack(dispatchID string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		ids := tx.Bucket(bucketOutboxIDs)
-		key := ids.Get([]byte(dispatchID))
-		if key == nil {
-			return nil
+	if dispatchID == "" {
+		return fmt.Errorf("%w: empty dispatch id", ErrInvalid)
+	}
+	s.ackMu.Lock()
+	defer s.ackMu.Unlock()
+	if s.closed {
+		return errClosed
+	}
+	s.acked[dispatchID] = true
+	return nil
+}
+
+// FlushAcks makes the acks taken so far durable. Close calls it; so does a
+// goroutine every AckFlushInterval. Acks it could not write stay pending and
+// are tried again.
+func (s *Store) FlushAcks() error {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	s.ackMu.Lock()
+	ids := make([]string, 0, len(s.acked))
+	for id := range s.acked {
+		ids = append(ids, id)
+	}
+	s.ackMu.Unlock()
+	if len(ids) == 0 {
+		return nil
+	}
+	slices.Sort(ids)
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		for _, id := range ids {
+			outboxIDs := tx.Bucket(bucketOutboxIDs)
+			key := outboxIDs.Get([]byte(id))
+			if key == nil {
+				continue
+			}
+			if err := tx.Bucket(bucketOutbox).Delete(key); err != nil {
+				return err
+			}
+			if err := outboxIDs.Delete([]byte(id)); err != nil {
+				return err
+			}
 		}
-		if err := tx.Bucket(bucketOutbox).Delete(key); err != nil {
-			return err
-		}
-		return ids.Delete([]byte(dispatchID))
+		return nil
 	})
+	if err != nil {
+		return err
+	}
+	s.ackMu.Lock()
+	for _, id := range ids {
+		delete(s.acked, id)
+	}
+	s.ackMu.Unlock()
+	return nil
+}
+
+// flushAcks runs FlushAcks every AckFlushInterval until stop closes.
+func (s *Store) flushAcks(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(AckFlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			s.FlushAcks() // a failure keeps the acks pending; Close reports it
+		case <-stop:
+			return
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -48,10 +49,22 @@ var (
 )
 
 // Store is the agent's durable store. It is safe for concurrent use; writes
-// are serialised by bbolt, each one atomic and durable.
+// are serialised by bbolt, each one atomic and durable when the call returns,
+// except acks (Ack), which are made durable in the background.
 type Store struct {
 	db *bolt.DB
+
+	// acked holds the acks not yet written (Ack); flushMu serialises their
+	// writing.
+	ackMu   sync.Mutex
+	acked   map[string]bool
+	closed  bool
+	flushMu sync.Mutex
+	stop    chan struct{}
+	done    chan struct{}
 }
+
+var errClosed = errors.New("store: closed")
 
 // Open opens or creates the store at path (mode 0600). Only one process may
 // hold it: a second Open waits one second and then fails.
@@ -78,11 +91,25 @@ func Open(path string) (*Store, error) {
 	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
 		os.Chmod(path, 0o600)
 	}
-	return &Store{db: db}, nil
+	s := &Store{db: db, acked: map[string]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go s.flushAcks(s.stop, s.done)
+	return s, nil
 }
 
-// Close closes the file. Calls after Close fail.
-func (s *Store) Close() error { return s.db.Close() }
+// Close writes the pending acks and closes the file. Calls after Close fail.
+func (s *Store) Close() error {
+	s.ackMu.Lock()
+	if s.closed {
+		s.ackMu.Unlock()
+		return errClosed
+	}
+	s.closed = true
+	s.ackMu.Unlock()
+	close(s.stop)
+	<-s.done
+	ferr := s.FlushAcks()
+	return errors.Join(ferr, s.db.Close())
+}
 
 // Path is the file the store lives in.
 func (s *Store) Path() string { return s.db.Path() }
