@@ -364,3 +364,38 @@ func TestGatedTierReplayedNonce(t *testing.T) {
 		t.Fatalf("journal entries left started: %v %v", in, err)
 	}
 }
+
+// TestExpiredWhileWaitingForASlot: a dispatch checked on arrival that expires
+// while it waits for a slot is checked again when it gets one, refused as
+// expired, and never runs.
+func TestExpiredWhileWaitingForASlot(t *testing.T) {
+	h := newHarness(t, 1)
+	busy := sign(t, h.dispatch("witness", h.witnessParams(true)), serverKey)
+	done := make(chan error)
+	go func() { done <- h.x.Handle(context.Background(), busy, servers) }()
+	waitFor(t, "the first run", func() bool { return h.runs() == 1 })
+	late := h.dispatch("witness", h.witnessParams(false))
+	waited := make(chan error)
+	go func() { waited <- h.x.Handle(context.Background(), sign(t, late, serverKey), servers) }()
+	waitFor(t, "the second dispatch to wait for the slot", func() bool {
+		h.x.mu.Lock()
+		defer h.x.mu.Unlock()
+		return h.x.handling[late.ID]
+	})
+	time.Sleep(20 * time.Millisecond) // past the check on arrival, into the wait
+	h.clock.Add(2 * time.Minute)       // the dispatch expires meanwhile
+	writeFiles(t, filepath.Dir(h.release), map[string]string{"release": ""})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waited; err != nil {
+		t.Fatal(err)
+	}
+	r := h.outbox()[late.ID]
+	if r == nil || r.Status != protocol.StatusRefused || !strings.HasPrefix(r.Error, string(protocol.CodeExpired)) {
+		t.Fatalf("got %+v, want refused as expired", r)
+	}
+	if n := h.runs(); n != 1 {
+		t.Fatalf("%d runs, want only the first", n)
+	}
+}
