@@ -383,7 +383,7 @@ func TestExpiredWhileWaitingForASlot(t *testing.T) {
 		return h.x.handling[late.ID]
 	})
 	time.Sleep(20 * time.Millisecond) // past the check on arrival, into the wait
-	h.clock.Add(2 * time.Minute)       // the dispatch expires meanwhile
+	h.clock.Add(2 * time.Minute)      // the dispatch expires meanwhile
 	writeFiles(t, filepath.Dir(h.release), map[string]string{"release": ""})
 	if err := <-done; err != nil {
 		t.Fatal(err)
