@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -31,7 +32,10 @@ func (s *Server) forwarding(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !isWrite(r.Method) {
+		// Internal endpoints are served where they are asked, never
+		// forwarded: a follower forwards with its own server certificate,
+		// which would let anyone reach them through it.
+		if !isWrite(r.Method) || internalPath(r.URL.Path) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -49,6 +53,12 @@ func (s *Server) forwarding(next http.Handler) http.Handler {
 			s.forward(w, r)
 		}
 	})
+}
+
+// internalPath reports whether p, cleaned as the router cleans it, is one of
+// the endpoints between servers (/v1/internal/…).
+func internalPath(p string) bool {
+	return strings.HasPrefix(path.Clean("/"+p)+"/", "/v1/internal/")
 }
 
 func isWrite(method string) bool {
@@ -157,6 +167,10 @@ func (s *Server) forwardSubmitBatched(r *http.Request, submit bool, body []byte)
 	switch {
 	case errors.Is(err, errNoBatches):
 		return 0, nil, nil, 0, false
+	case errors.Is(err, errQueueFull):
+		s.metrics.refused.WithLabelValues(string(codeOverloaded)).Inc()
+		a = batchAnswer{Status: http.StatusTooManyRequests, RetryAfter: 1}
+		a.Body, _ = json.Marshal(protocol.ErrorResponse{Error: protocol.ErrorBody{Code: codeOverloaded, Message: "too many submissions wait to be forwarded to the leader; retry"}})
 	case err != nil:
 		return 0, nil, nil, 0, true // the client is gone
 	}

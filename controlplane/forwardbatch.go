@@ -2,11 +2,14 @@ package controlplane
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -192,6 +195,10 @@ func (s *Server) handleSubmitBatch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, protocol.CodeMalformed, "not a submission batch")
 		return
 	}
+	if !s.isLeader() {
+		writeError(w, codeNoLeader, "this server is not the leader; retry")
+		return
+	}
 	answers := make([]batchAnswer, len(items))
 	var wg sync.WaitGroup
 	for i, it := range items {
@@ -246,20 +253,41 @@ func (rc *recorder) Write(b []byte) (int, error) {
 }
 
 // batcher is a follower's side: it collects submissions and sends them to the
-// leader in batches.
+// leader in batches. Batches in flight are counted per leader, so that
+// batches hung on a leader that vanished do not hold up a new one; what
+// waits is bounded (batchMaxPending, batchMaxPendingBytes: past them a
+// submission is answered 429 at once), and a submission whose client went
+// away before its batch left is dropped from the queue.
 type batcher struct {
 	s *Server
-	// rt sends a batch and returns its answers: roundTrip, but for tests.
-	rt       func([]*pendingItem) roundTripResult
+	// leader names the leader's API address; rt sends a batch there and
+	// returns its answers. Nil: the Raft leader and roundTrip. Tests set them.
+	leader func() (string, bool)
+	rt     func(api string, batch []*pendingItem) roundTripResult
+	// maxPending and maxBytes bound the queue; zero means the defaults.
+	maxPending, maxBytes int
+
 	mu       sync.Mutex
 	pending  []*pendingItem
 	bytes    int
-	inFlight int
+	inFlight map[string]int       // batches at each leader API address
+	noBatch  map[string]time.Time // leaders that answered 404, and when
 }
 
+// Bounds of a follower's queue of submissions waiting for a batch, and how
+// long a leader that takes no batches is remembered as such.
+const (
+	batchMaxPending      = 4096
+	batchMaxPendingBytes = 64 << 20
+	noBatchMemory        = time.Minute
+)
+
+var errQueueFull = errors.New("controlplane: too many submissions wait to be forwarded")
+
 type pendingItem struct {
-	item batchItem
-	done chan batchResult
+	item      batchItem
+	done      chan batchResult
+	cancelled bool // its client went away before it was sent (batcher.mu)
 }
 
 // batchResult is an item's answer with the leader's applied index when it
@@ -272,10 +300,20 @@ type batchResult struct {
 
 // forward sends one submission in the next batch and waits for its answer.
 // errNoBatches means the leader does not take batches (a server of an older
-// version leads): the caller forwards the submission alone.
+// version leads): the caller forwards the submission alone. errQueueFull
+// means too much waits already: the caller answers 429.
 func (b *batcher) forward(ctx context.Context, it batchItem) (batchAnswer, uint64, error) {
 	p := &pendingItem{item: it, done: make(chan batchResult, 1)}
 	b.mu.Lock()
+	if api, ok := b.leaderAPI(); ok && time.Since(b.noBatch[api]) < noBatchMemory {
+		b.mu.Unlock()
+		return batchAnswer{}, 0, errNoBatches
+	}
+	maxPending, maxBytes := cmp.Or(b.maxPending, batchMaxPending), cmp.Or(b.maxBytes, batchMaxPendingBytes)
+	if len(b.pending) >= maxPending || (len(b.pending) > 0 && b.bytes+len(it.Body) > maxBytes) {
+		b.mu.Unlock()
+		return batchAnswer{}, 0, errQueueFull
+	}
 	b.pending = append(b.pending, p)
 	b.bytes += len(it.Body)
 	b.flushLocked()
@@ -284,37 +322,88 @@ func (b *batcher) forward(ctx context.Context, it batchItem) (batchAnswer, uint6
 	case res := <-p.done:
 		return res.answer, res.index, res.err
 	case <-ctx.Done():
-		// The batch goes on; its answer for this item is dropped.
+		// Not sent yet: it never will be. Sent: the batch goes on, and its
+		// answer for this item is dropped.
+		b.mu.Lock()
+		if !p.cancelled && slices.Contains(b.pending, p) {
+			p.cancelled = true
+			b.bytes -= len(p.item.Body)
+		}
+		b.mu.Unlock()
 		return batchAnswer{}, 0, ctx.Err()
 	}
 }
 
+func (b *batcher) leaderAPI() (string, bool) {
+	if b.leader != nil {
+		return b.leader()
+	}
+	_, id := b.s.node.Raft.LeaderWithID()
+	m, ok := b.s.cluster.g.member(string(id))
+	return m.API, id != "" && ok
+}
+
 // flushLocked sends what is pending while fewer than batchesInFlight
-// batches are at the leader.
+// batches are at the current leader. With no leader known, what waits is
+// answered no_leader at once, as a single forward would be.
 func (b *batcher) flushLocked() {
-	for len(b.pending) > 0 && b.inFlight < batchesInFlight {
-		n, size := 0, 0
-		for n < len(b.pending) && n < batchMaxItems && (n == 0 || size+len(b.pending[n].item.Body) <= batchMaxBytes) {
-			size += len(b.pending[n].item.Body)
-			n++
+	if b.inFlight == nil {
+		b.inFlight, b.noBatch = map[string]int{}, map[string]time.Time{}
+	}
+	for len(b.pending) > 0 {
+		api, ok := b.leaderAPI()
+		if !ok {
+			waiting := b.take(len(b.pending), math.MaxInt)
+			res := refuseAll(waiting, codeNoLeader, "no leader is known yet; retry")
+			for i, p := range waiting {
+				p.done <- batchResult{answer: res.answers[i]}
+			}
+			continue
 		}
-		batch := b.pending[:n:n]
-		b.pending = b.pending[n:]
-		b.bytes -= size
-		if len(b.pending) == 0 {
-			b.pending = nil // let the backing array go
+		if b.inFlight[api] >= batchesInFlight {
+			return
 		}
-		b.inFlight++
-		go b.send(batch)
+		batch := b.take(batchMaxItems, batchMaxBytes)
+		if len(batch) == 0 {
+			return // only cancelled items were left
+		}
+		b.inFlight[api]++
+		go b.send(api, batch)
 	}
 }
 
-func (b *batcher) send(batch []*pendingItem) {
+// take removes up to n items (and about size bytes, at least one item) from
+// the front of the queue, dropping cancelled ones, into a slice of their
+// own.
+func (b *batcher) take(n, size int) []*pendingItem {
+	var batch []*pendingItem
+	got, i := 0, 0
+	for ; i < len(b.pending) && len(batch) < n; i++ {
+		p := b.pending[i]
+		if p.cancelled {
+			continue
+		}
+		if len(batch) > 0 && got+len(p.item.Body) > size {
+			break
+		}
+		batch = append(batch, p)
+		got += len(p.item.Body)
+	}
+	clear(b.pending[:i]) // sent items are not kept alive by the queue
+	b.pending = b.pending[i:]
+	if len(b.pending) == 0 {
+		b.pending = nil
+	}
+	b.bytes -= got
+	return batch
+}
+
+func (b *batcher) send(api string, batch []*pendingItem) {
 	rt := b.rt
 	if rt == nil {
-		rt = b.toLeader
+		rt = b.roundTrip
 	}
-	res := rt(batch)
+	res := rt(api, batch)
 	for i, p := range batch {
 		r := batchResult{index: res.index, err: res.err}
 		if res.err == nil {
@@ -322,9 +411,16 @@ func (b *batcher) send(batch []*pendingItem) {
 		}
 		p.done <- r
 	}
-	b.s.metrics.forwardBatch.Observe(float64(len(batch)))
+	if b.s != nil && b.s.metrics != nil {
+		b.s.metrics.forwardBatch.Observe(float64(len(batch)))
+	}
 	b.mu.Lock()
-	b.inFlight--
+	if b.inFlight[api]--; b.inFlight[api] <= 0 {
+		delete(b.inFlight, api)
+	}
+	if errors.Is(res.err, errNoBatches) {
+		b.noBatch[api] = time.Now()
+	}
 	b.flushLocked()
 	b.mu.Unlock()
 }
@@ -333,16 +429,6 @@ type roundTripResult struct {
 	answers []batchAnswer
 	index   uint64
 	err     error
-}
-
-// toLeader sends one batch to the current leader.
-func (b *batcher) toLeader(batch []*pendingItem) roundTripResult {
-	_, leader := b.s.node.Raft.LeaderWithID()
-	m, ok := b.s.cluster.g.member(string(leader))
-	if leader == "" || !ok {
-		return refuseAll(batch, codeNoLeader, "no leader is known yet; retry")
-	}
-	return b.roundTrip(m.API, batch)
 }
 
 // roundTrip sends one batch to the leader's API at api. A refusal of the
@@ -377,8 +463,11 @@ func (b *batcher) roundTrip(api string, batch []*pendingItem) roundTripResult {
 	if resp.StatusCode == http.StatusNotFound {
 		return roundTripResult{err: errNoBatches}
 	}
-	if resp.StatusCode != http.StatusOK {
-		// The batch as a whole was refused; each item gets that answer.
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		// The batch as a whole was refused for now (the peer no longer
+		// leads, or is at capacity); each item gets that answer.
 		ra, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
 		a := batchAnswer{Status: resp.StatusCode, RetryAfter: max(min(ra, 3600), 0), Body: out}
 		answers := make([]batchAnswer, len(batch))
@@ -386,6 +475,11 @@ func (b *batcher) roundTrip(api string, batch []*pendingItem) roundTripResult {
 			answers[i] = a
 		}
 		return roundTripResult{answers: answers}
+	default:
+		// Any other refusal of the whole batch is between the servers,
+		// nothing the clients did: never an authentication failure of theirs.
+		s.log.Warn("the leader refused a submission batch", "api", api, "status", resp.StatusCode)
+		return refuseAll(batch, codeInternal, "the leader refused the forwarded submission; it was not applied")
 	}
 	answers, err := decodeAnswers(out, len(batch))
 	if err != nil {

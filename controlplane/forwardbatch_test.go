@@ -13,6 +13,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -136,7 +138,8 @@ func TestBatcherGroups(t *testing.T) {
 	var mu sync.Mutex
 	var sizes []int
 	b := &batcher{s: &Server{metrics: &metrics{forwardBatch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "x"})}}}
-	b.rt = func(batch []*pendingItem) roundTripResult {
+	b.leader = func() (string, bool) { return "leader", true }
+	b.rt = func(_ string, batch []*pendingItem) roundTripResult {
 		mu.Lock()
 		sizes = append(sizes, len(batch))
 		mu.Unlock()
@@ -207,6 +210,137 @@ func TestBatcherGroups(t *testing.T) {
 		if string(a.Body) != fmt.Sprintf("answer to %d", i) {
 			t.Fatalf("item %d got %q", i, a.Body)
 		}
+	}
+}
+
+// fakeLeader is a batcher's leader for tests: batches sent to it wait until
+// released, and it records their sizes by leader.
+type fakeLeader struct {
+	mu      sync.Mutex
+	api     string
+	sent    map[string][]int
+	release chan struct{}
+}
+
+func newFakeLeader(b *batcher, api string) *fakeLeader {
+	f := &fakeLeader{api: api, sent: map[string][]int{}, release: make(chan struct{})}
+	b.leader = func() (string, bool) { f.mu.Lock(); defer f.mu.Unlock(); return f.api, f.api != "" }
+	b.rt = func(api string, batch []*pendingItem) roundTripResult {
+		f.mu.Lock()
+		f.sent[api] = append(f.sent[api], len(batch))
+		f.mu.Unlock()
+		<-f.release
+		as := make([]batchAnswer, len(batch))
+		for i := range as {
+			as[i] = batchAnswer{Status: 200, Body: []byte(api)}
+		}
+		return roundTripResult{answers: as}
+	}
+	return f
+}
+
+func (f *fakeLeader) batches(api string) []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.sent[api])
+}
+
+func (f *fakeLeader) set(api string) { f.mu.Lock(); f.api = api; f.mu.Unlock() }
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+func pendingCount(b *batcher) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.pending)
+}
+
+// TestBatcherQueue: a submission whose client goes away before its batch
+// leaves is dropped from the queue; the queue is bounded (past it, at once,
+// errQueueFull); batches hung at a leader that lost its place do not hold up
+// the new leader's; with no leader, what waits is answered no_leader.
+func TestBatcherQueue(t *testing.T) {
+	b := &batcher{s: &Server{metrics: &metrics{forwardBatch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "x"})}}, maxPending: 3}
+	f := newFakeLeader(b, "a")
+	type answer struct {
+		a   batchAnswer
+		err error
+	}
+	submit := func(ctx context.Context) chan answer {
+		out := make(chan answer, 1)
+		go func() {
+			a, _, err := b.forward(ctx, batchItem{Body: []byte("x")})
+			out <- answer{a, err}
+		}()
+		return out
+	}
+	var hung []chan answer
+	for i := range batchesInFlight {
+		hung = append(hung, submit(context.Background()))
+		eventually(t, "a batch to leave", func() bool { return len(f.batches("a")) == i+1 })
+	}
+	gone, cancel := context.WithCancel(context.Background())
+	cancelled := submit(gone)
+	kept := []chan answer{submit(context.Background()), submit(context.Background())}
+	eventually(t, "three queued", func() bool { return pendingCount(b) == 3 })
+	if _, _, err := b.forward(context.Background(), batchItem{Body: []byte("x")}); err != errQueueFull {
+		t.Fatalf("a fourth in a queue of 3: %v, want errQueueFull", err)
+	}
+	cancel()
+	if a := <-cancelled; a.err != context.Canceled {
+		t.Fatalf("cancelled submission: %+v", a)
+	}
+
+	// The leader changes: the queue goes to the new one at once, without the
+	// cancelled submission, while a's batches still hang.
+	f.set("b")
+	b.mu.Lock()
+	b.flushLocked()
+	b.mu.Unlock()
+	eventually(t, "a batch to b", func() bool { return len(f.batches("b")) == 1 })
+	if got := f.batches("b"); got[0] != 2 {
+		t.Fatalf("the batch to the new leader has %d submissions, want 2 (the cancelled one dropped)", got[0])
+	}
+
+	// No leader: a new submission is answered no_leader at once.
+	f.set("")
+	if a, _, err := b.forward(context.Background(), batchItem{Body: []byte("x")}); err != nil || a.Status != http.StatusServiceUnavailable {
+		t.Fatalf("with no leader: %+v %v, want 503", a, err)
+	}
+	close(f.release)
+	for _, c := range append(hung, kept...) {
+		if a := <-c; a.err != nil || a.a.Status != 200 {
+			t.Fatalf("answer %+v", a)
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.inFlight) != 0 || len(b.pending) != 0 || b.bytes != 0 {
+		t.Fatalf("after everything: in flight %v, %d pending, %d bytes", b.inFlight, len(b.pending), b.bytes)
+	}
+}
+
+// TestBatcherRemembersOlderLeader: after a leader answered 404, submissions
+// go alone (errNoBatches at once) for a while.
+func TestBatcherRemembersOlderLeader(t *testing.T) {
+	b := &batcher{s: &Server{metrics: &metrics{forwardBatch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "x"})}}}
+	b.leader = func() (string, bool) { return "old", true }
+	calls := 0
+	b.rt = func(string, []*pendingItem) roundTripResult { calls++; return roundTripResult{err: errNoBatches} }
+	for range 3 {
+		if _, _, err := b.forward(context.Background(), batchItem{Body: []byte("x")}); err != errNoBatches {
+			t.Fatalf("got %v, want errNoBatches", err)
+		}
+	}
+	if calls != 1 {
+		t.Fatalf("the older leader was sent %d batches, want 1", calls)
 	}
 }
 
@@ -371,6 +505,31 @@ func TestForwardedInBatches(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("a batch from a client that is no server: HTTP %d", resp.StatusCode)
+	}
+	// Nor through a follower, which must not forward internal requests with
+	// its own certificate: a batch naming a victim's address, a relayed
+	// command opening an admin dashboard session, under any spelling.
+	for _, p := range []string{batchPath, "/v1/internal/apply", "/v1//internal/apply", "/v1/./internal/submit-batch"} {
+		body := encodeBatch([]batchItem{{Source: "203.0.113.7", Body: forged}})
+		if !strings.Contains(p, "batch") {
+			body = fmt.Appendf(nil, `{"type":50,"cmd":{"hash":%q,"user":"admin-token","expires_at":"2099-01-01T00:00:00Z"}}`, protocol.HashBytes([]byte("chosen")))
+		}
+		resp, err := plain.Post("https://"+followers[0].Addr().String()+p, "application/octet-stream", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode/100 != 3 {
+			t.Fatalf("%s at a follower from a client that is no server: HTTP %d", p, resp.StatusCode)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	leader.fails.mu.Lock()
+	_, victim := leader.fails.sources["203.0.113.7"]
+	leader.fails.mu.Unlock()
+	_, session := leader.fsm.Session(protocol.HashBytes([]byte("chosen")))
+	if victim || session {
+		t.Fatalf("internal requests through a follower reached the leader: victim's source counted %v, admin session opened %v", victim, session)
 	}
 }
 

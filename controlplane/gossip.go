@@ -46,13 +46,8 @@ type gossip struct {
 	// with its own goroutines; its events are called under its lock, with the
 	// node as it stands.
 	viewMu sync.Mutex
-	view   map[string]memberView
+	view   map[string][]byte // name → metadata, of the nodes alive
 	events memberlist.EventDelegate
-}
-
-type memberView struct {
-	state memberlist.NodeStateType
-	meta  []byte
 }
 
 // gossipKeySize is memberlist's AES-256-GCM key, derived from the keyring.
@@ -67,7 +62,7 @@ func startGossip(cl ClusterConfig, self memberMeta, kr *keyring.Keyring, log *sl
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: gossip port %q", port)
 	}
-	g := &gossip{log: log, self: self, view: map[string]memberView{}, events: events}
+	g := &gossip{log: log, self: self, view: map[string][]byte{}, events: events}
 	mc := memberlist.DefaultLANConfig()
 	mc.Name = self.ID
 	mc.BindAddr, mc.BindPort = host, p
@@ -94,12 +89,9 @@ func (g *gossip) members() []memberMeta {
 	g.viewMu.Lock()
 	defer g.viewMu.Unlock()
 	var out []memberMeta
-	for name, n := range g.view {
-		if n.state != memberlist.StateAlive {
-			continue
-		}
+	for name, meta := range g.view {
 		var m memberMeta
-		if json.Unmarshal(n.meta, &m) != nil || m.V != 1 || m.ID != name {
+		if json.Unmarshal(meta, &m) != nil || m.V != 1 || m.ID != name {
 			continue
 		}
 		out = append(out, m)
@@ -108,28 +100,36 @@ func (g *gossip) members() []memberMeta {
 	return out
 }
 
-// note copies a node memberlist reports into the view.
-func (g *gossip) note(n *memberlist.Node) {
-	g.viewMu.Lock()
-	g.view[n.Name] = memberView{state: n.State, meta: bytes.Clone(n.Meta)}
-	g.viewMu.Unlock()
-}
-
 // NotifyJoin, NotifyLeave and NotifyUpdate are memberlist.EventDelegate:
-// memberlist calls them holding its lock on the node table.
+// memberlist calls them holding its lock on the node table. The node's state
+// is in the event, not in the node given (memberlist keeps it in a field of
+// its own that shadows Node.State): a join or an update is a node alive, a
+// leave one dead or gone.
 func (g *gossip) NotifyJoin(n *memberlist.Node) {
-	g.note(n)
+	g.note(n, true)
 	g.events.NotifyJoin(n)
 }
 
 func (g *gossip) NotifyLeave(n *memberlist.Node) {
-	g.note(n)
+	g.note(n, false)
 	g.events.NotifyLeave(n)
 }
 
 func (g *gossip) NotifyUpdate(n *memberlist.Node) {
-	g.note(n)
+	g.note(n, true)
 	g.events.NotifyUpdate(n)
+}
+
+// note copies a node memberlist reports alive into the view, or forgets one
+// it reports dead or gone.
+func (g *gossip) note(n *memberlist.Node, alive bool) {
+	g.viewMu.Lock()
+	defer g.viewMu.Unlock()
+	if !alive {
+		delete(g.view, n.Name)
+		return
+	}
+	g.view[n.Name] = bytes.Clone(n.Meta)
 }
 
 // member returns the alive server id, if memberlist knows it.
