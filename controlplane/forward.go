@@ -139,7 +139,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 		}
 		deadline := time.Now().Add(wait)
 		wctx, wcancel := context.WithDeadline(r.Context(), deadline)
-		caught := json.Unmarshal(out, &ir) == nil && ir.ID != "" && s.fsm.WaitIndex(wctx, idx)
+		caught := idx > 0 && json.Unmarshal(out, &ir) == nil && ir.ID != "" && s.fsm.WaitIndex(wctx, idx)
 		wcancel()
 		if caught {
 			s.answer(w, r, ir.ID, time.Until(deadline))

@@ -225,6 +225,9 @@ func (s *Server) handleSubmitBatch(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	wg.Wait()
+	// The applied index once every item is answered: the follower waits for
+	// its own FSM to reach it before it serves a ?wait= from it.
+	w.Header().Set(headerIndex, strconv.FormatUint(s.fsm.Index(), 10))
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.WriteHeader(http.StatusOK)
 	w.Write(encodeAnswers(answers))
@@ -486,7 +489,11 @@ func (b *batcher) roundTrip(api string, batch []*pendingItem) roundTripResult {
 		s.log.Warn("the leader's answer to a submission batch does not decode", "api", api, "err", err)
 		return refuseAll(batch, codeInternal, "the leader's answer does not decode; the write may or may not have been applied")
 	}
-	idx, _ := strconv.ParseUint(resp.Header.Get(headerIndex), 10, 64)
+	idx, err := strconv.ParseUint(resp.Header.Get(headerIndex), 10, 64)
+	if err != nil || idx == 0 {
+		s.log.Warn("the leader's answer to a submission batch has no applied index", "api", api)
+		return refuseAll(batch, codeInternal, "the leader's answer has no applied index; the write may or may not have been applied")
+	}
 	return roundTripResult{answers: answers, index: idx}
 }
 

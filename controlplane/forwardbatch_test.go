@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -495,6 +496,21 @@ func TestForwardedInBatches(t *testing.T) {
 	}
 	t.Logf("%d submissions in %d batches", items, batches)
 
+	// The leader's answer to a batch names its applied index, at least the
+	// admission's, which a follower waits for before serving ?wait=.
+	req, _ := http.NewRequest(http.MethodPost, "https://"+leader.Addr().String()+batchPath,
+		bytes.NewReader(encodeBatch([]batchItem{{Source: "127.0.0.1", Body: mustSubmitBody(t, sign("indexed", "indexed", secret))}})))
+	req.Header.Set(headerForwardedFor, "batch")
+	iresp, err := followers[0].cluster.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iresp.Body.Close()
+	idx, _ := strconv.ParseUint(iresp.Header.Get(headerIndex), 10, 64)
+	if in, ok := leader.fsm.Intent("indexed"); !ok || idx == 0 || idx < in.Index {
+		t.Fatalf("batch answered with index %q; the intent (found %v) is at %d", iresp.Header.Get(headerIndex), ok, in.Index)
+	}
+
 	// Only a server may send a batch.
 	plain := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	resp, err := plain.Post("https://"+leader.Addr().String()+batchPath, "application/octet-stream",
@@ -531,6 +547,11 @@ func TestForwardedInBatches(t *testing.T) {
 	if victim || session {
 		t.Fatalf("internal requests through a follower reached the leader: victim's source counted %v, admin session opened %v", victim, session)
 	}
+}
+
+func mustSubmitBody(t *testing.T, intent []byte) []byte {
+	t.Helper()
+	return append(append([]byte(`{"intent":`), intent...), '}')
 }
 
 func isCode(err error, code protocol.Code) bool {
