@@ -184,7 +184,10 @@ func (s *Server) forwardSubmitBatched(r *http.Request, submit bool, body []byte)
 // forwardAlone relays one write to the leader at api in a request of its own.
 // It has answered the client itself when ok is false.
 func (s *Server) forwardAlone(w http.ResponseWriter, r *http.Request, api string, q url.Values, body []byte) (status int, header http.Header, out []byte, idx uint64, ok bool) {
-	u := "https://" + api + r.URL.Path
+	// The path as the client escaped it: the leader decodes it once, as this
+	// server did. (A decoded path would be decoded twice: /v1/%2569nternal/…
+	// would reach the leader as an internal path.)
+	u := "https://" + api + r.URL.EscapedPath()
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}

@@ -37,6 +37,9 @@ const (
 	batchesInFlight = 4
 	// batchTimeout bounds a batch's round trip, as a single forward's.
 	batchTimeout = 30 * time.Second
+	// batchMarker is a batch request's Writ-Forwarded-For: never a client's
+	// address, which is what a forwarded client request carries there.
+	batchMarker = "batch"
 )
 
 var (
@@ -181,7 +184,9 @@ func readBytes(b []byte) ([]byte, []byte, bool) {
 // handleSubmitBatch is the leader's side: each item is handled as the
 // forwarded submission it stands for, all of them at once.
 func (s *Server) handleSubmitBatch(w http.ResponseWriter, r *http.Request) {
-	if !fromServer(r) {
+	// From a server, marked as a batch: a client request a follower forwarded
+	// names its client's address there instead.
+	if !fromServer(r) || r.Header.Get(headerForwardedFor) != batchMarker {
 		writeError(w, codeUnauthorized, "only a server of this cluster may forward submissions")
 		return
 	}
@@ -272,6 +277,7 @@ type batcher struct {
 
 	mu       sync.Mutex
 	pending  []*pendingItem
+	live     int // pending items not cancelled
 	bytes    int
 	inFlight map[string]int       // batches at each leader API address
 	noBatch  map[string]time.Time // leaders that answered 404, and when
@@ -306,18 +312,25 @@ type batchResult struct {
 // version leads): the caller forwards the submission alone. errQueueFull
 // means too much waits already: the caller answers 429.
 func (b *batcher) forward(ctx context.Context, it batchItem) (batchAnswer, uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return batchAnswer{}, 0, err
+	}
 	p := &pendingItem{item: it, done: make(chan batchResult, 1)}
 	b.mu.Lock()
 	if api, ok := b.leaderAPI(); ok && time.Since(b.noBatch[api]) < noBatchMemory {
 		b.mu.Unlock()
 		return batchAnswer{}, 0, errNoBatches
 	}
+	// What can leave now leaves first (a new leader has free slots), then
+	// the bound applies to what is left.
+	b.flushLocked()
 	maxPending, maxBytes := cmp.Or(b.maxPending, batchMaxPending), cmp.Or(b.maxBytes, batchMaxPendingBytes)
-	if len(b.pending) >= maxPending || (len(b.pending) > 0 && b.bytes+len(it.Body) > maxBytes) {
+	if b.live >= maxPending || (b.live > 0 && b.bytes+len(it.Body) > maxBytes) {
 		b.mu.Unlock()
 		return batchAnswer{}, 0, errQueueFull
 	}
 	b.pending = append(b.pending, p)
+	b.live++
 	b.bytes += len(it.Body)
 	b.flushLocked()
 	b.mu.Unlock()
@@ -330,6 +343,7 @@ func (b *batcher) forward(ctx context.Context, it batchItem) (batchAnswer, uint6
 		b.mu.Lock()
 		if !p.cancelled && slices.Contains(b.pending, p) {
 			p.cancelled = true
+			b.live--
 			b.bytes -= len(p.item.Body)
 		}
 		b.mu.Unlock()
@@ -398,6 +412,7 @@ func (b *batcher) take(n, size int) []*pendingItem {
 		b.pending = nil
 	}
 	b.bytes -= got
+	b.live -= len(batch)
 	return batch
 }
 
@@ -452,7 +467,7 @@ func (b *batcher) roundTrip(api string, batch []*pendingItem) roundTripResult {
 	req.Header.Set("Content-Type", "application/octet-stream")
 	// Marks a request between servers: a peer that no longer leads refuses
 	// it rather than forwarding it on.
-	req.Header.Set(headerForwardedFor, "batch")
+	req.Header.Set(headerForwardedFor, batchMarker)
 	resp, err := s.cluster.http.Do(req)
 	if err != nil {
 		s.log.Warn("forwarding to the leader", "api", api, "err", err)

@@ -328,6 +328,44 @@ func TestBatcherQueue(t *testing.T) {
 	}
 }
 
+// TestBatcherQueueAfterLeaderChange: cancelled submissions do not count
+// toward the queue's bound, and a queue that is full while the old leader's
+// batches hang moves to a new leader when the next submission arrives,
+// instead of answering 429 until the old batches time out.
+func TestBatcherQueueAfterLeaderChange(t *testing.T) {
+	b := &batcher{s: &Server{metrics: &metrics{forwardBatch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "x"})}}, maxPending: 2}
+	f := newFakeLeader(b, "a")
+	defer close(f.release)
+	for i := range batchesInFlight {
+		go b.forward(context.Background(), batchItem{Body: []byte("x")})
+		eventually(t, "a batch to leave", func() bool { return len(f.batches("a")) == i+1 })
+	}
+	gone, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 2)
+	for range 2 {
+		go func() { _, _, err := b.forward(gone, batchItem{Body: []byte("x")}); done <- err }()
+	}
+	eventually(t, "two queued", func() bool { return pendingCount(b) == 2 })
+	cancel()
+	<-done
+	<-done
+	// Two cancelled in a queue of 2: room for two more.
+	for range 2 {
+		go b.forward(context.Background(), batchItem{Body: []byte("x")})
+	}
+	eventually(t, "two live queued", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.live == 2 })
+	if _, _, err := b.forward(context.Background(), batchItem{Body: []byte("x")}); err != errQueueFull {
+		t.Fatalf("a third live submission in a queue of 2: %v", err)
+	}
+	// A new leader: the next submission finds room, the queue having left for it.
+	f.set("b")
+	go b.forward(context.Background(), batchItem{Body: []byte("x")})
+	eventually(t, "the queue and the new one to go to b", func() bool { return len(f.batches("b")) == 2 })
+	if got := f.batches("b"); !slices.Contains(got, 2) || !slices.Contains(got, 1) {
+		t.Fatalf("batches to b %v, want the 2 queued together and the new one", got)
+	}
+}
+
 // TestBatcherRemembersOlderLeader: after a leader answered 404, submissions
 // go alone (errNoBatches at once) for a while.
 func TestBatcherRemembersOlderLeader(t *testing.T) {
@@ -525,7 +563,7 @@ func TestForwardedInBatches(t *testing.T) {
 	// Nor through a follower, which must not forward internal requests with
 	// its own certificate: a batch naming a victim's address, a relayed
 	// command opening an admin dashboard session, under any spelling.
-	for _, p := range []string{batchPath, "/v1/internal/apply", "/v1//internal/apply", "/v1/./internal/submit-batch"} {
+	for _, p := range []string{batchPath, "/v1/internal/apply", "/v1//internal/apply", "/v1/./internal/submit-batch", "/v1/%2569nternal/apply", "/v1/%69nternal/apply"} {
 		body := encodeBatch([]batchItem{{Source: "203.0.113.7", Body: forged}})
 		if !strings.Contains(p, "batch") {
 			body = fmt.Appendf(nil, `{"type":50,"cmd":{"hash":%q,"user":"admin-token","expires_at":"2099-01-01T00:00:00Z"}}`, protocol.HashBytes([]byte("chosen")))
@@ -535,8 +573,23 @@ func TestForwardedInBatches(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode/100 != 3 {
+		if resp.StatusCode/100 == 2 {
 			t.Fatalf("%s at a follower from a client that is no server: HTTP %d", p, resp.StatusCode)
+		}
+	}
+	// Defence in depth: the leader's internal endpoints refuse a request a
+	// follower forwarded for a client (it names the client), even over a
+	// server's certificate.
+	for _, p := range []string{"/v1/internal/apply", batchPath} {
+		req, _ := http.NewRequest(http.MethodPost, "https://"+leader.Addr().String()+p, strings.NewReader(`{}`))
+		req.Header.Set(headerForwardedFor, "198.51.100.1")
+		resp, err := followers[0].cluster.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("%s at the leader, forwarded for a client: HTTP %d, want 401", p, resp.StatusCode)
 		}
 	}
 	time.Sleep(200 * time.Millisecond)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/writhq/writ/controlplane/internal/fsm"
@@ -38,43 +39,68 @@ func (s *Server) relayRoutes(mux *http.ServeMux) {
 }
 
 // applyAnywhere proposes a command of a node session: here when this server
-// leads, through the leader otherwise.
+// leads, through the leader otherwise. While leadership moves (no leader
+// known, or the server asked has just lost it: 503) it tries again for up to
+// relayRetry; every relayable command is safe to propose twice (a repeated
+// result or session record changes nothing).
 func (s *Server) applyAnywhere(ctx context.Context, t fsm.MsgType, cmd any) (fsm.Result, error) {
-	if s.node.Raft.State() == raft.Leader || s.cluster == nil {
-		return s.apply(ctx, t, cmd)
-	}
-	_, leader := s.node.Raft.LeaderWithID()
-	m, ok := s.cluster.g.member(string(leader))
-	if leader == "" || !ok {
-		return fsm.Result{}, raftnode.ErrNotLeader
-	}
 	raw, err := json.Marshal(cmd)
 	if err != nil {
 		return fsm.Result{}, err
 	}
 	body, _ := json.Marshal(relayBody{Type: uint8(t), Cmd: raw})
+	deadline := time.Now().Add(relayRetry)
+	for pause := 50 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+		res, retry, err := s.relayOnce(ctx, t, cmd, body)
+		if !retry || time.Now().Add(pause).After(deadline) {
+			return res, err
+		}
+		select {
+		case <-ctx.Done():
+			return res, err
+		case <-time.After(pause):
+		}
+	}
+}
+
+// relayRetry is how long applyAnywhere keeps trying while leadership moves.
+const relayRetry = 5 * time.Second
+
+func (s *Server) relayOnce(ctx context.Context, t fsm.MsgType, cmd any, body []byte) (res fsm.Result, retry bool, err error) {
+	if s.node.Raft.State() == raft.Leader || s.cluster == nil {
+		res, err = s.apply(ctx, t, cmd)
+		return res, errors.Is(err, raftnode.ErrNotLeader), err
+	}
+	_, leader := s.node.Raft.LeaderWithID()
+	m, ok := s.cluster.g.member(string(leader))
+	if leader == "" || !ok {
+		return fsm.Result{}, true, raftnode.ErrNotLeader
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+m.API+"/v1/internal/apply", bytes.NewReader(body))
 	if err != nil {
-		return fsm.Result{}, err
+		return fsm.Result{}, false, err
 	}
 	resp, err := s.cluster.http.Do(req)
 	if err != nil {
-		return fsm.Result{}, err
+		return fsm.Result{}, false, err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode != http.StatusOK {
-		return fsm.Result{}, fmt.Errorf("controlplane: the leader refused a relayed %s: HTTP %d: %s", t, resp.StatusCode, b)
+		return fsm.Result{}, resp.StatusCode == http.StatusServiceUnavailable,
+			fmt.Errorf("controlplane: the leader refused a relayed %s: HTTP %d: %s", t, resp.StatusCode, b)
 	}
 	var a relayAnswer
 	if err := json.Unmarshal(b, &a); err != nil {
-		return fsm.Result{}, err
+		return fsm.Result{}, false, err
 	}
-	return a.Result, nil
+	return a.Result, false, nil
 }
 
 func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
-	if !fromServer(r) {
+	// A relay comes straight from a server; a request a follower forwarded
+	// for a client (which names that client) never is one.
+	if !fromServer(r) || r.Header.Get(headerForwardedFor) != "" {
 		writeError(w, codeUnauthorized, "only a server of this cluster may relay commands")
 		return
 	}
