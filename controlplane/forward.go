@@ -169,8 +169,9 @@ func (s *Server) forwardSubmitBatched(r *http.Request, submit bool, body []byte)
 		return 0, nil, nil, 0, false
 	case errors.Is(err, errQueueFull):
 		s.metrics.refused.WithLabelValues(string(codeOverloaded)).Inc()
-		a = batchAnswer{Status: http.StatusTooManyRequests, RetryAfter: 1}
-		a.Body, _ = json.Marshal(protocol.ErrorResponse{Error: protocol.ErrorBody{Code: codeOverloaded, Message: "too many submissions wait to be forwarded to the leader; retry"}})
+		a = recorded(func(w http.ResponseWriter) {
+			writeOverloaded(w, "too many submissions wait to be forwarded to the leader; retry")
+		})
 	case err != nil:
 		return 0, nil, nil, 0, true // the client is gone
 	}

@@ -217,16 +217,7 @@ func (s *Server) handleSubmitBatch(w http.ResponseWriter, r *http.Request) {
 			// this peer's TLS, naming its original client.
 			req.TLS, req.RemoteAddr = r.TLS, r.RemoteAddr
 			req.Header.Set(headerForwardedFor, it.Source)
-			rec := &recorder{header: http.Header{}}
-			s.handleSubmit(rec, req)
-			a := batchAnswer{Status: rec.status, Body: rec.body.Bytes()}
-			if a.Status == 0 {
-				a.Status = http.StatusOK
-			}
-			if ra, err := strconv.Atoi(rec.header.Get("Retry-After")); err == nil && ra > 0 && ra <= 3600 {
-				a.RetryAfter = ra
-			}
-			answers[i] = a
+			answers[i] = recorded(func(w http.ResponseWriter) { s.handleSubmit(w, req) })
 		})
 	}
 	wg.Wait()
@@ -236,6 +227,20 @@ func (s *Server) handleSubmitBatch(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.WriteHeader(http.StatusOK)
 	w.Write(encodeAnswers(answers))
+}
+
+// recorded is what write writes, as the answer to one item of a batch.
+func recorded(write func(http.ResponseWriter)) batchAnswer {
+	rec := &recorder{header: http.Header{}}
+	write(rec)
+	a := batchAnswer{Status: rec.status, Body: rec.body.Bytes()}
+	if a.Status == 0 {
+		a.Status = http.StatusOK
+	}
+	if ra, err := strconv.Atoi(rec.header.Get("Retry-After")); err == nil && ra > 0 && ra <= 3600 {
+		a.RetryAfter = ra
+	}
+	return a
 }
 
 // recorder is the response of one item of a batch.
@@ -465,9 +470,7 @@ func (b *batcher) roundTrip(api string, batch []*pendingItem) roundTripResult {
 		return refuseAll(batch, codeInternal, "cannot forward")
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
-	// Marks a request between servers: a peer that no longer leads refuses
-	// it rather than forwarding it on.
-	req.Header.Set(headerForwardedFor, batchMarker)
+	req.Header.Set(headerForwardedFor, batchMarker) // handleSubmitBatch requires it
 	resp, err := s.cluster.http.Do(req)
 	if err != nil {
 		s.log.Warn("forwarding to the leader", "api", api, "err", err)
@@ -478,21 +481,15 @@ func (b *batcher) roundTrip(api string, batch []*pendingItem) roundTripResult {
 	if err != nil {
 		return refuseAll(batch, codeNoLeader, "the leader's answer was cut off; the write may or may not have been applied")
 	}
-	if resp.StatusCode == http.StatusNotFound {
-		return roundTripResult{err: errNoBatches}
-	}
 	switch resp.StatusCode {
 	case http.StatusOK:
+	case http.StatusNotFound:
+		return roundTripResult{err: errNoBatches}
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		// The batch as a whole was refused for now (the peer no longer
 		// leads, or is at capacity); each item gets that answer.
 		ra, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-		a := batchAnswer{Status: resp.StatusCode, RetryAfter: max(min(ra, 3600), 0), Body: out}
-		answers := make([]batchAnswer, len(batch))
-		for i := range answers {
-			answers[i] = a
-		}
-		return roundTripResult{answers: answers}
+		return answerAll(batch, batchAnswer{Status: resp.StatusCode, RetryAfter: max(min(ra, 3600), 0), Body: out})
 	default:
 		// Any other refusal of the whole batch is between the servers,
 		// nothing the clients did: never an authentication failure of theirs.
@@ -514,10 +511,11 @@ func (b *batcher) roundTrip(api string, batch []*pendingItem) roundTripResult {
 
 // refuseAll answers every item of a batch with one error.
 func refuseAll(batch []*pendingItem, code protocol.Code, msg string) roundTripResult {
-	rec := &recorder{header: http.Header{}}
-	writeError(rec, code, msg)
-	ra, _ := strconv.Atoi(rec.header.Get("Retry-After"))
-	a := batchAnswer{Status: rec.status, RetryAfter: ra, Body: rec.body.Bytes()}
+	return answerAll(batch, recorded(func(w http.ResponseWriter) { writeError(w, code, msg) }))
+}
+
+// answerAll gives every item of a batch the same answer.
+func answerAll(batch []*pendingItem, a batchAnswer) roundTripResult {
 	answers := make([]batchAnswer, len(batch))
 	for i := range answers {
 		answers[i] = a

@@ -404,9 +404,6 @@ func TestBatchToOlderLeader(t *testing.T) {
 // bad signature refused and counted against its source at the follower), and
 // the followers forwarded them in batches.
 func TestForwardedInBatches(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a 3-server cluster")
-	}
 	dir := t.TempDir()
 	base := DefaultConfig()
 	base.Logger = slog.New(slog.DiscardHandler)

@@ -125,9 +125,6 @@ func TestBenchE2E(t *testing.T) {
 // operations per second, and no operation failed (a failed submission or
 // bare post prints an errors line).
 func TestBenchAdmit(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a 3-server cluster")
-	}
 	cmd := exec.Command(writBin, "bench", "admit", "--n", "300", "--concurrency", "8", "-o", "text")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
