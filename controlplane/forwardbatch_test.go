@@ -321,6 +321,8 @@ func TestBatcherQueue(t *testing.T) {
 			t.Fatalf("answer %+v", a)
 		}
 	}
+	// A batch's slot is given back just after its answers (send).
+	eventually(t, "the slots to be given back", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.inFlight) == 0 })
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.inFlight) != 0 || len(b.pending) != 0 || b.bytes != 0 {
