@@ -311,7 +311,8 @@ func TestApprovalFlow(t *testing.T) {
 	}
 	apr := d.approval(t, raw, "approve")
 	r, err = d.c.Approve(ctx, apr)
-	if err != nil || r.State != "dispatched" || r.Approval == nil || r.Approval.Approver != d.creds.Approver.Approver {
+	// The dev server's own agent may have finished it by the time the answer is made.
+	if err != nil || (r.State != "dispatched" && r.State != "completed") || r.Approval == nil || r.Approval.Approver != d.creds.Approver.Approver {
 		t.Fatalf("approve: %+v %v", r, err)
 	}
 	if _, err := d.c.Approve(ctx, apr); apiCode(err) != "approval_replayed" {
@@ -365,7 +366,7 @@ func TestApprovalInSubmitBody(t *testing.T) {
 	ctx := context.Background()
 	plain := d.intent(t, "echo", `{}`)
 	r, err := d.c.Submit(ctx, plain, d.approval(t, plain, "approve"), 0)
-	if err != nil || r.State != "dispatched" {
+	if err != nil || (r.State != "dispatched" && r.State != "completed") || r.Approval != nil {
 		t.Fatalf("an intent that needs no approval, sent with one: %+v %v", r, err)
 	}
 	pending := d.intent(t, "echo_approval", `{}`)
