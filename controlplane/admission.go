@@ -101,7 +101,7 @@ func (s *Server) decide(in *protocol.Intent) fsm.Decision {
 func (s *Server) propose(ctx context.Context, in *protocol.Intent, canon []byte, d fsm.Decision) (string, *apiError) {
 	expires, _ := protocol.ParseTime(in.ExpiresAt)
 	start := time.Now()
-	res, _, err := s.node.Propose(ctx, fsm.MsgAdmit, &fsm.Admit{
+	res, _, err := s.node.Propose(ctx, fsm.MsgAdmitBinary, &fsm.Admit{
 		At: s.now(), Intent: canon, ID: in.ID, Tenant: in.Tenant, Principal: in.Principal, RunID: in.RunID,
 		Tool: in.Tool, PayloadHash: in.PayloadHash, IdempotencyKey: in.IdempotencyKey, ExpiresAt: expires, Decision: d,
 		Target: in.Target,

@@ -31,7 +31,7 @@ func AdmitEntrySize(raw []byte) (int, error) {
 		return 0, err
 	}
 	expires, _ := protocol.ParseTime(in.ExpiresAt)
-	b, err := fsm.Encode(fsm.MsgAdmit, &fsm.Admit{
+	b, err := fsm.Encode(fsm.MsgAdmitBinary, &fsm.Admit{
 		At: time.Now().UTC(), Intent: canon, ID: in.ID, Tenant: in.Tenant, Principal: in.Principal, RunID: in.RunID,
 		Tool: in.Tool, PayloadHash: in.PayloadHash, IdempotencyKey: in.IdempotencyKey, ExpiresAt: expires, Target: in.Target,
 		Decision: fsm.Decision{Allow: true, PolicyHash: protocol.HashBytes(nil), Policies: []string{"dev.invoke"}},

@@ -46,6 +46,8 @@ func (t MsgType) String() string {
 		return "put_policy"
 	case MsgAdmit:
 		return "admit"
+	case MsgAdmitBinary:
+		return "admit_binary"
 	case MsgApprove:
 		return "approve"
 	case MsgTick:
@@ -73,8 +75,16 @@ func (t MsgType) String() string {
 }
 
 // Encode returns a log entry: the type byte, then the command as JSON
-// (encoding/json/v2 semantics, which decodes the entry again in Apply).
+// (encoding/json/v2 semantics, which decodes the entry again in Apply), or,
+// for MsgAdmitBinary, the binary encoding of an *Admit.
 func Encode(t MsgType, cmd any) ([]byte, error) {
+	if t == MsgAdmitBinary {
+		c, ok := cmd.(*Admit)
+		if !ok {
+			return nil, fmt.Errorf("fsm: %s carries an *Admit, not %T", t, cmd)
+		}
+		return EncodeAdmit(c)
+	}
 	var buf bytes.Buffer
 	buf.Grow(512)
 	buf.WriteByte(byte(t))

@@ -185,6 +185,12 @@ func (f *FSM) apply(index uint64, t MsgType, data []byte) (res Result, changed [
 		var c Admit
 		decode(&c)
 		return f.applyAdmit(index, &c)
+	case MsgAdmitBinary:
+		c, err := decodeAdmit(data)
+		if err != nil {
+			panic(fmt.Sprintf("fsm: cannot decode %s at index %d: %v", t, index, err))
+		}
+		return f.applyAdmit(index, c)
 	case MsgApprove:
 		var c Approve
 		decode(&c)

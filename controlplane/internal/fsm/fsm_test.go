@@ -332,6 +332,7 @@ func TestCorruptEntryPanics(t *testing.T) {
 	for name, data := range map[string][]byte{
 		"unknown type": {0xEE, '{', '}'},
 		"bad json":     append([]byte{byte(MsgAdmit)}, "{"...),
+		"bad binary":   {byte(MsgAdmitBinary), 0x80},
 		"empty":        {},
 	} {
 		t.Run(name, func(t *testing.T) {

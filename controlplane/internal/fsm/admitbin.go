@@ -1,0 +1,232 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"errors"
+	"maps"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/writhq/writ/protocol"
+)
+
+// MsgAdmitBinary is an Admit in a binary encoding. Every replica decodes every
+// admission, and decoding the JSON one (MsgAdmit) was the largest part of
+// applying it; the leader proposes this one. MsgAdmit entries already in a log
+// are still applied as before.
+//
+// The body (after the type byte) is, in order: at; the canonical signed
+// intent; id, tenant, principal, run_id, tool, payload_hash, idempotency_key;
+// expires_at; the target (0, or 1 then node, the count of labels and each
+// label's key and value, keys in increasing order); the decision (a flags
+// byte, 1 allow and 2 approval required; policy_hash; the count of policies
+// and each policy; 0, or 1 then the error's code and message). A time is its
+// Unix seconds as a signed varint then its nanoseconds as an unsigned one; a
+// string or byte string is its length as an unsigned varint, then its bytes.
+// Varints are in their shortest form and nothing follows the decision, so an
+// Admit has one encoding.
+const MsgAdmitBinary MsgType = 21
+
+// Times are kept to the years 0 to 9999: what RFC 3339, and so the JSON of
+// snapshots, can write.
+var (
+	minTime = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
+	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC).Unix()
+)
+
+// EncodeAdmit returns the MsgAdmitBinary entry of c. It fails only for a time
+// outside the years 0 to 9999.
+func EncodeAdmit(c *Admit) ([]byte, error) {
+	for _, t := range []time.Time{c.At, c.ExpiresAt} {
+		if s := t.Unix(); s < minTime || s > maxTime {
+			return nil, errors.New("fsm: a time outside the years 0 to 9999")
+		}
+	}
+	b := make([]byte, 0, 64+len(c.Intent)+len(c.ID)+len(c.Tenant)+len(c.Principal)+len(c.RunID)+len(c.Tool)+
+		len(c.PayloadHash)+len(c.IdempotencyKey)+len(c.Decision.PolicyHash)+32*len(c.Decision.Policies))
+	b = append(b, byte(MsgAdmitBinary))
+	b = appendTime(b, c.At)
+	b = appendBytes(b, c.Intent)
+	for _, s := range []string{c.ID, c.Tenant, c.Principal, c.RunID, c.Tool, c.PayloadHash, c.IdempotencyKey} {
+		b = appendBytes(b, []byte(s))
+	}
+	b = appendTime(b, c.ExpiresAt)
+	if c.Target == nil {
+		b = append(b, 0)
+	} else {
+		b = append(b, 1)
+		b = appendBytes(b, []byte(c.Target.Node))
+		b = binary.AppendUvarint(b, uint64(len(c.Target.Labels)))
+		for _, k := range slices.Sorted(maps.Keys(c.Target.Labels)) {
+			b = appendBytes(b, []byte(k))
+			b = appendBytes(b, []byte(c.Target.Labels[k]))
+		}
+	}
+	d := &c.Decision
+	var flags byte
+	if d.Allow {
+		flags |= 1
+	}
+	if d.ApprovalRequired {
+		flags |= 2
+	}
+	b = append(b, flags)
+	b = appendBytes(b, []byte(d.PolicyHash))
+	b = binary.AppendUvarint(b, uint64(len(d.Policies)))
+	for _, p := range d.Policies {
+		b = appendBytes(b, []byte(p))
+	}
+	if d.Error == nil {
+		b = append(b, 0)
+	} else {
+		b = append(b, 1)
+		b = appendBytes(b, []byte(d.Error.Code))
+		b = appendBytes(b, []byte(d.Error.Message))
+	}
+	return b, nil
+}
+
+func appendBytes(b, s []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendTime(b []byte, t time.Time) []byte {
+	b = binary.AppendVarint(b, t.Unix())
+	return binary.AppendUvarint(b, uint64(t.Nanosecond()))
+}
+
+// errAdmit is why a MsgAdmitBinary body does not decode.
+var errAdmit = errors.New("fsm: malformed binary admit entry")
+
+// decodeAdmit reads a MsgAdmitBinary body (the entry without its type byte).
+// It accepts exactly what EncodeAdmit makes, with every string valid UTF-8.
+// The intent is copied; the strings are new. It does not parse the intent:
+// the leader verified it and proposes its canonical form.
+func decodeAdmit(data []byte) (*Admit, error) {
+	r := admitReader{b: data}
+	c := &Admit{At: r.time()}
+	if intent := r.bytes(); len(intent) > 0 {
+		c.Intent = jsontext.Value(slices.Clone(intent))
+	}
+	for _, s := range []*string{&c.ID, &c.Tenant, &c.Principal, &c.RunID, &c.Tool, &c.PayloadHash, &c.IdempotencyKey} {
+		*s = r.string()
+	}
+	c.ExpiresAt = r.time()
+	switch r.byte() {
+	case 0:
+	case 1:
+		c.Target = &protocol.Target{Node: r.string()}
+		if n := r.count(2); n > 0 {
+			c.Target.Labels = make(map[string]string, n)
+			last := ""
+			for i := range n {
+				k, v := r.string(), r.string()
+				if i > 0 && k <= last {
+					r.fail() // keys in increasing order: one encoding
+				}
+				c.Target.Labels[k], last = v, k
+			}
+		}
+	default:
+		r.fail()
+	}
+	flags := r.byte()
+	if flags&^3 != 0 {
+		r.fail()
+	}
+	c.Decision = Decision{Allow: flags&1 != 0, ApprovalRequired: flags&2 != 0, PolicyHash: r.string()}
+	// Never nil, as from JSON.
+	c.Decision.Policies = make([]string, r.count(1))
+	for i := range c.Decision.Policies {
+		c.Decision.Policies[i] = r.string()
+	}
+	switch r.byte() {
+	case 0:
+	case 1:
+		c.Decision.Error = &protocol.ErrorBody{Code: protocol.Code(r.string()), Message: r.string()}
+	default:
+		r.fail()
+	}
+	if r.err || len(r.b) != 0 {
+		return nil, errAdmit
+	}
+	return c, nil
+}
+
+// admitReader reads a binary admit; after the first error every read returns
+// a zero value and err stays set.
+type admitReader struct {
+	b   []byte
+	err bool
+}
+
+func (r *admitReader) fail() { r.err, r.b = true, nil }
+
+func (r *admitReader) uvarint() uint64 {
+	v, k := uvarint(r.b)
+	if k <= 0 {
+		r.fail()
+		return 0
+	}
+	r.b = r.b[k:]
+	return v
+}
+
+// count reads a count of items each at least min bytes long, refusing one
+// that the rest of the body could not hold.
+func (r *admitReader) count(min int) int {
+	n := r.uvarint()
+	if n > uint64(len(r.b)/min) {
+		r.fail()
+		return 0
+	}
+	return int(n)
+}
+
+func (r *admitReader) bytes() []byte {
+	n := r.uvarint()
+	if n > uint64(len(r.b)) {
+		r.fail()
+		return nil
+	}
+	s := r.b[:n]
+	r.b = r.b[n:]
+	return s
+}
+
+func (r *admitReader) string() string {
+	s := r.bytes()
+	if !utf8.Valid(s) {
+		r.fail()
+		return ""
+	}
+	return string(s)
+}
+
+func (r *admitReader) byte() byte {
+	if len(r.b) == 0 {
+		r.fail()
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}
+
+func (r *admitReader) time() time.Time {
+	sec, k := binary.Varint(r.b)
+	if k <= 0 || k != len(binary.AppendVarint(nil, sec)) || sec < minTime || sec > maxTime {
+		r.fail()
+		return time.Time{}
+	}
+	r.b = r.b[k:]
+	nsec := r.uvarint()
+	if nsec >= uint64(time.Second) {
+		r.fail()
+		return time.Time{}
+	}
+	return time.Unix(sec, int64(nsec)).UTC()
+}

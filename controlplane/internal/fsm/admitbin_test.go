@@ -1,0 +1,199 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/writhq/writ/protocol"
+)
+
+// admitVariants are admissions with every optional part set and unset.
+func admitVariants() []*Admit {
+	return []*Admit{
+		admit("int-1", "k1", "p", t0),
+		admit("int-2", "k2", "p", t0.Add(123456789*time.Nanosecond), func(a *Admit) {
+			a.Target = &protocol.Target{Node: "node-7", Labels: map[string]string{"zone": "b", "arch": "arm64", "": "empty key"}}
+			a.Decision = Decision{Allow: true, ApprovalRequired: true, PolicyHash: "sha256:q", Policies: []string{"a", "b", "ünï"}}
+		}),
+		admit("int-3", "k3", "p", t0, func(a *Admit) {
+			a.Target = &protocol.Target{Node: "only-node"}
+			a.Decision = Decision{PolicyHash: "sha256:q", Error: &protocol.ErrorBody{Code: CodePolicyDenied, Message: "denied by x"}}
+		}),
+		admit("int-4", "k4", "p", t0, func(a *Admit) {
+			// A rejection before any decision, with an unparsable expiry.
+			a.ExpiresAt = time.Time{}
+			a.Decision = Decision{Error: &protocol.ErrorBody{Code: "expired", Message: ""}}
+		}),
+		admit("int-5", "", "", time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC), func(a *Admit) {
+			a.ExpiresAt = time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)
+			a.Target = &protocol.Target{Labels: map[string]string{"k": ""}}
+		}),
+	}
+}
+
+// TestAdmitBinaryDecodesAsJSON: an Admit decodes from its binary entry to
+// exactly what its JSON entry decodes to.
+func TestAdmitBinaryDecodesAsJSON(t *testing.T) {
+	for i, c := range admitVariants() {
+		bin, err := Encode(MsgAdmitBinary, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, err := Encode(MsgAdmit, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if MsgType(bin[0]) != MsgAdmitBinary || MsgType(js[0]) != MsgAdmit {
+			t.Fatalf("%d: entry types %d and %d", i, bin[0], js[0])
+		}
+		var want Admit
+		if err := jsonv2.Unmarshal(js[1:], &want); err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeAdmit(bin[1:])
+		if err != nil {
+			t.Fatalf("%d: %v", i, err)
+		}
+		if !reflect.DeepEqual(got, &want) {
+			t.Errorf("%d: binary gives\n%+v\nJSON gives\n%+v", i, got, &want)
+		}
+		if again, _ := EncodeAdmit(got); !bytes.Equal(again, bin) {
+			t.Errorf("%d: encoding the decoded admit gives other bytes", i)
+		}
+	}
+	if _, err := Encode(MsgAdmitBinary, PutTenant{}); err == nil {
+		t.Error("a binary admit of another command was encoded")
+	}
+	for _, bad := range []time.Time{time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 12, 31, 0, 0, 0, 0, time.UTC)} {
+		if _, err := EncodeAdmit(admit("x", "k", "p", bad)); err == nil {
+			t.Errorf("an admit at %v was encoded: the FSM could not decode it", bad)
+		}
+	}
+}
+
+// TestAdmitBinaryRefusesOtherEncodings: anything but EncodeAdmit's own bytes
+// is refused, so that an admit has one encoding.
+func TestAdmitBinaryRefusesOtherEncodings(t *testing.T) {
+	c := admitVariants()[1]
+	good, _ := EncodeAdmit(c)
+	body := good[1:]
+	if _, err := decodeAdmit(body); err != nil {
+		t.Fatal(err)
+	}
+	// Offsets of parts of the body, found by encoding prefixes.
+	atLen := len(appendTime(nil, c.At))
+	cases := map[string][]byte{
+		"empty":            {},
+		"trailing byte":    append(bytes.Clone(body), 0),
+		"truncated":        body[:len(body)-1],
+		"long varint":      append(append(binary.AppendVarint(nil, c.At.Unix()), longUvarint(uint64(c.At.Nanosecond()))...), body[atLen:]...),
+		"nanoseconds 1e9":  append(append(binary.AppendVarint(nil, c.At.Unix()), binary.AppendUvarint(nil, uint64(time.Second))...), body[atLen:]...),
+		"year 10000":       append(append(binary.AppendVarint(nil, maxTime+1), 0), body[atLen:]...),
+		"intent too long":  append(append(body[:atLen:atLen], binary.AppendUvarint(nil, uint64(len(body)))...), body[atLen+2:]...),
+		"bad flags":        replaceFlags(t, c, 4),
+		"labels unordered": swapLabels(t, c),
+		"invalid utf-8":    bytes.Replace(body, []byte("node-7"), []byte("node\xff7"), 1),
+	}
+	for name, b := range cases {
+		if got, err := decodeAdmit(b); err == nil {
+			t.Errorf("%s: decoded to %+v", name, got)
+		}
+	}
+}
+
+// longUvarint is v as an unsigned varint one byte longer than its shortest form.
+func longUvarint(v uint64) []byte {
+	b := binary.AppendUvarint(nil, v)
+	b[len(b)-1] |= 0x80
+	return append(b, 0)
+}
+
+// replaceFlags returns c's body with its decision flags set to flags.
+func replaceFlags(t *testing.T, c *Admit, flags byte) []byte {
+	d := *c
+	d.Decision.Allow, d.Decision.ApprovalRequired = false, false
+	b, _ := EncodeAdmit(&d)
+	// The flags byte precedes the policy hash.
+	hash := append(binary.AppendUvarint(nil, uint64(len(d.Decision.PolicyHash))), d.Decision.PolicyHash...)
+	i := bytes.LastIndex(b, hash)
+	if i < 1 || b[i-1] != 0 {
+		t.Fatal("flags byte not found")
+	}
+	b[i-1] = flags
+	return b[1:]
+}
+
+// swapLabels returns c's body with its two first labels in decreasing order.
+func swapLabels(t *testing.T, c *Admit) []byte {
+	b, _ := EncodeAdmit(c)
+	pair := func(k string) []byte {
+		return appendBytes(appendBytes(nil, []byte(k)), []byte(c.Target.Labels[k]))
+	}
+	a, z := pair(""), pair("arch")
+	i := bytes.Index(b, append(bytes.Clone(a), z...))
+	if i < 0 {
+		t.Fatal("labels not found")
+	}
+	copy(b[i:], append(bytes.Clone(z), a...))
+	return b[1:]
+}
+
+// TestAdmitEncodingsApplyAlike: a log of binary admits and the same log of
+// JSON admits give byte-identical state and the same results.
+func TestAdmitEncodingsApplyAlike(t *testing.T) {
+	var states [2][]byte
+	var results [2][]string
+	for k, mt := range []MsgType{MsgAdmit, MsgAdmitBinary} {
+		f, b := fleetFSM(t)
+		step := func(mt MsgType, cmd any) any { return f.Apply(b.add(mt, cmd)) }
+		step(MsgPutTenant, PutTenant{Tenant: "acme", RunBudget: 40})
+		step(MsgPutTool, PutTool{Name: "echo", Hash: toolHash, Spec: []byte(`{"name":"echo"}`), Tier: "wasm", TimeoutMS: 1000})
+		for i := range 60 {
+			at := t0.Add(time.Duration(i) * 3 * time.Minute)
+			v := admitVariants()[i%5]
+			c := admit(fmt.Sprintf("int-%03d", i), fmt.Sprintf("k%d", i%45), fmt.Sprint(i%2), at, func(a *Admit) {
+				a.Target, a.Decision, a.RunID = v.Target, v.Decision, fmt.Sprintf("run-%d", i%3)
+			})
+			res, _ := jsonv2.Marshal(step(mt, c))
+			results[k] = append(results[k], string(res))
+			if i%10 == 9 {
+				step(MsgTick, Tick{At: at.Add(time.Minute)})
+			}
+		}
+		var err error
+		if states[k], err = f.Encode(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(states[0], states[1]) {
+		t.Error("the binary admits gave another state than the JSON ones")
+	}
+	if !reflect.DeepEqual(results[0], results[1]) {
+		t.Errorf("results differ:\n%v\n%v", results[0], results[1])
+	}
+}
+
+func FuzzDecodeAdmit(f *testing.F) {
+	for _, c := range admitVariants() {
+		b, _ := EncodeAdmit(c)
+		f.Add(b[1:])
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		c, err := decodeAdmit(body)
+		if err != nil {
+			return
+		}
+		again, err := EncodeAdmit(c)
+		if err != nil {
+			t.Fatalf("a decoded admit does not encode: %v", err)
+		}
+		if !bytes.Equal(again[1:], body) {
+			t.Fatalf("two encodings of one admit:\n%x\n%x", body, again[1:])
+		}
+	})
+}
