@@ -23,13 +23,18 @@ type Config struct {
 	// Changes is how many batches of changes may wait to be turned into
 	// events; past it, clients are told to reload.
 	Changes int
-	Logger  *slog.Logger
+	// IdleAfter is how long events are still made after the last client
+	// left or the last page was served. Past it, and before anyone has
+	// watched, the server makes none (they cost every server CPU on every
+	// change); a client resuming from before then is told to reload.
+	IdleAfter time.Duration
+	Logger    *slog.Logger
 }
 
 // DefaultConfig returns sessions of 8 hours, 4096 buffered events and 256
-// queued per client.
+// queued per client, and no events made after 10 minutes with no one watching.
 func DefaultConfig() Config {
-	return Config{SessionTTL: 8 * time.Hour, EventBuffer: 4096, SendQueue: 256, Changes: 1024}
+	return Config{SessionTTL: 8 * time.Hour, EventBuffer: 4096, SendQueue: 256, Changes: 1024, IdleAfter: 10 * time.Minute}
 }
 
 // Validate reports a configuration the dashboard cannot run with.
@@ -41,6 +46,8 @@ func (c Config) Validate() error {
 		return errors.New("web: SessionTTL must be between a minute and 30 days")
 	case c.EventBuffer < 16 || c.SendQueue < 4 || c.Changes < 4:
 		return errors.New("web: EventBuffer must be at least 16, SendQueue and Changes at least 4")
+	case c.IdleAfter <= 0:
+		return errors.New("web: IdleAfter must be positive")
 	}
 	return nil
 }

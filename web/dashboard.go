@@ -35,7 +35,7 @@ func New(cfg Config) (*Dashboard, error) {
 		d.log = slog.Default()
 	}
 	d.fleet, _ = cfg.Backend.(Fleet)
-	d.hub = newHub(cfg.Backend, cfg.EventBuffer, cfg.SendQueue, cfg.Changes)
+	d.hub = newHub(cfg.Backend, cfg.EventBuffer, cfg.SendQueue, cfg.Changes, cfg.IdleAfter)
 	d.mux = d.routes()
 	return d, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Change names something the control plane changed: an intent, a node or
@@ -54,7 +55,10 @@ func (ev *Event) bytes() []byte {
 
 // hub turns changes into events, keeps the last ones in a ring for clients
 // that resume, and fans them out to subscribers through bounded queues.
-// Nothing in it ever waits for a client.
+// Nothing in it ever waits for a client. With no subscriber and no page
+// served for idleAfter, it makes no events: it marks a gap in the ring once,
+// so that a client resuming from before it reloads, and drops changes until
+// someone watches again.
 type hub struct {
 	b       Backend
 	fleet   Fleet
@@ -68,8 +72,13 @@ type hub struct {
 
 	mu   sync.Mutex
 	seq  uint64
-	ring []*Event // the last len(ring) events; ring[seq % len] holds seq
+	ring []*Event // the last len(ring) events; ring[seq % len] holds seq, nil for a gap
 	subs map[*subscriber]struct{}
+	// watched is when a subscriber last left or a position was last asked
+	// for; idle is set while changes are dropped.
+	watched   time.Time
+	idleAfter time.Duration
+	idle      bool
 }
 
 type batch struct {
@@ -87,11 +96,12 @@ type subscriber struct {
 
 func (s *subscriber) drop() { s.once.Do(func() { close(s.closed) }) }
 
-func newHub(b Backend, buffer, queue, changes int) *hub {
+func newHub(b Backend, buffer, queue, changes int, idleAfter time.Duration) *hub {
 	e := make([]byte, 8)
 	rand.Read(e)
 	h := &hub{b: b, epoch: hex.EncodeToString(e), in: make(chan batch, changes), queue: queue,
-		done: make(chan struct{}), exited: make(chan struct{}), ring: make([]*Event, buffer), subs: map[*subscriber]struct{}{}}
+		done: make(chan struct{}), exited: make(chan struct{}), ring: make([]*Event, buffer), subs: map[*subscriber]struct{}{},
+		idleAfter: idleAfter} // idle until watched: no client can resume in a new epoch
 	h.fleet, _ = b.(Fleet)
 	go h.run()
 	return h
@@ -125,6 +135,9 @@ func (h *hub) run() {
 			h.mu.Unlock()
 			return
 		case bt := <-h.in:
+			if h.unwatched() {
+				continue
+			}
 			if h.lost.Swap(false) || bt.reset {
 				h.publish(&Event{Type: "reset", Index: bt.index})
 			}
@@ -139,6 +152,23 @@ func (h *hub) run() {
 			}
 		}
 	}
+}
+
+// unwatched reports whether no one has watched for idleAfter; the first time,
+// it ends the ring with a gap.
+func (h *hub) unwatched() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.subs) > 0 || time.Since(h.watched) < h.idleAfter {
+		h.idle = false
+		return false
+	}
+	if !h.idle {
+		h.idle = true
+		h.seq++
+		h.ring[h.seq%uint64(len(h.ring))] = nil
+	}
+	return true
 }
 
 // event reads the current view of what changed.
@@ -189,6 +219,7 @@ func (h *hub) publish(ev *Event) {
 		default:
 			// Too slow: drop it rather than wait; it reconnects and resumes.
 			delete(h.subs, s)
+			h.watched = time.Now()
 			s.drop()
 		}
 	}
@@ -219,22 +250,30 @@ func (h *hub) subscribe(epoch string, since uint64) (s *subscriber, backlog []*E
 		return s, nil, true
 	}
 	for q := since + 1; q <= h.seq; q++ {
-		backlog = append(backlog, h.ring[q%uint64(len(h.ring))])
+		ev := h.ring[q%uint64(len(h.ring))]
+		if ev == nil {
+			return s, nil, true // events were not made while no one watched
+		}
+		backlog = append(backlog, ev)
 	}
 	return s, backlog, false
 }
 
 // position is the epoch and the last event's number: a page rendered now
 // resumes from there.
+// position is also a promise that a client will soon subscribe: events are
+// made from then on, so that it does not find a gap.
 func (h *hub) position() (string, uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.watched = time.Now()
 	return h.epoch, h.seq
 }
 
 func (h *hub) unsubscribe(s *subscriber) {
 	h.mu.Lock()
 	delete(h.subs, s)
+	h.watched = time.Now()
 	h.mu.Unlock()
 	s.drop()
 }

@@ -193,3 +193,52 @@ func waitSeq(t *testing.T, d *Dashboard, seq uint64) {
 func itoa(n uint64) string { return url.QueryEscape(strings.TrimSpace(jsonNumber(n))) }
 
 func jsonNumber(n uint64) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestHubIdlesUnwatched: with no client and no page served for IdleAfter, no
+// events are made (the backend is not read); a client resuming from before
+// reloads; a page served ends the idleness, and its client misses nothing.
+func TestHubIdlesUnwatched(t *testing.T) {
+	d, fb, srv := testServer(t, func(c *Config) { c.IdleAfter = 50 * time.Millisecond })
+	fb.put(IntentDetail{IntentSummary: IntentSummary{ID: "a1", Tenant: "acme"}})
+	h := http.Header{"Authorization": {"Bearer admin-secret"}}
+	epoch, seq := d.hub.position()
+	d.Changed(1, []Change{{"intent", "a1"}}, false)
+	waitSeq(t, d, seq+1) // watched a moment ago: made
+	time.Sleep(100 * time.Millisecond)
+	reads := fb.intentReads.Load()
+	for i := range 20 {
+		d.Changed(uint64(2+i), []Change{{"intent", "a1"}}, false)
+	}
+	// The hub is idle: the changes are taken and dropped, with one gap.
+	deadline := time.Now().Add(5 * time.Second)
+	for len(d.hub.in) > 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if got := fb.intentReads.Load(); got != reads {
+		t.Fatalf("an idle hub read the backend %d times", got-reads)
+	}
+	conn, _, err := dial(t, srv, "?epoch="+epoch+"&since="+itoa(seq+1), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readEvent(t, conn); got.Type != "reset" {
+		t.Fatalf("resumed across the gap: got %+v, want reset", got)
+	}
+	// Subscribed: events again, and resuming from now on misses nothing.
+	d.Changed(30, []Change{{"intent", "a1"}}, false)
+	if got := readEvent(t, conn); got.Type != "intent" || got.Index != 30 {
+		t.Fatalf("got %+v, want the intent event of index 30", got)
+	}
+	conn.Close()
+	_, now := d.hub.position()
+	d.Changed(31, []Change{{"intent", "a1"}}, false)
+	conn, _, err = dial(t, srv, "?epoch="+epoch+"&since="+itoa(now), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if got := readEvent(t, conn); got.Type != "intent" || got.Index != 31 {
+		t.Fatalf("resumed after a page was served: got %+v, want the event of index 31", got)
+	}
+}

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -13,6 +14,8 @@ type fakeBackend struct {
 	mu       sync.Mutex
 	sessions map[string]Principal
 	intents  map[string]IntentDetail
+	// intentReads counts calls of Intent.
+	intentReads atomic.Int64
 }
 
 func newFake() *fakeBackend {
@@ -76,6 +79,7 @@ func (f *fakeBackend) Intents(q IntentQuery) IntentPage {
 }
 
 func (f *fakeBackend) Intent(id string) (IntentDetail, bool) {
+	f.intentReads.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	in, ok := f.intents[id]
