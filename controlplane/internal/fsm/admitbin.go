@@ -218,7 +218,7 @@ func (r *admitReader) byte() byte {
 
 func (r *admitReader) time() time.Time {
 	sec, k := binary.Varint(r.b)
-	if k <= 0 || k != len(binary.AppendVarint(nil, sec)) || sec < minTime || sec > maxTime {
+	if k <= 0 || (k > 1 && r.b[k-1] == 0) || sec < minTime || sec > maxTime {
 		r.fail()
 		return time.Time{}
 	}

@@ -79,7 +79,7 @@ func decodeGroup(data []byte) ([][]byte, error) {
 // group has one encoding; k <= 0 means none.
 func uvarint(b []byte) (v uint64, k int) {
 	v, k = binary.Uvarint(b)
-	if k > 0 && k != len(binary.AppendUvarint(nil, v)) {
+	if k > 1 && b[k-1] == 0 { // a longer form ends in a byte of no bits
 		return 0, -1
 	}
 	return v, k

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"reflect"
@@ -286,5 +287,35 @@ func TestEncodeAdmitBytes(t *testing.T) {
 	}
 	if !bytes.Equal(got[1:], strict) || MsgType(got[0]) != MsgAdmit {
 		t.Fatalf("got %s,\nwant %s", got[1:], strict)
+	}
+}
+
+// TestVarintsShortestOnly: uvarint, and the signed varints of binary admits,
+// accept exactly the shortest forms, checked against encoding/binary over
+// every sequence of one and two bytes and some longer ones.
+func TestVarintsShortestOnly(t *testing.T) {
+	var seqs [][]byte
+	for x := range 1 << 16 {
+		seqs = append(seqs, []byte{byte(x)}, []byte{byte(x), byte(x >> 8)})
+	}
+	for _, v := range []uint64{1 << 21, 1<<35 - 1, 1 << 63, ^uint64(0)} {
+		b := binary.AppendUvarint(nil, v)
+		seqs = append(seqs, b, append(append(b[:len(b)-1:len(b)-1], b[len(b)-1]|0x80), 0))
+	}
+	for _, b := range seqs {
+		v, k := uvarint(b)
+		bv, bk := binary.Uvarint(b)
+		if want := bk > 0 && bk == len(binary.AppendUvarint(nil, bv)); (k > 0) != want || (want && (v != bv || k != bk)) {
+			t.Fatalf("uvarint(%x) = %d, %d; shortest: %v", b, v, k, want)
+		}
+		sv, sk := binary.Varint(b)
+		if sk > 0 && sk < len(b) {
+			continue // b is more than one varint
+		}
+		r := admitReader{b: append(bytes.Clone(b), 0)} // nanoseconds 0 after the seconds
+		want := sk > 0 && sk == len(binary.AppendVarint(nil, sv)) && sv >= minTime && sv <= maxTime
+		if r.time(); r.err == want {
+			t.Fatalf("time seconds %x: refused %v, shortest and in range %v", b, r.err, want)
+		}
 	}
 }
