@@ -185,6 +185,13 @@ func (s *Server) AddBenchNode(ctx context.Context) error {
 	return nil
 }
 
+// Settled reports whether this server has applied every entry up to index:
+// whether the work of a benchmark's previous measurement is over here.
+func (s *Server) Settled(index uint64) bool { return s.node.Raft.AppliedIndex() >= index }
+
+// LastIndex is the index of the last entry in this server's log.
+func (s *Server) LastIndex() uint64 { return s.node.Raft.LastIndex() }
+
 // GroupStats returns how many entries this server has proposed with group
 // commit, and how many commands they carried.
 func (s *Server) GroupStats() (entries, commands uint64) { return s.node.GroupStats() }

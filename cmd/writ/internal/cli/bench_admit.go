@@ -227,6 +227,9 @@ func benchAdmit(e *env, n, paramBytes int, concs []int, modes []string) error {
 			if !slices.Contains(modes, m.name) {
 				continue
 			}
+			if err := settle(servers, leader); err != nil {
+				return err
+			}
 			e0, c0 := leader.GroupStats()
 			*m.out = measure(n, conc, func(int) error { return leader.ApplyNoop(context.Background(), size, m.grouped) })
 			e1, c1 := leader.GroupStats()
@@ -265,6 +268,9 @@ func benchAdmit(e *env, n, paramBytes int, concs []int, modes []string) error {
 			if w := measure(warm, conc, submit); w.errors > 0 {
 				return fmt.Errorf("warming up: %d errors; first: %s", w.errors, w.firstErr)
 			}
+			if err := settle(servers, leader); err != nil {
+				return err
+			}
 			e0, c0 := leader.GroupStats()
 			r := measure(n, conc, func(i int) error { return submit(warm + i) })
 			e1, c1 := leader.GroupStats()
@@ -280,7 +286,27 @@ func benchAdmit(e *env, n, paramBytes int, concs []int, modes []string) error {
 			if w := measure(2*conc, conc, post); w.errors > 0 {
 				return fmt.Errorf("https-post warming up: %d errors; first: %s", w.errors, w.firstErr)
 			}
+			if err := settle(servers, leader); err != nil {
+				return err
+			}
 			row(e, conc, "https-post", measure(n, conc, post), raw, grouped)
+		}
+	}
+	return nil
+}
+
+// settle waits until every server has applied the leader's whole log, so
+// that a measurement does not pay for the end of the one before: a follower
+// left behind, catching up, takes the CPU the next one would have.
+func settle(servers []*controlplane.Server, leader *controlplane.Server) error {
+	last := leader.LastIndex()
+	deadline := time.Now().Add(time.Minute)
+	for _, s := range servers {
+		for !s.Settled(last) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("server %s did not apply the log up to %d within a minute", s.ID(), last)
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
 	}
 	return nil
