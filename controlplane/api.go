@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"errors"
 	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -37,7 +38,24 @@ func (s *Server) routes() http.Handler {
 
 // readBody reads at most limit bytes; a larger body is malformed.
 func readBody(w http.ResponseWriter, r *http.Request, limit int) ([]byte, *apiError) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(limit)))
+	body := http.MaxBytesReader(w, r.Body, int64(limit))
+	var b []byte
+	var err error
+	if n := r.ContentLength; n >= 0 && n <= int64(limit) {
+		// The announced size, read into one buffer of that size (net/http
+		// ends the body there); then nothing may follow.
+		b = make([]byte, n)
+		if _, err = io.ReadFull(body, b); err == nil {
+			_, err = body.Read(make([]byte, 1))
+			if err == io.EOF {
+				err = nil
+			} else if err == nil {
+				err = errors.New("body longer than announced")
+			}
+		}
+	} else {
+		b, err = io.ReadAll(body)
+	}
 	if err != nil {
 		return nil, refusal(protocol.CodeMalformed, "body is unreadable or over the size limit")
 	}
