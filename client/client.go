@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -95,7 +97,7 @@ func (c *Client) Submit(ctx context.Context, intent, approval []byte, wait time.
 	// The body is written around the signed bytes as they are: they are sent
 	// once, not re-encoded, and each must be one JSON value, so that nothing
 	// in them can add members to the body.
-	if !json.Valid(intent) || (len(approval) > 0 && !json.Valid(approval)) {
+	if !oneValue(intent) || (len(approval) > 0 && !oneValue(approval)) {
 		return nil, errors.New("client: the intent and the approval must each be one JSON value")
 	}
 	b := make([]byte, 0, len(intent)+len(approval)+24)
@@ -110,6 +112,13 @@ func (c *Client) Submit(ctx context.Context, intent, approval []byte, wait time.
 		q += "&proof=false"
 	}
 	return &r, c.do(ctx, http.MethodPost, "/v1/intents"+q, b, &r)
+}
+
+// oneValue reports whether b is one JSON value, as encoding/json.Valid does
+// (duplicate names and invalid UTF-8 are the server's to refuse), at a
+// fraction of its cost.
+func oneValue(b []byte) bool {
+	return jsontext.Value(b).IsValid(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 }
 
 // SignReads makes the client sign its reads of intents with an orchestrator
@@ -274,6 +283,12 @@ func (c *Client) once(ctx context.Context, base, method, path string, body []byt
 	}
 	if out == nil {
 		return false, nil
+	}
+	if r, ok := out.(*IntentResponse); ok {
+		// The most frequent answer, decoded with encoding/json/v2 (about
+		// twice as fast); the server writes valid UTF-8 without duplicate
+		// names, which v2 requires.
+		return false, jsonv2.Unmarshal(b, r)
 	}
 	return false, json.Unmarshal(b, out)
 }

@@ -2,14 +2,20 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/writhq/writ/protocol"
 )
 
 // TestConnectionsReused: an orchestrator submitting from many goroutines
@@ -73,6 +79,37 @@ func TestSubmitBody(t *testing.T) {
 		got = nil
 		if _, err := c.Submit(context.Background(), bad, nil, 0); err == nil || got != nil {
 			t.Errorf("intent %q: got error %v, body %q; want refused unsent", bad, err, got)
+		}
+	}
+}
+
+// TestIntentResponseDecodesAsV1: the answer the server writes (encoding/json,
+// HTML characters escaped) decodes with encoding/json/v2 to exactly what
+// encoding/json gives, every member set or absent.
+func TestIntentResponseDecodesAsV1(t *testing.T) {
+	idx, sup := uint64(7), uint64(9)
+	for _, want := range []protocol.IntentResponse{
+		{IntentID: "int-1", State: "dispatched"},
+		{IntentID: "int-<&>", State: "completed", Policy: &protocol.PolicyDecision{Hash: "sha256:x", Decision: "allow", Policies: []string{"a", "b"}},
+			Approval: &protocol.ApprovalRef{ID: "apr-1", Approver: "alice", Hash: "sha256:y"},
+			Dispatch: &protocol.DispatchRef{ID: "dsp-1", Node: "node-1", Fence: 12},
+			Result:   jsontext.Value(`{"output":"<b>ü</b>","exit_code":0}`), SupersededBy: &sup,
+			ReceiptIndex: &idx, Receipt: jsontext.Value(`{"index":7}`), Proof: []string{"aa", "bb"}, Checkpoint: "cp\nline"},
+		{IntentID: "int-2", State: "denied", Error: &protocol.ErrorBody{Code: "policy_denied", Message: "denied by p"}},
+	} {
+		b, err := json.Marshal(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v1, v2 protocol.IntentResponse
+		if err := json.Unmarshal(b, &v1); err != nil {
+			t.Fatal(err)
+		}
+		if err := jsonv2.Unmarshal(b, &v2); err != nil {
+			t.Fatalf("v2 refuses %s: %v", b, err)
+		}
+		if !reflect.DeepEqual(v1, v2) {
+			t.Errorf("%s:\nv1 %+v\nv2 %+v", b, v1, v2)
 		}
 	}
 }
