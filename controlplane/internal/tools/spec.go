@@ -126,7 +126,7 @@ func (refuseLoader) Load(url string) (any, error) {
 // Validate checks params (a JSON object) against the tool's input schema, and
 // returns a message safe to show the orchestrator when they do not conform.
 func (t *Tool) Validate(params []byte) error {
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(params))
+	v, err := instance(params)
 	if err != nil {
 		return err
 	}
