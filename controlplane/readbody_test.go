@@ -70,3 +70,18 @@ func TestReadBody(t *testing.T) {
 		t.Error("a body shorter than announced was taken")
 	}
 }
+
+// TestReadBodyAllocatesWhatArrives: a body announced large costs the server
+// memory only for what is sent — an unauthenticated client announcing the
+// limit on many connections must not hold that much per connection.
+func TestReadBodyAllocatesWhatArrives(t *testing.T) {
+	r := httptest.NewRequest("POST", "/v1/intents", strings.NewReader(`{"intent":1}`))
+	r.ContentLength = 2 << 20
+	b, aerr := readBody(httptest.NewRecorder(), r, 4<<20)
+	if aerr != nil || string(b) != `{"intent":1}` {
+		t.Fatalf("got %q %v", b, aerr)
+	}
+	if cap(b) > 64<<10+1 {
+		t.Fatalf("announcing 2 MiB made the server allocate %d bytes for 12", cap(b))
+	}
+}
