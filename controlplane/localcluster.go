@@ -185,12 +185,11 @@ func (s *Server) AddBenchNode(ctx context.Context) error {
 	return nil
 }
 
-// Settled reports whether this server has applied every entry up to index:
-// whether the work of a benchmark's previous measurement is over here.
-func (s *Server) Settled(index uint64) bool { return s.node.Raft.AppliedIndex() >= index }
-
-// LastIndex is the index of the last entry in this server's log.
-func (s *Server) LastIndex() uint64 { return s.node.Raft.LastIndex() }
+// AppliedIndex is the index of the last entry this server's FSM has applied
+// (Raft's own entries never reach it). A benchmark waits for every server to
+// reach the leader's, so that no measurement pays for a follower still
+// applying the one before.
+func (s *Server) AppliedIndex() uint64 { return s.fsm.Index() }
 
 // GroupStats returns how many entries this server has proposed with group
 // commit, and how many commands they carried.

@@ -168,6 +168,7 @@ func (h *hub) unwatched() bool {
 		h.seq++
 		h.ring[h.seq%uint64(len(h.ring))] = nil
 	}
+	h.lost.Store(false) // the gap stands for whatever was dropped
 	return true
 }
 

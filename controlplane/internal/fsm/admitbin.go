@@ -19,8 +19,9 @@ import (
 //
 // The body (after the type byte) is, in order: at; the canonical signed
 // intent; id, tenant, principal, run_id, tool, payload_hash, idempotency_key;
-// expires_at; the target (0, or 1 then node, the count of labels and each
-// label's key and value, keys in increasing order); the decision (a flags
+// expires_at; the target (0, or 1 then node, then 0 for no labels or the
+// count of labels plus one and each label's key and value, keys in increasing
+// order); the decision (a flags
 // byte, 1 allow and 2 approval required; policy_hash; the count of policies
 // and each policy; 0, or 1 then the error's code and message). A time is its
 // Unix seconds as a signed varint then its nanoseconds as an unsigned one; a
@@ -36,12 +37,34 @@ var (
 	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC).Unix()
 )
 
-// EncodeAdmit returns the MsgAdmitBinary entry of c. It fails only for a time
-// outside the years 0 to 9999.
+// EncodeAdmit returns the MsgAdmitBinary entry of c. It refuses what the FSM
+// could not decode, or could decode but not snapshot: a time outside the years
+// 0 to 9999, a string that is not UTF-8, an intent that is not one valid JSON
+// value — as encoding the JSON admit refuses them — so that no entry in the log
+// stops a replica.
 func EncodeAdmit(c *Admit) ([]byte, error) {
 	for _, t := range []time.Time{c.At, c.ExpiresAt} {
 		if s := t.Unix(); s < minTime || s > maxTime {
 			return nil, errors.New("fsm: a time outside the years 0 to 9999")
+		}
+	}
+	if !c.Intent.IsValid() {
+		return nil, errors.New("fsm: the intent of an admit is not valid JSON")
+	}
+	strs := []string{c.ID, c.Tenant, c.Principal, c.RunID, c.Tool, c.PayloadHash, c.IdempotencyKey, c.Decision.PolicyHash}
+	strs = append(strs, c.Decision.Policies...)
+	if c.Target != nil {
+		strs = append(strs, c.Target.Node)
+		for k, v := range c.Target.Labels {
+			strs = append(strs, k, v)
+		}
+	}
+	if c.Decision.Error != nil {
+		strs = append(strs, string(c.Decision.Error.Code), c.Decision.Error.Message)
+	}
+	for _, s := range strs {
+		if !utf8.ValidString(s) {
+			return nil, errors.New("fsm: a string of an admit is not UTF-8")
 		}
 	}
 	b := make([]byte, 0, 64+len(c.Intent)+len(c.ID)+len(c.Tenant)+len(c.Principal)+len(c.RunID)+len(c.Tool)+
@@ -58,7 +81,11 @@ func EncodeAdmit(c *Admit) ([]byte, error) {
 	} else {
 		b = append(b, 1)
 		b = appendBytes(b, []byte(c.Target.Node))
-		b = binary.AppendUvarint(b, uint64(len(c.Target.Labels)))
+		if c.Target.Labels == nil {
+			b = append(b, 0)
+		} else {
+			b = binary.AppendUvarint(b, uint64(len(c.Target.Labels))+1)
+		}
 		for _, k := range slices.Sorted(maps.Keys(c.Target.Labels)) {
 			b = appendBytes(b, []byte(k))
 			b = appendBytes(b, []byte(c.Target.Labels[k]))
@@ -102,14 +129,16 @@ func appendTime(b []byte, t time.Time) []byte {
 var errAdmit = errors.New("fsm: malformed binary admit entry")
 
 // decodeAdmit reads a MsgAdmitBinary body (the entry without its type byte).
-// It accepts exactly what EncodeAdmit makes, with every string valid UTF-8.
-// The intent is copied; the strings are new. It does not parse the intent:
-// the leader verified it and proposes its canonical form.
+// It accepts exactly what EncodeAdmit makes: every string valid UTF-8, the
+// intent one valid JSON value (checked, not parsed: the leader verified it and
+// proposes its canonical form). The intent is copied; the strings are new.
 func decodeAdmit(data []byte) (*Admit, error) {
 	r := admitReader{b: data}
 	c := &Admit{At: r.time()}
-	if intent := r.bytes(); len(intent) > 0 {
-		c.Intent = jsontext.Value(slices.Clone(intent))
+	if intent := jsontext.Value(r.bytes()); intent.IsValid() {
+		c.Intent = slices.Clone(intent)
+	} else {
+		r.fail()
 	}
 	for _, s := range []*string{&c.ID, &c.Tenant, &c.Principal, &c.RunID, &c.Tool, &c.PayloadHash, &c.IdempotencyKey} {
 		*s = r.string()
@@ -119,7 +148,7 @@ func decodeAdmit(data []byte) (*Admit, error) {
 	case 0:
 	case 1:
 		c.Target = &protocol.Target{Node: r.string()}
-		if n := r.count(2); n > 0 {
+		if n := r.count(2, 1); n >= 0 {
 			c.Target.Labels = make(map[string]string, n)
 			last := ""
 			for i := range n {
@@ -139,7 +168,7 @@ func decodeAdmit(data []byte) (*Admit, error) {
 	}
 	c.Decision = Decision{Allow: flags&1 != 0, ApprovalRequired: flags&2 != 0, PolicyHash: r.string()}
 	// Never nil, as from JSON.
-	c.Decision.Policies = make([]string, r.count(1))
+	c.Decision.Policies = make([]string, max(r.count(1, 0), 0))
 	for i := range c.Decision.Policies {
 		c.Decision.Policies[i] = r.string()
 	}
@@ -175,11 +204,15 @@ func (r *admitReader) uvarint() uint64 {
 	return v
 }
 
-// count reads a count of items each at least min bytes long, refusing one
-// that the rest of the body could not hold.
-func (r *admitReader) count(min int) int {
+// count reads a count of items each at least min bytes long, written plus
+// offset; it refuses a count the rest of the body could not hold, and returns
+// -1 for a written value below offset (none at all, as against zero items).
+func (r *admitReader) count(min int, offset uint64) int {
 	n := r.uvarint()
-	if n > uint64(len(r.b)/min) {
+	if n < offset {
+		return -1
+	}
+	if n -= offset; n > uint64(len(r.b)/min) {
 		r.fail()
 		return 0
 	}

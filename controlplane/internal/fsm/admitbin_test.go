@@ -9,6 +9,7 @@ import (
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -32,6 +33,9 @@ func admitVariants() []*Admit {
 		admit("int-5", "", "", time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC), func(a *Admit) {
 			a.ExpiresAt = time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)
 			a.Target = &protocol.Target{Labels: map[string]string{"k": ""}}
+		}),
+		admit("int-6", "k6", "p", t0, func(a *Admit) {
+			a.Target = &protocol.Target{Node: "n", Labels: map[string]string{}} // empty, not nil
 		}),
 	}
 }
@@ -69,9 +73,24 @@ func TestAdmitBinaryDecodesAsJSON(t *testing.T) {
 	if _, err := Encode(MsgAdmitBinary, PutTenant{}); err == nil {
 		t.Error("a binary admit of another command was encoded")
 	}
-	for _, bad := range []time.Time{time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 12, 31, 0, 0, 0, 0, time.UTC)} {
-		if _, err := EncodeAdmit(admit("x", "k", "p", bad)); err == nil {
-			t.Errorf("an admit at %v was encoded: the FSM could not decode it", bad)
+	// What the FSM could not decode, or decode but not snapshot, is refused
+	// at the leader, as encoding the JSON admit refuses it.
+	for name, mod := range map[string]func(*Admit){
+		"year 10000":          func(a *Admit) { a.At = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) },
+		"year -1":             func(a *Admit) { a.ExpiresAt = time.Date(-1, 12, 31, 0, 0, 0, 0, time.UTC) },
+		"intent not JSON":     func(a *Admit) { a.Intent = jsontext.Value("not json") },
+		"intent empty":        func(a *Admit) { a.Intent = nil },
+		"id not UTF-8":        func(a *Admit) { a.ID = "int-\xff" },
+		"message not UTF-8":   func(a *Admit) { a.Decision.Error = &protocol.ErrorBody{Code: "x", Message: "bad \xff"} },
+		"label key not UTF-8": func(a *Admit) { a.Target = &protocol.Target{Labels: map[string]string{"\xfe": "v"}} },
+		"policy not UTF-8":    func(a *Admit) { a.Decision.Policies = []string{"\xc3"} },
+	} {
+		c := admit("x", "k", "p", t0, mod)
+		if _, err := EncodeAdmit(c); err == nil {
+			t.Errorf("%s: encoded in binary; the FSM would refuse it", name)
+		}
+		if _, err := Encode(MsgAdmit, c); err == nil && name != "intent empty" { // JSON writes null
+			t.Errorf("%s: the JSON admit takes it too; the binary one need not refuse it", name)
 		}
 	}
 }
@@ -155,7 +174,7 @@ func TestAdmitEncodingsApplyAlike(t *testing.T) {
 		step(MsgPutTool, PutTool{Name: "echo", Hash: toolHash, Spec: []byte(`{"name":"echo"}`), Tier: "wasm", TimeoutMS: 1000})
 		for i := range 60 {
 			at := t0.Add(time.Duration(i) * 3 * time.Minute)
-			v := admitVariants()[i%5]
+			v := admitVariants()[i%6]
 			c := admit(fmt.Sprintf("int-%03d", i), fmt.Sprintf("k%d", i%45), fmt.Sprint(i%2), at, func(a *Admit) {
 				a.Target, a.Decision, a.RunID = v.Target, v.Decision, fmt.Sprintf("run-%d", i%3)
 			})
