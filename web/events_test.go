@@ -198,13 +198,15 @@ func jsonNumber(n uint64) string { b, _ := json.Marshal(n); return string(b) }
 // events are made (the backend is not read); a client resuming from before
 // reloads; a page served ends the idleness, and its client misses nothing.
 func TestHubIdlesUnwatched(t *testing.T) {
-	d, fb, srv := testServer(t, func(c *Config) { c.IdleAfter = 50 * time.Millisecond })
+	// Long enough that a loaded machine does not idle the hub between a page
+	// served and its client's change; the test sleeps past it once.
+	d, fb, srv := testServer(t, func(c *Config) { c.IdleAfter = time.Second })
 	fb.put(IntentDetail{IntentSummary: IntentSummary{ID: "a1", Tenant: "acme"}})
 	h := http.Header{"Authorization": {"Bearer admin-secret"}}
 	epoch, seq := d.hub.position()
 	d.Changed(1, []Change{{"intent", "a1"}}, false)
 	waitSeq(t, d, seq+1) // watched a moment ago: made
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(1300 * time.Millisecond)
 	reads := fb.intentReads.Load()
 	// A batch dropped for a full queue while idle is covered by the gap: it
 	// must not send a later client a needless reset.
