@@ -19,15 +19,14 @@ import (
 //
 // The body (after the type byte) is, in order: at; the canonical signed
 // intent; id, tenant, principal, run_id, tool, payload_hash, idempotency_key;
-// expires_at; the target (0, or 1 then node, then 0 for no labels or the
-// count of labels plus one and each label's key and value, keys in increasing
-// order); the decision (a flags
-// byte, 1 allow and 2 approval required; policy_hash; the count of policies
-// and each policy; 0, or 1 then the error's code and message). A time is its
-// Unix seconds as a signed varint then its nanoseconds as an unsigned one; a
-// string or byte string is its length as an unsigned varint, then its bytes.
-// Varints are in their shortest form and nothing follows the decision, so an
-// Admit has one encoding.
+// expires_at; the target (0, or 1 then node, then 0 for no labels or the count
+// of labels plus one and each label's key and value, keys in increasing
+// order); the decision (a flags byte, 1 allow and 2 approval required;
+// policy_hash; the count of policies and each policy; 0, or 1 then the error's
+// code and message). A time is its Unix seconds as a signed varint then its
+// nanoseconds as an unsigned one; a string or byte string is its length as an
+// unsigned varint, then its bytes. Varints are in their shortest form and
+// nothing follows the decision, so an Admit has one encoding.
 const MsgAdmitBinary MsgType = 21
 
 // Times are kept to the years 0 to 9999: what RFC 3339, and so the JSON of
@@ -73,22 +72,22 @@ func EncodeAdmit(c *Admit) ([]byte, error) {
 	b = appendTime(b, c.At)
 	b = appendBytes(b, c.Intent)
 	for _, s := range []string{c.ID, c.Tenant, c.Principal, c.RunID, c.Tool, c.PayloadHash, c.IdempotencyKey} {
-		b = appendBytes(b, []byte(s))
+		b = appendString(b, s)
 	}
 	b = appendTime(b, c.ExpiresAt)
 	if c.Target == nil {
 		b = append(b, 0)
 	} else {
 		b = append(b, 1)
-		b = appendBytes(b, []byte(c.Target.Node))
+		b = appendString(b, c.Target.Node)
 		if c.Target.Labels == nil {
 			b = append(b, 0)
 		} else {
 			b = binary.AppendUvarint(b, uint64(len(c.Target.Labels))+1)
 		}
 		for _, k := range slices.Sorted(maps.Keys(c.Target.Labels)) {
-			b = appendBytes(b, []byte(k))
-			b = appendBytes(b, []byte(c.Target.Labels[k]))
+			b = appendString(b, k)
+			b = appendString(b, c.Target.Labels[k])
 		}
 	}
 	d := &c.Decision
@@ -100,22 +99,27 @@ func EncodeAdmit(c *Admit) ([]byte, error) {
 		flags |= 2
 	}
 	b = append(b, flags)
-	b = appendBytes(b, []byte(d.PolicyHash))
+	b = appendString(b, d.PolicyHash)
 	b = binary.AppendUvarint(b, uint64(len(d.Policies)))
 	for _, p := range d.Policies {
-		b = appendBytes(b, []byte(p))
+		b = appendString(b, p)
 	}
 	if d.Error == nil {
 		b = append(b, 0)
 	} else {
 		b = append(b, 1)
-		b = appendBytes(b, []byte(d.Error.Code))
-		b = appendBytes(b, []byte(d.Error.Message))
+		b = appendString(b, string(d.Error.Code))
+		b = appendString(b, d.Error.Message)
 	}
 	return b, nil
 }
 
 func appendBytes(b, s []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
 }
