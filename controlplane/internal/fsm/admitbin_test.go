@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"reflect"
 	"testing"
 	"time"
@@ -165,9 +166,13 @@ func swapLabels(t *testing.T, c *Admit) []byte {
 // TestAdmitEncodingsApplyAlike: a log of binary admits and the same log of
 // JSON admits give byte-identical state and the same results.
 func TestAdmitEncodingsApplyAlike(t *testing.T) {
-	var states [2][]byte
-	var results [2][]string
-	for k, mt := range []MsgType{MsgAdmit, MsgAdmitBinary} {
+	// JSON, binary, and the two mixed as in the log of a cluster upgraded
+	// mid-life (and then snapshotted and restored, below).
+	var states [3][]byte
+	var results [3][]string
+	var mixed *logBuilder
+	for k := range 3 {
+		mt := func(i int) MsgType { return []MsgType{MsgAdmit, MsgAdmitBinary, []MsgType{MsgAdmit, MsgAdmitBinary}[i/30]}[k] }
 		f, b := fleetFSM(t)
 		step := func(mt MsgType, cmd any) any { return f.Apply(b.add(mt, cmd)) }
 		step(MsgPutTenant, PutTenant{Tenant: "acme", RunBudget: 40})
@@ -178,7 +183,7 @@ func TestAdmitEncodingsApplyAlike(t *testing.T) {
 			c := admit(fmt.Sprintf("int-%03d", i), fmt.Sprintf("k%d", i%45), fmt.Sprint(i%2), at, func(a *Admit) {
 				a.Target, a.Decision, a.RunID = v.Target, v.Decision, fmt.Sprintf("run-%d", i%3)
 			})
-			res, _ := jsonv2.Marshal(step(mt, c))
+			res, _ := jsonv2.Marshal(step(mt(i), c))
 			results[k] = append(results[k], string(res))
 			if i%10 == 9 {
 				step(MsgTick, Tick{At: at.Add(time.Minute)})
@@ -188,12 +193,36 @@ func TestAdmitEncodingsApplyAlike(t *testing.T) {
 		if states[k], err = f.Encode(); err != nil {
 			t.Fatal(err)
 		}
+		mixed = b
 	}
-	if !bytes.Equal(states[0], states[1]) {
-		t.Error("the binary admits gave another state than the JSON ones")
+	for k, name := range []string{"binary", "mixed"} {
+		if !bytes.Equal(states[0], states[k+1]) {
+			t.Errorf("the %s log gave another state than the JSON one", name)
+		}
+		if !reflect.DeepEqual(results[0], results[k+1]) {
+			t.Errorf("%s: results differ:\n%v\n%v", name, results[0], results[k+1])
+		}
 	}
-	if !reflect.DeepEqual(results[0], results[1]) {
-		t.Errorf("results differ:\n%v\n%v", results[0], results[1])
+	// A snapshot taken midway through the mixed log, restored, and the rest
+	// (binary admits) applied: the same state again.
+	half := replay(t, mixed.logs[:len(mixed.logs)/2])
+	snap, err := half.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &memSink{}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	restored := newFSM(t)
+	if err := restored.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range mixed.logs[len(mixed.logs)/2:] {
+		restored.Apply(l)
+	}
+	if got, _ := restored.Encode(); !bytes.Equal(got, states[0]) {
+		t.Error("a snapshot midway through the mixed log + the rest differs")
 	}
 }
 
