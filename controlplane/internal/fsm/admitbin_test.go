@@ -172,7 +172,9 @@ func TestAdmitEncodingsApplyAlike(t *testing.T) {
 	var results [3][]string
 	var mixed *logBuilder
 	for k := range 3 {
-		mt := func(i int) MsgType { return []MsgType{MsgAdmit, MsgAdmitBinary, []MsgType{MsgAdmit, MsgAdmitBinary}[i/30]}[k] }
+		mt := func(i int) MsgType {
+			return []MsgType{MsgAdmit, MsgAdmitBinary, []MsgType{MsgAdmit, MsgAdmitBinary}[i/30]}[k]
+		}
 		f, b := fleetFSM(t)
 		step := func(mt MsgType, cmd any) any { return f.Apply(b.add(mt, cmd)) }
 		step(MsgPutTenant, PutTenant{Tenant: "acme", RunBudget: 40})
