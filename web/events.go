@@ -261,9 +261,8 @@ func (h *hub) subscribe(epoch string, since uint64) (s *subscriber, backlog []*E
 }
 
 // position is the epoch and the last event's number: a page rendered now
-// resumes from there.
-// position is also a promise that a client will soon subscribe: events are
-// made from then on, so that it does not find a gap.
+// resumes from there. It is also a promise that a client will soon
+// subscribe: events are made from then on, so that it does not find a gap.
 func (h *hub) position() (string, uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
