@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"reflect"
 	"testing"
 	"time"
@@ -208,18 +207,7 @@ func TestAdmitEncodingsApplyAlike(t *testing.T) {
 	// A snapshot taken midway through the mixed log, restored, and the rest
 	// (binary admits) applied: the same state again.
 	half := replay(t, mixed.logs[:len(mixed.logs)/2])
-	snap, err := half.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink := &memSink{}
-	if err := snap.Persist(sink); err != nil {
-		t.Fatal(err)
-	}
-	restored := newFSM(t)
-	if err := restored.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
-		t.Fatal(err)
-	}
+	restored := restoreInto(t, half, newFSM(t))
 	for _, l := range mixed.logs[len(mixed.logs)/2:] {
 		restored.Apply(l)
 	}

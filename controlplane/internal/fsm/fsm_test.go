@@ -304,18 +304,7 @@ func TestReplayIsByteIdentical(t *testing.T) {
 	}
 	// Snapshot midway, restore into a fresh FSM, apply the rest.
 	half := replay(t, b.logs[:mid])
-	snap, err := half.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink := &memSink{}
-	if err := snap.Persist(sink); err != nil {
-		t.Fatal(err)
-	}
-	restored := newFSM(t)
-	if err := restored.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
-		t.Fatal(err)
-	}
+	restored := restoreInto(t, half, newFSM(t))
 	for _, l := range b.logs[mid:] {
 		restored.Apply(l)
 	}
@@ -351,6 +340,24 @@ type memSink struct{ bytes.Buffer }
 func (*memSink) ID() string    { return "mem" }
 func (*memSink) Cancel() error { return nil }
 func (*memSink) Close() error  { return nil }
+
+// restoreInto snapshots from, persists the snapshot and restores it into
+// into, as a replica catching up from a snapshot does; it returns into.
+func restoreInto(t testing.TB, from, into *FSM) *FSM {
+	t.Helper()
+	snap, err := from.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &memSink{}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	if err := into.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
+		t.Fatal(err)
+	}
+	return into
+}
 
 // TestRejectionDoesNotBindKey: an intent rejected before any decision leaves
 // its idempotency key free for a corrected retry; a policy decision binds it.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"reflect"
 	"testing"
 	"time"
@@ -189,18 +188,7 @@ func TestReplayWithGroupsIsByteIdentical(t *testing.T) {
 		t.Fatal("replaying a log with groups differs from the original state")
 	}
 	half := replay(t, b.logs[:mid])
-	snap, err := half.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink := &memSink{}
-	if err := snap.Persist(sink); err != nil {
-		t.Fatal(err)
-	}
-	restored := newFSM(t)
-	if err := restored.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
-		t.Fatal(err)
-	}
+	restored := restoreInto(t, half, newFSM(t))
 	// The rest as Raft delivers it after a restore: in batches.
 	if out := restored.ApplyBatch(b.logs[mid:]); len(out) != len(b.logs)-mid {
 		t.Fatalf("ApplyBatch answered %d of %d entries", len(out), len(b.logs)-mid)

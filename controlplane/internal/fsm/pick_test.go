@@ -1,9 +1,7 @@
 package fsm
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -185,18 +183,7 @@ func TestPickSpreadsEqualLoads(t *testing.T) {
 // scheduler are rebuilt from a snapshot.
 func TestTargetByNameAfterRestore(t *testing.T) {
 	f, _ := fleetFSM(t)
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink := &memSink{}
-	if err := snap.Persist(sink); err != nil {
-		t.Fatal(err)
-	}
-	g := newFSM(t)
-	if err := g.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
-		t.Fatal(err)
-	}
+	g := restoreInto(t, f, newFSM(t))
 	for _, target := range []*protocol.Target{{Node: "n1"}, {Node: "n1.example"}, nil} {
 		in := &Intent{ID: "i", Tool: "echo", Target: target}
 		if n, ok := g.pick(in); !ok || n == nil || n.ID != "n1" {

@@ -3,7 +3,6 @@ package fsm
 import (
 	"bytes"
 	"context"
-	"io"
 	"testing"
 	"time"
 
@@ -112,19 +111,8 @@ func TestSnapshotCarriesReceipts(t *testing.T) {
 	for _, e := range receiptLog(t).logs {
 		f.Apply(e)
 	}
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink := &memSink{}
-	if err := snap.Persist(sink); err != nil {
-		t.Fatal(err)
-	}
 	empty := memLedger(t)
-	g := withLedger(t, empty)
-	if err := g.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
-		t.Fatal(err)
-	}
+	g := restoreInto(t, f, withLedger(t, empty))
 	if empty.Size() != l.Size() {
 		t.Fatalf("restored ledger has %d receipts, want %d", empty.Size(), l.Size())
 	}
@@ -186,18 +174,7 @@ func TestSnapshotKeepsRawBytes(t *testing.T) {
 	b := &logBuilder{t: t}
 	raw := []byte(`{"params":{"q":"a<b && c>d"},"sig":"x"}`)
 	f.Apply(b.add(MsgAdmit, admit("html", "k", "p", t0, func(a *Admit) { a.Intent = raw })))
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink := &memSink{}
-	if err := snap.Persist(sink); err != nil {
-		t.Fatal(err)
-	}
-	g := withLedger(t, nil)
-	if err := g.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
-		t.Fatal(err)
-	}
+	g := restoreInto(t, f, withLedger(t, nil))
 	if got := state(t, g, "html").Raw; !bytes.Equal(got, raw) {
 		t.Fatalf("restored raw intent: got %s, want %s", got, raw)
 	}

@@ -1,10 +1,8 @@
 package fsm
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"testing"
@@ -187,18 +185,7 @@ func TestViewsMatchAScan(t *testing.T) {
 	}
 
 	// A replica restored midway holds the same views.
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink := &memSink{}
-	if err := snap.Persist(sink); err != nil {
-		t.Fatal(err)
-	}
-	restored := newFSM(t)
-	if err := restored.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
-		t.Fatal(err)
-	}
+	restored := restoreInto(t, f, newFSM(t))
 	checkViews(t, restored, "restored")
 
 	// A day later everything is pruned, from the views too.
