@@ -44,14 +44,10 @@ func (s *Server) relayRoutes(mux *http.ServeMux) {
 // relayRetry; every relayable command is safe to propose twice (a repeated
 // result or session record changes nothing).
 func (s *Server) applyAnywhere(ctx context.Context, t fsm.MsgType, cmd any) (fsm.Result, error) {
-	raw, err := json.Marshal(cmd)
-	if err != nil {
-		return fsm.Result{}, err
-	}
-	body, _ := json.Marshal(relayBody{Type: uint8(t), Cmd: raw})
+	var body []byte // the relay's body, made the first time one is sent
 	deadline := time.Now().Add(relayRetry)
 	for pause := 50 * time.Millisecond; ; pause = min(2*pause, time.Second) {
-		res, retry, err := s.relayOnce(ctx, t, cmd, body)
+		res, retry, err := s.relayOnce(ctx, t, cmd, &body)
 		if !retry || time.Now().Add(pause).After(deadline) {
 			return res, err
 		}
@@ -66,7 +62,7 @@ func (s *Server) applyAnywhere(ctx context.Context, t fsm.MsgType, cmd any) (fsm
 // relayRetry is how long applyAnywhere keeps trying while leadership moves.
 const relayRetry = 5 * time.Second
 
-func (s *Server) relayOnce(ctx context.Context, t fsm.MsgType, cmd any, body []byte) (res fsm.Result, retry bool, err error) {
+func (s *Server) relayOnce(ctx context.Context, t fsm.MsgType, cmd any, body *[]byte) (res fsm.Result, retry bool, err error) {
 	if s.node.Raft.State() == raft.Leader || s.cluster == nil {
 		res, err = s.apply(ctx, t, cmd)
 		return res, errors.Is(err, raftnode.ErrNotLeader), err
@@ -76,7 +72,14 @@ func (s *Server) relayOnce(ctx context.Context, t fsm.MsgType, cmd any, body []b
 	if leader == "" || !ok {
 		return fsm.Result{}, true, raftnode.ErrNotLeader
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+m.API+"/v1/internal/apply", bytes.NewReader(body))
+	if *body == nil {
+		raw, err := json.Marshal(cmd)
+		if err != nil {
+			return fsm.Result{}, false, err
+		}
+		*body, _ = json.Marshal(relayBody{Type: uint8(t), Cmd: raw})
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+m.API+"/v1/internal/apply", bytes.NewReader(*body))
 	if err != nil {
 		return fsm.Result{}, false, err
 	}
