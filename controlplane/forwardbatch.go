@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/writhq/writ/controlplane/internal/varint"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -75,8 +76,8 @@ func encodeBatch(items []batchItem) []byte {
 	b := append(make([]byte, 0, n), batchRequestMagic...)
 	b = binary.AppendUvarint(b, uint64(len(items)))
 	for _, it := range items {
-		b = appendBytes(b, []byte(it.Source))
-		b = appendBytes(b, it.Body)
+		b = varint.AppendBytes(b, it.Source)
+		b = varint.AppendBytes(b, it.Body)
 	}
 	return b
 }
@@ -121,7 +122,7 @@ func encodeAnswers(as []batchAnswer) []byte {
 	for _, a := range as {
 		b = binary.AppendUvarint(b, uint64(a.Status))
 		b = binary.AppendUvarint(b, uint64(a.RetryAfter))
-		b = appendBytes(b, a.Body)
+		b = varint.AppendBytes(b, a.Body)
 	}
 	return b
 }
@@ -158,16 +159,11 @@ func decodeAnswers(b []byte, want int) ([]batchAnswer, error) {
 	return as, nil
 }
 
-func appendBytes(b, v []byte) []byte {
-	return append(binary.AppendUvarint(b, uint64(len(v))), v...)
-}
-
 // readUvarint reads a varint in its shortest form only, so that one batch
 // has one encoding.
 func readUvarint(b []byte) (uint64, []byte, bool) {
-	v, n := binary.Uvarint(b)
-	var shortest [binary.MaxVarintLen64]byte
-	if n <= 0 || n != binary.PutUvarint(shortest[:], v) {
+	v, n := varint.Uvarint(b)
+	if n <= 0 {
 		return 0, b, false
 	}
 	return v, b[n:], true

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/writhq/writ/controlplane/internal/varint"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -70,24 +71,24 @@ func EncodeAdmit(c *Admit) ([]byte, error) {
 		len(c.PayloadHash)+len(c.IdempotencyKey)+len(c.Decision.PolicyHash)+32*len(c.Decision.Policies))
 	b = append(b, byte(MsgAdmitBinary))
 	b = appendTime(b, c.At)
-	b = appendBytes(b, c.Intent)
+	b = varint.AppendBytes(b, c.Intent)
 	for _, s := range []string{c.ID, c.Tenant, c.Principal, c.RunID, c.Tool, c.PayloadHash, c.IdempotencyKey} {
-		b = appendString(b, s)
+		b = varint.AppendBytes(b, s)
 	}
 	b = appendTime(b, c.ExpiresAt)
 	if c.Target == nil {
 		b = append(b, 0)
 	} else {
 		b = append(b, 1)
-		b = appendString(b, c.Target.Node)
+		b = varint.AppendBytes(b, c.Target.Node)
 		if c.Target.Labels == nil {
 			b = append(b, 0)
 		} else {
 			b = binary.AppendUvarint(b, uint64(len(c.Target.Labels))+1)
 		}
 		for _, k := range slices.Sorted(maps.Keys(c.Target.Labels)) {
-			b = appendString(b, k)
-			b = appendString(b, c.Target.Labels[k])
+			b = varint.AppendBytes(b, k)
+			b = varint.AppendBytes(b, c.Target.Labels[k])
 		}
 	}
 	d := &c.Decision
@@ -99,29 +100,19 @@ func EncodeAdmit(c *Admit) ([]byte, error) {
 		flags |= 2
 	}
 	b = append(b, flags)
-	b = appendString(b, d.PolicyHash)
+	b = varint.AppendBytes(b, d.PolicyHash)
 	b = binary.AppendUvarint(b, uint64(len(d.Policies)))
 	for _, p := range d.Policies {
-		b = appendString(b, p)
+		b = varint.AppendBytes(b, p)
 	}
 	if d.Error == nil {
 		b = append(b, 0)
 	} else {
 		b = append(b, 1)
-		b = appendString(b, string(d.Error.Code))
-		b = appendString(b, d.Error.Message)
+		b = varint.AppendBytes(b, string(d.Error.Code))
+		b = varint.AppendBytes(b, d.Error.Message)
 	}
 	return b, nil
-}
-
-func appendBytes(b, s []byte) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
 }
 
 func appendTime(b []byte, t time.Time) []byte {
@@ -199,7 +190,7 @@ type admitReader struct {
 func (r *admitReader) fail() { r.err, r.b = true, nil }
 
 func (r *admitReader) uvarint() uint64 {
-	v, k := uvarint(r.b)
+	v, k := varint.Uvarint(r.b)
 	if k <= 0 {
 		r.fail()
 		return 0
@@ -254,8 +245,8 @@ func (r *admitReader) byte() byte {
 }
 
 func (r *admitReader) time() time.Time {
-	sec, k := binary.Varint(r.b)
-	if k <= 0 || (k > 1 && r.b[k-1] == 0) || sec < minTime || sec > maxTime {
+	sec, k := varint.Varint(r.b)
+	if k <= 0 || sec < minTime || sec > maxTime {
 		r.fail()
 		return time.Time{}
 	}

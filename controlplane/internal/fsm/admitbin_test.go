@@ -10,6 +10,7 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/writhq/writ/controlplane/internal/varint"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -151,7 +152,7 @@ func replaceFlags(t *testing.T, c *Admit, flags byte) []byte {
 func swapLabels(t *testing.T, c *Admit) []byte {
 	b, _ := EncodeAdmit(c)
 	pair := func(k string) []byte {
-		return appendBytes(appendBytes(nil, []byte(k)), []byte(c.Target.Labels[k]))
+		return varint.AppendBytes(varint.AppendBytes(nil, k), c.Target.Labels[k])
 	}
 	a, z := pair(""), pair("arch")
 	i := bytes.Index(b, append(bytes.Clone(a), z...))

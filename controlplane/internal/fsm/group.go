@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/writhq/writ/controlplane/internal/varint"
 )
 
 // MsgGroup is one log entry that carries several commands, proposed together
@@ -51,14 +53,14 @@ var errGroup = errors.New("fsm: malformed group entry")
 // a count from 1 to MaxGroup, non-empty commands that are not groups, and no
 // trailing bytes.
 func decodeGroup(data []byte) ([][]byte, error) {
-	count, k := uvarint(data)
+	count, k := varint.Uvarint(data)
 	if k <= 0 || count == 0 || count > MaxGroup || count > uint64(len(data)) {
 		return nil, errGroup
 	}
 	data = data[k:]
 	cmds := make([][]byte, 0, count)
 	for range count {
-		size, k := uvarint(data)
+		size, k := varint.Uvarint(data)
 		if k <= 0 || size == 0 || size > uint64(len(data)-k) {
 			return nil, errGroup
 		}
@@ -73,16 +75,6 @@ func decodeGroup(data []byte) ([][]byte, error) {
 		return nil, errGroup
 	}
 	return cmds, nil
-}
-
-// uvarint reads an unsigned varint in its shortest form only, so that one
-// group has one encoding; k <= 0 means none.
-func uvarint(b []byte) (v uint64, k int) {
-	v, k = binary.Uvarint(b)
-	if k > 1 && b[k-1] == 0 { // a longer form ends in a byte of no bits
-		return 0, -1
-	}
-	return v, k
 }
 
 // applyGroup applies each command of a group entry in order, with its

@@ -10,6 +10,7 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/hashicorp/raft"
+	"github.com/writhq/writ/controlplane/internal/varint"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -291,10 +292,10 @@ func TestVarintsShortestOnly(t *testing.T) {
 		seqs = append(seqs, b, append(append(b[:len(b)-1:len(b)-1], b[len(b)-1]|0x80), 0))
 	}
 	for _, b := range seqs {
-		v, k := uvarint(b)
+		v, k := varint.Uvarint(b)
 		bv, bk := binary.Uvarint(b)
 		if want := bk > 0 && bk == len(binary.AppendUvarint(nil, bv)); (k > 0) != want || (want && (v != bv || k != bk)) {
-			t.Fatalf("uvarint(%x) = %d, %d; shortest: %v", b, v, k, want)
+			t.Fatalf("Uvarint(%x) = %d, %d; shortest: %v", b, v, k, want)
 		}
 		sv, sk := binary.Varint(b)
 		if sk > 0 && sk < len(b) {
