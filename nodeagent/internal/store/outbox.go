@@ -111,13 +111,13 @@ func (s *Store) FlushAcks() error {
 	}
 	slices.Sort(ids)
 	err := s.db.Update(func(tx *bolt.Tx) error {
+		outbox, outboxIDs := tx.Bucket(bucketOutbox), tx.Bucket(bucketOutboxIDs)
 		for _, id := range ids {
-			outboxIDs := tx.Bucket(bucketOutboxIDs)
 			key := outboxIDs.Get([]byte(id))
 			if key == nil {
 				continue
 			}
-			if err := tx.Bucket(bucketOutbox).Delete(key); err != nil {
+			if err := outbox.Delete(key); err != nil {
 				return err
 			}
 			if err := outboxIDs.Delete([]byte(id)); err != nil {
