@@ -152,8 +152,15 @@ func TestDevEndToEnd(t *testing.T) {
 		State        string  `json:"state"`
 		ReceiptIndex *uint64 `json:"receipt_index"`
 	}
-	if code != 0 || json.Unmarshal([]byte(out), &final) != nil || final.State != "denied" || final.ReceiptIndex == nil {
-		t.Fatalf("denied intent: %q exit %d", out, code)
+	if code != 1 || json.Unmarshal([]byte(out), &final) != nil || final.State != "denied" || final.ReceiptIndex == nil {
+		t.Fatalf("denied intent: %q exit %d, want exit 1", out, code)
+	}
+	// A rejected intent exits 1 too, and a wait that runs out exits 5.
+	if out, code := run(t, sign("no_such_tool"), "intent", "submit", "--server", server, "--wait", "5s"); code != 1 || state(out) != "rejected" {
+		t.Fatalf("unknown tool: %q exit %d, want rejected and exit 1", out, code)
+	}
+	if out, code := run(t, sign("echo_approval"), "intent", "submit", "--server", server, "--wait", "100ms"); code != 5 || state(out) != "pending_approval" {
+		t.Fatalf("wait ran out: %q exit %d, want pending_approval and exit 5", out, code)
 	}
 	receipt, code := run(t, "", "receipt", "get", fmt.Sprint(*final.ReceiptIndex), "--server", server)
 	if code != 0 {

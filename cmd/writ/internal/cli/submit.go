@@ -37,7 +37,7 @@ func newIntentSubmit(e *env) *cobra.Command {
 				return err
 			}
 			r, err := c.Submit(context.Background(), raw, approval, wait)
-			return e.answer(r, err)
+			return e.answer(r, err, wait > 0)
 		},
 	}
 	cmd.Flags().StringVar(&server, "server", defaultServer, "the control plane's API address")
@@ -78,7 +78,7 @@ func newIntentGet(e *env) *cobra.Command {
 				return errors.New("reads are signed: give --tenant and --key ID=SECRET_FILE, or an admin --token")
 			}
 			r, err := c.Intent(context.Background(), args[0], wait)
-			return e.answer(r, err)
+			return e.answer(r, err, wait > 0)
 		},
 	}
 	cmd.Flags().StringVar(&server, "server", defaultServer, "the control plane's API address")
@@ -105,15 +105,42 @@ func newApprovalSubmit(e *env) *cobra.Command {
 				return err
 			}
 			r, err := c.Approve(context.Background(), raw)
-			return e.answer(r, err)
+			return e.answer(r, err, false)
 		},
 	}
 	cmd.Flags().StringVar(&server, "server", defaultServer, "the control plane's API address")
 	return cmd
 }
 
-// answer prints an intent response, or an API error as {"error": …} with exit 1.
-func (e *env) answer(r *client.IntentResponse, err error) error {
+// The exit statuses of the commands that print an intent's state (docs/cli.md
+// "Exit status"): 0 for completed, or for a state not yet final when the
+// command was not asked to wait; 2 (Main's) when the command could not run.
+const (
+	exitRefused = 1 // the server refused the request, or the intent ended denied, rejected, expired or canceled
+	exitFailed  = 4 // the intent was dispatched and ended failed or unknown
+	exitWaiting = 5 // --wait ran out before the intent reached a final state
+)
+
+// stateExit is the exit status for an intent in state after a command that
+// waited (or not) for a final state.
+func stateExit(state string, waited bool) int {
+	switch state {
+	case "completed":
+		return 0
+	case "denied", "rejected", "expired", "canceled":
+		return exitRefused
+	case "failed", "unknown":
+		return exitFailed
+	}
+	if waited {
+		return exitWaiting
+	}
+	return 0
+}
+
+// answer prints an intent response, or an API error as {"error": …}, and
+// exits as stateExit says (an API error is a refusal).
+func (e *env) answer(r *client.IntentResponse, err error, waited bool) error {
 	var ae *client.Error
 	if errors.As(err, &ae) {
 		if e.output == "text" {
@@ -121,7 +148,7 @@ func (e *env) answer(r *client.IntentResponse, err error) error {
 		} else {
 			e.printJSON(protocol.ErrorResponse{Error: protocol.ErrorBody{Code: ae.Code, Message: ae.Message}})
 		}
-		return exitError{1}
+		return exitError{exitRefused}
 	}
 	if err != nil {
 		return err
@@ -132,7 +159,11 @@ func (e *env) answer(r *client.IntentResponse, err error) error {
 			fmt.Fprintf(e.out, " (%s: %s)", r.Error.Code, r.Error.Message)
 		}
 		fmt.Fprintln(e.out)
-		return nil
+	} else if err := e.printJSON(r); err != nil {
+		return err
 	}
-	return e.printJSON(r)
+	if code := stateExit(r.State, waited); code != 0 {
+		return exitError{code}
+	}
+	return nil
 }
