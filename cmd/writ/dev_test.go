@@ -205,3 +205,64 @@ func TestDevEndToEnd(t *testing.T) {
 		t.Fatalf("receipt after restart: %q / %q", receipt, out)
 	}
 }
+
+// TestDevFromLoneBinary runs writ dev from a binary alone in its folder, as
+// `go install` leaves it (no tools/echo.wasm beside it): the built-in echo
+// module runs, and an echo intent completes.
+func TestDevFromLoneBinary(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "writ")
+	b, err := os.ReadFile(writBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	addr, raftAddr := freePort(t), freePort(t)
+	cmd := exec.Command(bin, "dev", "--data-dir", dir, "--addr", addr, "--raft-addr", raftAddr)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stopWritDev(t, cmd)
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "Writ dev server on") {
+				ready <- true
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(60 * time.Second):
+		t.Fatal("writ dev did not start within 60s")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tools", "echo.wasm")); err != nil {
+		t.Fatalf("the built-in echo module was not written: %v", err)
+	}
+	var creds struct {
+		Tenant       string `json:"tenant"`
+		Orchestrator struct {
+			KeyID string `json:"key_id"`
+		} `json:"orchestrator"`
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "dev.json")); err != nil || json.Unmarshal(b, &creds) != nil {
+		t.Fatalf("dev.json: %v", err)
+	}
+	intent, code := run(t, "", "intent", "sign", "--key", creds.Orchestrator.KeyID+"="+filepath.Join(dir, "orchestrator.key"),
+		"--tenant", creds.Tenant, "--principal", "support-bot", "--run", "run-1", "--tool", "echo", "--params", `{"msg":"alone"}`)
+	if code != 0 {
+		t.Fatalf("intent sign: exit %d", code)
+	}
+	answer, code := run(t, intent, "intent", "submit", "--server", "http://"+addr, "--wait", "30s")
+	if code != 0 || !strings.Contains(answer, `"state":"completed"`) || !strings.Contains(answer, `{\"msg\":\"alone\"}`) {
+		t.Fatalf("submit echo: %q exit %d, want completed with the params as output", answer, code)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/writhq/writ/controlplane"
 	"github.com/writhq/writ/nodeagent"
 	"github.com/writhq/writ/sandbox/tiers"
+	"github.com/writhq/writ/sandbox/tools/echowasm"
 )
 
 func newDev(e *env) *cobra.Command {
@@ -37,8 +38,8 @@ permissive dev policy. Stop it with Ctrl-C; state persists in DIR.`,
 				return err
 			}
 			if toolsDir == "" {
-				if exe, err := os.Executable(); err == nil {
-					toolsDir = filepath.Join(filepath.Dir(exe), "tools")
+				if toolsDir, err = devToolsDir(abs); err != nil {
+					return err
 				}
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -79,8 +80,26 @@ permissive dev policy. Stop it with Ctrl-C; state persists in DIR.`,
 	cmd.Flags().StringVar(&dir, "data-dir", "", "directory for state and credentials")
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:7070", "API address (loopback only)")
 	cmd.Flags().StringVar(&raftAddr, "raft-addr", "127.0.0.1:7071", "Raft address")
-	cmd.Flags().StringVar(&toolsDir, "tools-dir", "", "directory holding echo.wasm (default: tools/ beside the writ binary)")
+	cmd.Flags().StringVar(&toolsDir, "tools-dir", "", "directory holding echo.wasm (default: tools/ beside the writ binary when it has one, else the built-in echo module in DIR/tools)")
 	return cmd
+}
+
+// devToolsDir is where writ dev finds echo.wasm when --tools-dir is not
+// given: tools/ beside the binary, as `make build` lays it out, or else
+// DIR/tools, where it writes the built-in echo module (a binary made with
+// `go install` has nothing beside it).
+func devToolsDir(dataDir string) (string, error) {
+	if exe, err := os.Executable(); err == nil {
+		beside := filepath.Join(filepath.Dir(exe), "tools")
+		if _, err := os.Stat(filepath.Join(beside, "echo.wasm")); err == nil {
+			return beside, nil
+		}
+	}
+	dir := filepath.Join(dataDir, "tools")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return dir, os.WriteFile(filepath.Join(dir, "echo.wasm"), echowasm.Module(), 0o644)
 }
 
 // writeDevKeys writes the dev keys as key files the sign commands read.
