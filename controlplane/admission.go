@@ -38,6 +38,13 @@ func fromProtocol(err error) *apiError {
 // included, so that it has an outcome.
 func (s *Server) admit(ctx context.Context, raw []byte) (string, *apiError) {
 	in, canon, err := s.verifier.VerifyIntentCanonical(raw, intentKeys{s.fsm, s.keys})
+	if protocol.CodeOf(err) == protocol.CodeUnknownKey && s.fsm.Index() < s.node.Raft.CommitIndex() {
+		// A key registered in an entry this server has not applied yet.
+		if !s.caughtUp(ctx) {
+			return "", lagging()
+		}
+		in, canon, err = s.verifier.VerifyIntentCanonical(raw, intentKeys{s.fsm, s.keys})
+	}
 	switch protocol.CodeOf(err) {
 	case "":
 	case protocol.CodeMalformed, protocol.CodeUnknownKey, protocol.CodeBadSignature:
@@ -57,7 +64,14 @@ func (s *Server) admit(ctx context.Context, raw []byte) (string, *apiError) {
 		}
 		return s.propose(ctx, decoded, canon, fsm.Decision{Error: &protocol.ErrorBody{Code: pe.Code, Message: pe.Message}})
 	}
-	return s.propose(ctx, in, canon, s.decide(in))
+	d := s.decide(in)
+	if d.Error != nil && d.Error.Code == codeUnknownTool && s.fsm.Index() < s.node.Raft.CommitIndex() {
+		if !s.caughtUp(ctx) {
+			return "", lagging()
+		}
+		d = s.decide(in)
+	}
+	return s.propose(ctx, in, canon, d)
 }
 
 // decide makes the leader's decision on a verified intent: the tool exists,

@@ -23,6 +23,7 @@ func (s *Server) routes() http.Handler {
 	s.dashboardRoutes(mux)
 	mux.HandleFunc("GET /v1/tools", s.handleTools)
 	mux.HandleFunc("GET /v1/health", s.handleHealth)
+	mux.HandleFunc("GET /v1/version", s.handleVersion)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	s.adminRoutes(mux)
 	s.ledgerRoutes(mux)
@@ -282,11 +283,3 @@ func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"tools": out})
 }
 
-func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	_, leader := s.node.Raft.LeaderWithID()
-	h := map[string]any{"status": "ok", "server": s.cfg.ID, "leader": string(leader), "raft_index": s.fsm.Index()}
-	if s.cluster != nil {
-		h["peers"] = s.cluster.health()
-	}
-	writeJSON(w, http.StatusOK, h)
-}

@@ -160,27 +160,58 @@ func DevManifests(toolsDir string) map[string][]byte {
 	}
 }
 
-// devCredentials reads dev.json, or creates it with fresh keys.
+// devCredentials reads dev.json, or dev.json.pending (made by a first start
+// that has not become ready yet), or creates dev.json.pending with fresh
+// keys: dev.json itself appears only once the server is ready
+// (PublishDevCredentials), so that a script that waits for it finds a server
+// that admits intents.
 func devCredentials(path, addr string) (*DevCredentials, error) {
-	b, err := os.ReadFile(path)
-	if err == nil {
+	for _, p := range []string{path, path + pendingSuffix} {
+		b, err := os.ReadFile(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
 		var c DevCredentials
 		if err := json.Unmarshal(b, &c); err != nil {
-			return nil, fmt.Errorf("%s: %v", path, err)
+			return nil, fmt.Errorf("%s: %v", p, err)
 		}
 		if c.Addr != "http://"+addr {
-			return nil, fmt.Errorf("%s was written for %s, not http://%s", path, c.Addr, addr)
+			return nil, fmt.Errorf("%s was written for %s, not http://%s", p, c.Addr, addr)
 		}
 		return &c, nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
 	}
 	c, err := newDevCredentials("http://" + addr)
 	if err != nil {
 		return nil, err
 	}
-	return c, writeCredentials(path, c)
+	return c, writeCredentials(path+pendingSuffix, c)
+}
+
+const pendingSuffix = ".pending"
+
+// PublishDevCredentials makes DataDir/dev.json appear, once the dev server
+// is ready, from the credentials StartDev created; it does nothing when
+// dev.json is already there.
+func PublishDevCredentials(dataDir string) error {
+	path := filepath.Join(dataDir, "dev.json")
+	err := os.Rename(path+pendingSuffix, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, serr := os.Stat(path); serr == nil {
+			return nil
+		}
+	}
+	if err != nil {
+		return err
+	}
+	d, err := os.Open(dataDir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // newDevCredentials makes fresh keys for tenant "dev" of a server at addr.

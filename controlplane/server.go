@@ -47,6 +47,7 @@ type Server struct {
 	dash   *web.Dashboard // the dashboard (dashboard.go)
 	// cluster runs discovery and forwarding; nil for a single server.
 	cluster *cluster
+	ready   readiness // what /v1/health checks beyond leader and log (ready.go)
 	// localToken is the admin token StartLocalCluster registers with.
 	localToken string
 

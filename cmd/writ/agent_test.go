@@ -78,8 +78,11 @@ func (c *cluster) submit(t *testing.T, tool, params, wait string) map[string]any
 	}
 	out, code := run(t, intent, "intent", "submit", "--server", c.server, "--ca", c.ca, "--wait", wait)
 	var r map[string]any
-	if code != 0 || json.Unmarshal([]byte(out), &r) != nil {
+	if json.Unmarshal([]byte(out), &r) != nil {
 		t.Fatalf("submit: %q exit %d", out, code)
+	}
+	if state, _ := r["state"].(string); code != exitFor(state, wait != "") {
+		t.Fatalf("submit: %q exit %d, want %d", out, code, exitFor(state, wait != ""))
 	}
 	return r
 }
@@ -225,7 +228,7 @@ func TestAgentKilledMidRun(t *testing.T) {
 		State string
 		Error struct{ Code string }
 	}
-	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || got.State != "unknown" || got.Error.Code != "interrupted" {
+	if code != 4 || json.Unmarshal([]byte(out), &got) != nil || got.State != "unknown" || got.Error.Code != "interrupted" {
 		log, _ := os.ReadFile(a.log.Name())
 		t.Fatalf("after the agent's crash: %q exit %d; agent log:\n%s", out, code, log)
 	}

@@ -244,3 +244,20 @@ func TestUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// exitFor is the exit status docs/cli.md gives the intent commands for an
+// answer in state, after a command that waited (or not).
+func exitFor(state string, waited bool) int {
+	switch state {
+	case "completed":
+		return 0
+	case "denied", "rejected", "expired", "canceled":
+		return 1
+	case "failed", "unknown":
+		return 4
+	}
+	if waited {
+		return 5
+	}
+	return 0
+}

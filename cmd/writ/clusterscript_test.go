@@ -100,8 +100,11 @@ func TestClusterScript(t *testing.T) {
 		}
 		out, code := run(t, intent, "intent", "submit", "--server", strings.Join(addrs, ","), "--ca", ca, "--wait", "20s")
 		var r map[string]any
-		if code != 0 || json.Unmarshal([]byte(out), &r) != nil {
+		if json.Unmarshal([]byte(out), &r) != nil {
 			t.Fatalf("intent submit: %q exit %d", out, code)
+		}
+		if state, _ := r["state"].(string); code != exitFor(state, true) {
+			t.Fatalf("intent submit: %q exit %d, want %d", out, code, exitFor(state, true))
 		}
 		return r
 	}

@@ -65,7 +65,7 @@ func (d *devDashboard) submit(t *testing.T, tool, params string) string {
 		IntentID string `json:"intent_id"`
 		State    string `json:"state"`
 	}
-	if code != 0 || json.Unmarshal([]byte(out), &r) != nil {
+	if json.Unmarshal([]byte(out), &r) != nil || code != exitFor(r.State, false) {
 		t.Fatalf("intent submit: %q exit %d", out, code)
 	}
 	return r.IntentID

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -264,5 +265,70 @@ func TestDevFromLoneBinary(t *testing.T) {
 	answer, code := run(t, intent, "intent", "submit", "--server", "http://"+addr, "--wait", "30s")
 	if code != 0 || !strings.Contains(answer, `"state":"completed"`) || !strings.Contains(answer, `{\"msg\":\"alone\"}`) {
 		t.Fatalf("submit echo: %q exit %d, want completed with the params as output", answer, code)
+	}
+}
+
+// TestDevReadyMeansReady starts writ dev afresh many times and submits an
+// intent at the first moment /v1/health answers 200: dev.json is there by
+// then, and every submission is admitted and completes.
+func TestDevReadyMeansReady(t *testing.T) {
+	const starts, parallel = 100, 4
+	sem := make(chan struct{}, parallel)
+	for i := range starts {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			devReadyOnce(t)
+		})
+	}
+}
+
+func devReadyOnce(t *testing.T) {
+	dir := t.TempDir()
+	addr, raftAddr := freePort(t), freePort(t)
+	cmd := exec.Command(writBin, "dev", "--data-dir", dir, "--addr", addr, "--raft-addr", raftAddr, "--tools-dir", toolsDir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGINT)
+		cmd.Wait()
+	}()
+	hc := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if time.Now().After(deadline) {
+			t.Fatal("/v1/health did not answer 200 within 60s")
+		}
+		resp, err := hc.Get("http://" + addr + "/v1/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+			if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+				t.Fatalf("/v1/health: %d (Retry-After %q), want 200 or 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	var creds struct {
+		Tenant       string `json:"tenant"`
+		Orchestrator struct {
+			KeyID string `json:"key_id"`
+		} `json:"orchestrator"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "dev.json"))
+	if err != nil || json.Unmarshal(b, &creds) != nil {
+		t.Fatalf("dev.json when /v1/health first answered 200: %v", err)
+	}
+	intent, code := run(t, "", "intent", "sign", "--key", creds.Orchestrator.KeyID+"="+filepath.Join(dir, "orchestrator.key"),
+		"--tenant", creds.Tenant, "--principal", "support-bot", "--run", "run-1", "--tool", "echo", "--params", `{"msg":"ready"}`)
+	if code != 0 {
+		t.Fatalf("intent sign: exit %d", code)
+	}
+	if out, code := run(t, intent, "intent", "submit", "--server", "http://"+addr, "--wait", "30s"); code != 0 || !strings.Contains(out, `"state":"completed"`) {
+		t.Fatalf("submit at the first 200: %q exit %d, want completed", out, code)
 	}
 }

@@ -104,7 +104,7 @@ func TestServerOverTLS(t *testing.T) {
 		"--principal", "bot", "--run", "r", "--tool", "echo", "--params", `{}`)
 	got, code := run(t, intent, "intent", "submit", "--server", server, "--ca", s.ca)
 	// Recorded over TLS; no node is enrolled here (agent_test.go has them).
-	if code != 0 || !strings.Contains(got, `"no_eligible_node"`) || !strings.Contains(got, `"receipt_index":0`) {
+	if code != 1 || !strings.Contains(got, `"no_eligible_node"`) || !strings.Contains(got, `"receipt_index":0`) {
 		t.Fatalf("submit over TLS: %q exit %d", got, code)
 	}
 	// Without the cluster CA the server is not trusted; plain HTTP gets nothing.

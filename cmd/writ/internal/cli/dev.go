@@ -59,10 +59,23 @@ permissive dev policy. Stop it with Ctrl-C; state persists in DIR.`,
 				return err
 			}
 			agentDone := make(chan error, 1)
-			if err := startDevAgent(ctx, s, abs, toolsDir, base.Logger, agentDone); err != nil {
+			node, err := startDevAgent(ctx, s, abs, toolsDir, base.Logger, agentDone)
+			if err != nil {
 				s.Close(context.Background())
 				return err
 			}
+			// Ready: dev.json appears, and then /v1/health answers 200, only
+			// now, with the dev keys committed and the agent connected.
+			if err := controlplane.PublishDevCredentials(abs); err != nil {
+				s.Close(context.Background())
+				return err
+			}
+			s.SetReadyCheck(func() error {
+				if n, ok := s.Node(node); !ok || n.Status != "ready" {
+					return errors.New("the dev agent is not connected")
+				}
+				return nil
+			})
 			printDevSteps(e, abs, creds)
 			select {
 			case <-ctx.Done():
@@ -136,15 +149,15 @@ func printDevSteps(e *env, dir string, c *controlplane.DevCredentials) {
 // startDevAgent runs a node agent in this process, enrolled on first start
 // with a join token from the server itself, its allowlist holding exactly
 // the manifests the dev tools were registered with. It returns once the node
-// is ready, so that the first intent has somewhere to run.
-func startDevAgent(ctx context.Context, s *controlplane.Server, dir, toolsDir string, log *slog.Logger, done chan error) error {
+// is ready, so that the first intent has somewhere to run, with the node's id.
+func startDevAgent(ctx context.Context, s *controlplane.Server, dir, toolsDir string, log *slog.Logger, done chan error) (string, error) {
 	allow := filepath.Join(dir, "agent-tools")
 	if err := os.MkdirAll(allow, 0o700); err != nil {
-		return err
+		return "", err
 	}
 	for name, m := range controlplane.DevManifests(toolsDir) {
 		if err := os.WriteFile(filepath.Join(allow, name+".json"), m, 0o600); err != nil {
-			return err
+			return "", err
 		}
 	}
 	agentDir := filepath.Join(dir, "agent")
@@ -152,7 +165,7 @@ func startDevAgent(ctx context.Context, s *controlplane.Server, dir, toolsDir st
 	if _, err := nodeagent.LoadIdentity(agentDir); errors.Is(err, nodeagent.ErrNotEnrolled) {
 		tok, aerr := s.CreateJoinToken(ctx, map[string]string{"dev": "true"}, 10*time.Minute)
 		if aerr != nil {
-			return aerr
+			return "", aerr
 		}
 		token = tok.Token
 	}
@@ -167,14 +180,14 @@ func startDevAgent(ctx context.Context, s *controlplane.Server, dir, toolsDir st
 	select {
 	case node = <-ready:
 	case err := <-done:
-		return fmt.Errorf("the dev agent did not start: %w", err)
+		return "", fmt.Errorf("the dev agent did not start: %w", err)
 	case <-time.After(30 * time.Second):
-		return errors.New("the dev agent did not start within 30 s")
+		return "", errors.New("the dev agent did not start within 30 s")
 	}
 	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if n, ok := s.Node(node); ok && n.Status == "ready" {
-			return nil
+			return node, nil
 		}
 	}
-	return errors.New("the dev agent did not connect within 15 s")
+	return "", errors.New("the dev agent did not connect within 15 s")
 }

@@ -1,0 +1,88 @@
+package controlplane
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/writhq/writ/internal/buildinfo"
+)
+
+// catchUpWait bounds how long a readiness check or a lookup that found
+// nothing waits for this server's FSM to apply what Raft has committed.
+const catchUpWait = 2 * time.Second
+
+// readiness is what /v1/health adds to "a leader is known and this server's
+// state is caught up": a check its embedder sets once everything it needs is
+// in place (writ dev: the dev keys committed and the dev agent connected).
+type readiness struct {
+	check atomic.Pointer[func() error]
+}
+
+// SetReadyCheck makes /v1/health answer 200 only while check returns nil
+// (on top of a known leader and a caught-up state). A dev server (Config.Dev)
+// reports "starting" until one is set.
+func (s *Server) SetReadyCheck(check func() error) { s.ready.check.Store(&check) }
+
+// caughtUp reports whether this server's FSM has applied everything Raft had
+// committed when it was asked, waiting up to catchUpWait for it.
+func (s *Server) caughtUp(ctx context.Context) bool {
+	commit := s.node.Raft.CommitIndex()
+	if s.fsm.Index() >= commit {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, catchUpWait)
+	defer cancel()
+	return s.fsm.WaitIndex(ctx, commit)
+}
+
+// unready says why this server would not admit a valid intent now, or "".
+func (s *Server) unready(ctx context.Context) string {
+	if _, leader := s.node.Raft.LeaderWithID(); leader == "" {
+		return "no leader is known"
+	}
+	if !s.caughtUp(ctx) {
+		return "this server is still applying the committed log"
+	}
+	check := s.ready.check.Load()
+	if check == nil {
+		if s.cfg.Dev {
+			return "writ dev is starting"
+		}
+		return ""
+	}
+	if err := (*check)(); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// handleHealth answers 200 when this server would admit a valid intent, and
+// 503 with the reason and Retry-After otherwise.
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	_, leader := s.node.Raft.LeaderWithID()
+	h := map[string]any{"status": "ok", "server": s.cfg.ID, "leader": string(leader), "raft_index": s.fsm.Index()}
+	if s.cluster != nil {
+		h["peers"] = s.cluster.health()
+	}
+	if reason := s.unready(r.Context()); reason != "" {
+		h["status"], h["reason"] = "unavailable", reason
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, h)
+		return
+	}
+	writeJSON(w, http.StatusOK, h)
+}
+
+// lagging is the answer to a request whose key or tool this server did not
+// find while its state was behind the committed log: 503, never a 4xx that
+// would tell a correct client its key is wrong.
+func lagging() *apiError {
+	return refusal(codeNoLeader, "this server has not caught up with the committed log yet; retry")
+}
+
+// handleVersion answers which build this server runs (internal/buildinfo).
+func (s *Server) handleVersion(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, buildinfo.Get())
+}
