@@ -15,7 +15,7 @@ import (
 type adminFlags struct{ server, token string }
 
 func (a *adminFlags) register(cmd *cobra.Command) {
-	cmd.PersistentFlags().StringVar(&a.server, "server", defaultServer, "the control plane's API address")
+	cmd.PersistentFlags().StringVar(&a.server, "server", defaultServer(), "the control plane's API address")
 	cmd.PersistentFlags().StringVar(&a.token, "token", "", "admin token (default: $WRIT_TOKEN)")
 }
 

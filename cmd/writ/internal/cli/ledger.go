@@ -17,7 +17,7 @@ import (
 func newLedger(e *env) *cobra.Command {
 	var server string
 	cmd := &cobra.Command{Use: "ledger", Short: "Export and watch a server's receipt ledger"}
-	cmd.PersistentFlags().StringVar(&server, "server", defaultServer, "the control plane's API address")
+	cmd.PersistentFlags().StringVar(&server, "server", defaultServer(), "the control plane's API address")
 	cmd.AddCommand(newLedgerExport(e, &server), newLedgerWatch(e, &server))
 	return cmd
 }

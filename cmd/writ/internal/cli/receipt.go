@@ -40,7 +40,7 @@ func newReceipt(e *env) *cobra.Command {
 			return err
 		},
 	}
-	get.Flags().StringVar(&server, "server", defaultServer, "the control plane's API address")
+	get.Flags().StringVar(&server, "server", defaultServer(), "the control plane's API address")
 	cmd.AddCommand(get)
 	return cmd
 }

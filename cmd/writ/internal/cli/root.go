@@ -45,7 +45,7 @@ func Main(args []string, in io.Reader, out, errw io.Writer) int {
 	case errors.As(err, &ee):
 		return ee.code
 	default:
-		fmt.Fprintf(errw, "writ: %v\n", err)
+		fmt.Fprintf(errw, "writ: %v\n", explain(err))
 		return 2
 	}
 }
@@ -75,6 +75,10 @@ func now() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
 
 // client returns an API client for server, trusting --ca when given.
 func (e *env) client(server, token string) (*client.Client, error) {
+	server, err := e.serverURLs(server)
+	if err != nil {
+		return nil, err
+	}
 	c := client.New(server, token)
 	if e.caFile != "" {
 		pem, err := readSmallFile(e.caFile, 1<<20)

@@ -12,7 +12,6 @@ import (
 	"github.com/writhq/writ/protocol"
 )
 
-const defaultServer = "http://127.0.0.1:7070"
 
 func newIntentSubmit(e *env) *cobra.Command {
 	var server, approvalFile string
@@ -40,7 +39,7 @@ func newIntentSubmit(e *env) *cobra.Command {
 			return e.answer(r, err, wait > 0)
 		},
 	}
-	cmd.Flags().StringVar(&server, "server", defaultServer, "the control plane's API address")
+	cmd.Flags().StringVar(&server, "server", defaultServer(), "the control plane's API address")
 	cmd.Flags().StringVar(&approvalFile, "approval", "", "an approval to submit with the intent")
 	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for a final state (at most 60s)")
 	return cmd
@@ -81,7 +80,7 @@ func newIntentGet(e *env) *cobra.Command {
 			return e.answer(r, err, wait > 0)
 		},
 	}
-	cmd.Flags().StringVar(&server, "server", defaultServer, "the control plane's API address")
+	cmd.Flags().StringVar(&server, "server", defaultServer(), "the control plane's API address")
 	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for a final state (at most 60s)")
 	cmd.Flags().StringVar(&tenant, "tenant", "", "the intent's tenant")
 	cmd.Flags().StringVar(&key, "key", "", "ID=SECRET_FILE: an orchestrator key of the tenant, to sign the read")
@@ -108,7 +107,7 @@ func newApprovalSubmit(e *env) *cobra.Command {
 			return e.answer(r, err, false)
 		},
 	}
-	cmd.Flags().StringVar(&server, "server", defaultServer, "the control plane's API address")
+	cmd.Flags().StringVar(&server, "server", defaultServer(), "the control plane's API address")
 	return cmd
 }
 
