@@ -282,4 +282,3 @@ func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tools": out})
 }
-

@@ -12,7 +12,6 @@ import (
 	"github.com/writhq/writ/protocol"
 )
 
-
 func newIntentSubmit(e *env) *cobra.Command {
 	var server, approvalFile string
 	var wait time.Duration
