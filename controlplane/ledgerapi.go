@@ -12,7 +12,7 @@ import (
 	"github.com/writhq/writ/protocol"
 )
 
-func (s *Server) ledgerRoutes(mux *http.ServeMux) {
+func (s *Server) ledgerRoutes(mux *routeMux) {
 	mux.HandleFunc("GET /v1/receipts/{index}", s.handleReceipt)
 	mux.HandleFunc("GET /v1/ledger/checkpoint", s.handleCheckpoint)
 	mux.HandleFunc("GET /v1/ledger/consistency", s.handleConsistency)
