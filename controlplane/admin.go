@@ -17,7 +17,7 @@ import (
 
 // The admin API manages tenants, keys, tools and the policy set. Every call
 // needs an admin token; no call ever returns a secret.
-func (s *Server) adminRoutes(mux *http.ServeMux) {
+func (s *Server) adminRoutes(mux *routeMux) {
 	mux.HandleFunc("PUT /v1/admin/tenants/{tenant}", s.admin(s.handlePutTenant))
 	mux.HandleFunc("PUT /v1/admin/tenants/{tenant}/keys/{key}", s.admin(s.handlePutIntentKey))
 	mux.HandleFunc("DELETE /v1/admin/tenants/{tenant}/keys/{key}", s.admin(s.handleDeleteKey(fsm.MsgDeleteIntentKey)))

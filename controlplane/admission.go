@@ -97,8 +97,9 @@ func (s *Server) decide(in *protocol.Intent) fsm.Decision {
 		switch {
 		case len(d.Errors) > 0:
 			// Policy errors name policies and positions: for operators, in
-			// the log; the orchestrator learns which policies decided.
-			s.log.Warn("policy evaluation failed; denied", "intent_id", in.ID, "policies", d.Policies, "errors", d.Errors)
+			// the log; the orchestrator learns which policies decided. Cedar's
+			// messages are left out: they quote values, which may be params.
+			s.log.Warn("policy evaluation failed; denied", "intent_id", in.ID, "policies", d.Policies, "errors", errorPlaces(d.Errors))
 			msg = "denied: policy evaluation failed in " + strings.Join(d.Policies, ", ")
 		case len(d.Policies) > 0:
 			msg = "denied by " + strings.Join(d.Policies, ", ")
@@ -168,4 +169,23 @@ func (s *Server) wait(ctx context.Context, id string, d time.Duration) (fsm.Inte
 			return s.fsm.Intent(id)
 		}
 	}
+}
+
+// errorPlaces keeps of each policy error ("policy "ID" at line L, column C:
+// message") its policy and position, without Cedar's message.
+func errorPlaces(errs []string) []string {
+	out := make([]string, 0, len(errs))
+	for _, e := range errs {
+		i := strings.Index(e, ", column ")
+		if i < 0 {
+			out = append(out, "(a policy error)")
+			continue
+		}
+		j := strings.Index(e[i:], ": ")
+		if j < 0 {
+			j = len(e) - i
+		}
+		out = append(out, e[:i+j])
+	}
+	return out
 }

@@ -16,7 +16,8 @@ import (
 )
 
 func (s *Server) routes() http.Handler {
-	mux := http.NewServeMux()
+	mux := newRouteMux()
+	s.mux = mux
 	mux.HandleFunc("POST /v1/intents", s.handleSubmit)
 	mux.HandleFunc("GET /v1/intents/{id}", s.handleGetIntent)
 	mux.HandleFunc("POST /v1/approvals", s.handleApproval)
@@ -33,7 +34,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, codeNotFound, "no such endpoint")
 	})
-	return s.dashboardFront(s.forwarding(mux))
+	return s.dashboardFront(s.forwarding(mux.mux))
 }
 
 // readBody reads at most limit bytes; a larger body is malformed. The buffer

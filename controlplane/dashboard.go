@@ -19,7 +19,7 @@ import (
 // dashboardRoutes mounts the dashboard (/ui/), its event stream
 // (/v1/events) and the admin API of dashboard tokens, and tells the
 // dashboard of every change the FSM applies.
-func (s *Server) dashboardRoutes(mux *http.ServeMux) {
+func (s *Server) dashboardRoutes(mux *routeMux) {
 	cfg := web.DefaultConfig()
 	cfg.Backend, cfg.Secure, cfg.Logger = dashBackend{s}, !s.cfg.Dev, s.log
 	d, err := web.New(cfg)

@@ -20,11 +20,14 @@ const userTokenPrefix = "wu1"
 // TokenRequest is the body of POST /v1/admin/tokens.
 type TokenRequest struct {
 	Role string `json:"role"`
-	// Tenant limits a viewer to one tenant, and binds an approver to one.
+	// Tenant limits a viewer or an auditor to one tenant, and binds an
+	// approver to one.
 	Tenant string `json:"tenant,omitzero"`
 	// Approver is the approver identity an approver signs as (the one its
 	// public key is registered with).
 	Approver string `json:"approver,omitzero"`
+	// Outputs lets an auditor read tools' outputs.
+	Outputs bool `json:"outputs,omitzero"`
 	// TTLSeconds is how long the token may sign in (default 30 days, at most
 	// a year).
 	TTLSeconds int64 `json:"ttl_seconds,omitzero"`
@@ -37,6 +40,7 @@ type TokenResponse struct {
 	Role      string `json:"role"`
 	Tenant    string `json:"tenant,omitzero"`
 	Approver  string `json:"approver,omitzero"`
+	Outputs   bool   `json:"outputs,omitzero"`
 	ExpiresAt string `json:"expires_at"`
 }
 
@@ -52,8 +56,10 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) (any,
 	switch {
 	case ttl < time.Minute || ttl > 366*24*time.Hour:
 		return nil, refusal(protocol.CodeMalformed, "ttl must be between 1 minute and a year")
-	case req.Role != fsm.RoleViewer && req.Role != fsm.RoleApprover && req.Role != fsm.RoleAdmin:
-		return nil, refusal(protocol.CodeMalformed, "role must be viewer, approver or admin (join tokens for nodes: POST /v1/admin/join-tokens)")
+	case req.Role != fsm.RoleViewer && req.Role != fsm.RoleApprover && req.Role != fsm.RoleAdmin && req.Role != fsm.RoleAuditor:
+		return nil, refusal(protocol.CodeMalformed, "role must be viewer, approver, admin or auditor (join tokens for nodes: POST /v1/admin/join-tokens)")
+	case req.Outputs && req.Role != fsm.RoleAuditor:
+		return nil, refusal(protocol.CodeMalformed, "only an auditor token is granted outputs")
 	case req.Role == fsm.RoleApprover && (!validID(req.Tenant) || req.Approver == "" || len(req.Approver) > protocol.MaxIDLen):
 		return nil, refusal(protocol.CodeMalformed, "an approver token names its tenant and approver identity")
 	case req.Tenant != "" && !validID(req.Tenant):
@@ -66,7 +72,7 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) (any,
 	rand.Read(secret)
 	now := s.now()
 	u := fsm.PutUser{ID: hex.EncodeToString(id), Hash: protocol.HashBytes(secret), Role: req.Role, Tenant: req.Tenant,
-		Approver: req.Approver, CreatedAt: now, ExpiresAt: now.Add(ttl)}
+		Approver: req.Approver, Outputs: req.Outputs, CreatedAt: now, ExpiresAt: now.Add(ttl)}
 	res, err := s.apply(r.Context(), fsm.MsgPutUser, u)
 	if err != nil {
 		return nil, raftError(err)
@@ -75,7 +81,7 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) (any,
 		return nil, refusal(res.Err.Code, res.Err.Message)
 	}
 	return TokenResponse{Token: userTokenPrefix + "." + u.ID + "." + base64.RawURLEncoding.EncodeToString(secret), ID: u.ID,
-		Role: u.Role, Tenant: u.Tenant, Approver: u.Approver, ExpiresAt: protocol.FormatTime(u.ExpiresAt)}, nil
+		Role: u.Role, Tenant: u.Tenant, Approver: u.Approver, Outputs: u.Outputs, ExpiresAt: protocol.FormatTime(u.ExpiresAt)}, nil
 }
 
 func (s *Server) handleDeleteToken(w http.ResponseWriter, r *http.Request) *apiError {

@@ -53,7 +53,7 @@ type EnrollResponse struct {
 	Chain [][]byte `json:"chain"`
 }
 
-func (s *Server) enrollRoutes(mux *http.ServeMux) {
+func (s *Server) enrollRoutes(mux *routeMux) {
 	mux.HandleFunc("POST /v1/admin/join-tokens", s.adminJSON(s.handleJoinToken))
 	mux.HandleFunc("GET /v1/enroll/ca", s.handleCA)
 	mux.HandleFunc("POST /v1/enroll", s.handleEnroll)

@@ -74,13 +74,27 @@ func TestReceiptsVerifyOffline(t *testing.T) {
 		}
 		indexes = append(indexes, *r.ReceiptIndex)
 	}
-	// The same receipt from GET /v1/receipts/{index}.
-	var rp ledger.ReceiptProof
-	if code := getJSON(t, addr+"/v1/receipts/1", &rp); code != 200 {
-		t.Fatalf("GET /v1/receipts/1: %d", code)
+	// The same receipt from GET /v1/receipts/{index}, read by its tenant.
+	raw, err := d.c.Receipt(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := ledger.VerifyReceipt(v, &rp); err != nil {
+	rp, err := ledger.DecodeReceiptProof(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ledger.VerifyReceipt(v, rp); err != nil {
 		t.Fatalf("GET /v1/receipts/1 does not verify: %v", err)
+	}
+	// Without credentials: the leaf's hash and the same proof, no receipt.
+	var public map[string]any
+	if code := getJSON(t, addr+"/v1/receipts/1", &public); code != 200 {
+		t.Fatalf("GET /v1/receipts/1 without credentials: %d", code)
+	}
+	leaf, _ := rp.Leaf()
+	if _, ok := public["receipt"]; ok || len(public) != 4 || public["leaf_hash"] != ledger.LeafHash(leaf).String() ||
+		public["checkpoint"] != rp.Checkpoint || fmt.Sprint(public["proof"]) != fmt.Sprint(rp.Proof.Strings()) {
+		t.Fatalf("GET /v1/receipts/1 without credentials answers %v", public)
 	}
 	if code := getJSON(t, addr+"/v1/receipts/99", nil); code != 404 {
 		t.Errorf("a receipt beyond the log: %d, want 404", code)

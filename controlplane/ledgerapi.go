@@ -3,16 +3,18 @@ package controlplane
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/writhq/writ/ledger"
 	"github.com/writhq/writ/protocol"
 )
 
-func (s *Server) ledgerRoutes(mux *http.ServeMux) {
+func (s *Server) ledgerRoutes(mux *routeMux) {
 	mux.HandleFunc("GET /v1/receipts/{index}", s.handleReceipt)
 	mux.HandleFunc("GET /v1/ledger/checkpoint", s.handleCheckpoint)
 	mux.HandleFunc("GET /v1/ledger/consistency", s.handleConsistency)
@@ -29,7 +31,23 @@ func (s *Server) ledgerError(w http.ResponseWriter, err error) {
 	}
 }
 
+// handleReceipt proves the receipt at an index. Anyone gets the leaf's hash
+// and its inclusion proof (publicReceipt); the receipt itself goes only to
+// those entitled to its tenant's content: a read signed with an orchestrator
+// key of that tenant, an auditor token of that tenant or of all (with the
+// outputs grant when the receipt carries a tool's output), an admin token, or
+// a dashboard session that may view the tenant. A signed read or an auditor
+// of another tenant is answered not_found, as for an index that does not
+// exist; a dashboard session sees other tenants' leaves as hashes.
 func (s *Server) handleReceipt(w http.ResponseWriter, r *http.Request) {
+	if s.blocked(w, r) {
+		return
+	}
+	c, aerr := s.callerOf(r)
+	if aerr != nil {
+		s.refuse(w, r, aerr)
+		return
+	}
 	i, err := strconv.ParseInt(r.PathValue("index"), 10, 64)
 	if err != nil || i < 0 {
 		writeError(w, protocol.CodeMalformed, "index must be a non-negative integer")
@@ -40,7 +58,72 @@ func (s *Server) handleReceipt(w http.ResponseWriter, r *http.Request) {
 		s.ledgerError(w, err)
 		return
 	}
+	var head receiptHead
+	if c.kind != callerNone {
+		if err := jsonv2.Unmarshal(rp.Receipt, &head); err != nil {
+			s.ledgerError(w, fmt.Errorf("receipt %d does not decode: %w", i, err))
+			return
+		}
+	}
+	switch c.kind {
+	case callerAdmin:
+	case callerTenant:
+		if !c.sees(head.Tenant) {
+			writeError(w, codeNotFound, "no receipt "+strconv.FormatInt(i, 10))
+			return
+		}
+	case callerAuditor:
+		if !c.sees(head.Tenant) {
+			writeError(w, codeNotFound, "no receipt "+strconv.FormatInt(i, 10))
+			return
+		}
+		if !c.outputs && head.carriesOutput() {
+			s.publicReceipt(w, rp)
+			return
+		}
+	case callerSession:
+		if !(dashBackend{s}).Allowed(c.principal, "view", "intents", head.Tenant, "") {
+			s.publicReceipt(w, rp)
+			return
+		}
+	default:
+		s.publicReceipt(w, rp)
+		return
+	}
 	writeJSON(w, http.StatusOK, rp)
+}
+
+// receiptHead is what access to a receipt depends on.
+type receiptHead struct {
+	Tenant string `json:"tenant"`
+	Result *struct {
+		Output string `json:"output"`
+	} `json:"result"`
+}
+
+// carriesOutput reports whether the receipt's signed result holds a tool's
+// output text (a writ.result/v1 result does; later versions hold its hash).
+func (h receiptHead) carriesOutput() bool { return h.Result != nil && h.Result.Output != "" }
+
+// PublicReceipt is what GET /v1/receipts/{index} answers without credentials:
+// the hash of the leaf, its inclusion proof and the checkpoint it is proved
+// against, which is what a witness or a monitor checks, and nothing of the
+// receipt's content.
+type PublicReceipt struct {
+	Index      int64    `json:"index"`
+	LeafHash   string   `json:"leaf_hash"`
+	Proof      []string `json:"proof"`
+	Checkpoint string   `json:"checkpoint"`
+}
+
+func (s *Server) publicReceipt(w http.ResponseWriter, rp *ledger.ReceiptProof) {
+	leaf, err := rp.Leaf()
+	if err != nil {
+		s.ledgerError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, PublicReceipt{Index: rp.Index, LeafHash: ledger.LeafHash(leaf).String(),
+		Proof: rp.Proof.Strings(), Checkpoint: rp.Checkpoint})
 }
 
 func (s *Server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {

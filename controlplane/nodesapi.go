@@ -30,7 +30,7 @@ type NodeView struct {
 	LastHeartbeat string `json:"last_heartbeat,omitzero"`
 }
 
-func (s *Server) nodeRoutes(mux *http.ServeMux) {
+func (s *Server) nodeRoutes(mux *routeMux) {
 	mux.HandleFunc("GET /v1/nodes", s.adminJSON(s.handleNodes))
 	mux.HandleFunc("GET /v1/nodes/{id}", s.adminJSON(s.handleNode))
 	mux.HandleFunc("POST /v1/admin/nodes/{id}/{action}", s.admin(s.handleNodeAction))

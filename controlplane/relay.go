@@ -32,7 +32,7 @@ type relayAnswer struct {
 	Result fsm.Result `json:"result"`
 }
 
-func (s *Server) relayRoutes(mux *http.ServeMux) {
+func (s *Server) relayRoutes(mux *routeMux) {
 	mux.HandleFunc("POST /v1/internal/apply", s.handleRelay)
 	mux.HandleFunc("POST "+batchPath, s.handleSubmitBatch)
 	mux.HandleFunc("GET /v1/internal/heartbeats", s.handleHeartbeats)

@@ -45,6 +45,7 @@ type Server struct {
 	remote remoteBeats // other servers' node heartbeats, briefly kept
 	agents *quic.Listener
 	dash   *web.Dashboard // the dashboard (dashboard.go)
+	mux    *routeMux      // the API's routes (api.go)
 	// cluster runs discovery and forwarding; nil for a single server.
 	cluster *cluster
 	ready   readiness // what /v1/health checks beyond leader and log (ready.go)

@@ -88,6 +88,11 @@ type Overview struct {
 	Minutes    []Minute
 	Pending    int
 	Checkpoint *Checkpoint
+	// Tenant is set when Minutes and Pending count one tenant's intents
+	// only (the principal's); Capped says they count the most recent
+	// scopedIntents of them.
+	Tenant string
+	Capped bool
 }
 
 // ServerInfo is one server of the Raft configuration.

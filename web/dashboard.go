@@ -19,6 +19,8 @@ type Dashboard struct {
 	hub   *hub
 	pages *pages
 	mux   *http.ServeMux
+	// patterns are the routes registered on mux, in order.
+	patterns []string
 }
 
 // New returns a dashboard over cfg.Backend. Close stops its event hub.
@@ -36,7 +38,8 @@ func New(cfg Config) (*Dashboard, error) {
 	}
 	d.fleet, _ = cfg.Backend.(Fleet)
 	d.hub = newHub(cfg.Backend, cfg.EventBuffer, cfg.SendQueue, cfg.Changes, cfg.IdleAfter)
-	d.mux = d.routes()
+	d.mux = http.NewServeMux()
+	d.routes()
 	return d, nil
 }
 
@@ -56,8 +59,18 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) { d.mux.Se
 // Events is the handler of GET /v1/events.
 func (d *Dashboard) Events() http.Handler { return http.HandlerFunc(d.serveEvents) }
 
-func (d *Dashboard) routes() *http.ServeMux {
-	mux := http.NewServeMux()
+// Routes returns the patterns the dashboard serves under /ui/, in order:
+// the control plane's access matrix names each one.
+func (d *Dashboard) Routes() []string { return append([]string(nil), d.patterns...) }
+
+// handle registers a route and records its pattern.
+func (d *Dashboard) handle(pattern string, h http.Handler) {
+	d.patterns = append(d.patterns, pattern)
+	d.mux.Handle(pattern, h)
+}
+
+func (d *Dashboard) routes() {
+	mux := routeRecorder{d}
 	static, _ := fs.Sub(assets, "static")
 	mux.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", cacheStatic(http.FileServerFS(static))))
 	mux.HandleFunc("GET /ui/signin", d.handleSignInPage)
@@ -74,7 +87,14 @@ func (d *Dashboard) routes() *http.ServeMux {
 	mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such page")
 	})
-	return mux
+}
+
+// routeRecorder lets routes read as ServeMux registrations.
+type routeRecorder struct{ d *Dashboard }
+
+func (m routeRecorder) Handle(pattern string, h http.Handler) { m.d.handle(pattern, h) }
+func (m routeRecorder) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	m.d.handle(pattern, http.HandlerFunc(h))
 }
 
 // cacheStatic lets browsers keep assets briefly; they change with the binary.

@@ -66,6 +66,9 @@ func (d *Dashboard) overviewPage(r *http.Request, p Principal, v *view) (int, st
 		return http.StatusForbidden, forbidden
 	}
 	o := d.cfg.Backend.Overview()
+	if p.Tenant != "" {
+		d.scopeOverview(&o, p.Tenant, time.Now())
+	}
 	max := 0
 	for _, m := range o.Minutes {
 		n := 0
@@ -79,6 +82,57 @@ func (d *Dashboard) overviewPage(r *http.Request, p Principal, v *view) (int, st
 		Max int
 	}{o, max}
 	return http.StatusOK, ""
+}
+
+// scopedIntents bounds the intents a tenant's overview reads.
+const scopedIntents = 1000
+
+// scopeOverview makes the overview's traffic and pending approvals a
+// tenant's only: a viewer or approver of one tenant learns nothing of the
+// others' traffic. They are counted from the tenant's intents admitted in the
+// last 15 minutes (and its pending ones), at most scopedIntents of each.
+func (d *Dashboard) scopeOverview(o *Overview, tenant string, now time.Time) {
+	o.Tenant, o.Minutes, o.Pending = tenant, nil, 0
+	end := now.UTC().Truncate(time.Minute)
+	start := end.Add(-14 * time.Minute)
+	per := map[time.Time]map[string]int{}
+	d.eachIntent(IntentQuery{Tenant: tenant, Since: start}, o, func(s IntentSummary) {
+		m := s.UpdatedAt.UTC().Truncate(time.Minute)
+		if m.Before(start) || m.After(end) {
+			return
+		}
+		if per[m] == nil {
+			per[m] = map[string]int{}
+		}
+		per[m][s.State]++
+	})
+	for m := start; !m.After(end); m = m.Add(time.Minute) {
+		if st := per[m]; len(st) > 0 {
+			o.Minutes = append(o.Minutes, Minute{Start: m, States: st})
+		}
+	}
+	d.eachIntent(IntentQuery{Tenant: tenant, State: "pending_approval"}, o, func(IntentSummary) { o.Pending++ })
+}
+
+// eachIntent calls f for the intents q finds, at most scopedIntents, and
+// marks o capped when there were more.
+func (d *Dashboard) eachIntent(q IntentQuery, o *Overview, f func(IntentSummary)) {
+	q.Limit = 200
+	for n := 0; ; {
+		page := d.cfg.Backend.Intents(q)
+		for _, s := range page.Intents {
+			if n == scopedIntents {
+				o.Capped = true
+				return
+			}
+			f(s)
+			n++
+		}
+		if page.Next == "" {
+			return
+		}
+		q.Before = page.Next
+	}
 }
 
 func (d *Dashboard) fleetPage(r *http.Request, p Principal, v *view) (int, string) {

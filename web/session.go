@@ -102,3 +102,11 @@ func sameOrigin(r *http.Request) bool {
 	}
 	return u.Scheme == scheme && strings.EqualFold(u.Host, r.Host)
 }
+
+// Principal returns who the request's session cookie signs in, if it carries
+// a valid one: the control plane's API honours a session on the reads the
+// dashboard's scripts make (a receipt in the ledger explorer).
+func (d *Dashboard) Principal(r *http.Request) (Principal, bool) {
+	_, p, ok := d.session(r)
+	return p, ok
+}

@@ -83,6 +83,7 @@ func TestDevEndToEnd(t *testing.T) {
 	server := "http://" + addr
 	dev := startWritDev(t, dir, addr, raftAddr)
 	var creds struct {
+		AdminToken   string `json:"admin_token"`
 		Tenant       string `json:"tenant"`
 		Orchestrator struct {
 			KeyID string `json:"key_id"`
@@ -163,7 +164,8 @@ func TestDevEndToEnd(t *testing.T) {
 	if out, code := run(t, sign("echo_approval"), "intent", "submit", "--server", server, "--wait", "100ms"); code != 5 || state(out) != "pending_approval" {
 		t.Fatalf("wait ran out: %q exit %d, want pending_approval and exit 5", out, code)
 	}
-	receipt, code := run(t, "", "receipt", "get", fmt.Sprint(*final.ReceiptIndex), "--server", server)
+	orchestrator := []string{"--tenant", creds.Tenant, "--key", creds.Orchestrator.KeyID + "=" + filepath.Join(dir, "orchestrator.key")}
+	receipt, code := run(t, "", append([]string{"receipt", "get", fmt.Sprint(*final.ReceiptIndex), "--server", server}, orchestrator...)...)
 	if code != 0 {
 		t.Fatalf("receipt get: %q exit %d", receipt, code)
 	}
@@ -175,9 +177,18 @@ func TestDevEndToEnd(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, `{"valid":true`) {
 		t.Fatalf("verify receipt: %q exit %d", out, code)
 	}
-	// The whole ledger exports as a bundle that verifies with no server.
+	// The whole ledger exports, with an auditor's token, as a bundle that
+	// verifies with no server; without a token the export is refused (the
+	// server proves leaves to anyone by their hash only).
 	bundle := filepath.Join(t.TempDir(), "bundle.json")
-	if out, code := run(t, "", "ledger", "export", "--server", server, "--out", bundle); code != 0 {
+	if out, code := run(t, "", "ledger", "export", "--server", server, "--out", bundle); code == 0 {
+		t.Fatalf("ledger export without a token: %q exit 0", out)
+	}
+	auditor, code := run(t, "", "--output", "text", "token", "create", "--role", "auditor", "--server", server, "--token", creds.AdminToken)
+	if code != 0 {
+		t.Fatalf("token create --role auditor: %q exit %d", auditor, code)
+	}
+	if out, code := run(t, "", "ledger", "export", "--server", server, "--out", bundle, "--token", strings.TrimSpace(auditor)); code != 0 {
 		t.Fatalf("ledger export: %q exit %d", out, code)
 	}
 	if out, code := run(t, "", "verify", "bundle", bundle, "--key", ledgerKey.LedgerKey); code != 0 || !strings.HasPrefix(out, `{"valid":true`) {
@@ -200,7 +211,7 @@ func TestDevEndToEnd(t *testing.T) {
 		t.Fatalf("approval replayed after restart: %q exit %d", out, code)
 	}
 	// The receipt log survived the restart and still proves the receipt.
-	receipt, code = run(t, "", "receipt", "get", fmt.Sprint(*final.ReceiptIndex), "--server", server)
+	receipt, code = run(t, "", append([]string{"receipt", "get", fmt.Sprint(*final.ReceiptIndex), "--server", server}, orchestrator...)...)
 	out, _ = run(t, "", "verify", "receipt", writeFile(t, t.TempDir(), "receipt2.json", receipt), "--key", ledgerKey.LedgerKey)
 	if code != 0 || !strings.HasPrefix(out, `{"valid":true`) {
 		t.Fatalf("receipt after restart: %q / %q", receipt, out)

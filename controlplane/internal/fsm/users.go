@@ -24,6 +24,9 @@ const (
 	RoleViewer   = "viewer"
 	RoleApprover = "approver"
 	RoleAdmin    = "admin"
+	// RoleAuditor reads receipts through the API with its token as a
+	// bearer (all tenants, or one); it does not sign in to the dashboard.
+	RoleAuditor = "auditor"
 )
 
 // AdminTokenUser is the user of a session opened with a configured admin
@@ -41,11 +44,13 @@ const CodeTooManySessions protocol.Code = "too_many_sessions"
 // to an approver identity of one tenant; a viewer may be limited to one
 // tenant ("" sees every tenant).
 type User struct {
-	ID        string    `json:"id"`
-	Hash      string    `json:"hash"` // of the token's secret
-	Role      string    `json:"role"`
-	Tenant    string    `json:"tenant,omitzero"`
-	Approver  string    `json:"approver,omitzero"`
+	ID       string `json:"id"`
+	Hash     string `json:"hash"` // of the token's secret
+	Role     string `json:"role"`
+	Tenant   string `json:"tenant,omitzero"`
+	Approver string `json:"approver,omitzero"`
+	// Outputs lets an auditor read tools' outputs too.
+	Outputs   bool      `json:"outputs,omitzero"`
 	CreatedAt time.Time `json:"created_at"`
 	ExpiresAt time.Time `json:"expires_at"`
 }
@@ -86,13 +91,16 @@ type Session struct {
 
 func (f *FSM) applyPutUser(c *PutUser) Result {
 	switch c.Role {
-	case RoleViewer, RoleAdmin:
+	case RoleViewer, RoleAdmin, RoleAuditor:
 	case RoleApprover:
 		if c.Tenant == "" || c.Approver == "" {
 			return refuse(protocol.CodeMalformed, "an approver is bound to a tenant and an approver identity")
 		}
 	default:
-		return refuse(protocol.CodeMalformed, "role %q is not viewer, approver or admin", c.Role)
+		return refuse(protocol.CodeMalformed, "role %q is not viewer, approver, admin or auditor", c.Role)
+	}
+	if c.Outputs && c.Role != RoleAuditor {
+		return refuse(protocol.CodeMalformed, "only an auditor is granted outputs")
 	}
 	f.advance(c.CreatedAt)
 	if _, ok := f.state.Users[c.ID]; ok {
@@ -123,6 +131,9 @@ func (f *FSM) applyOpenSession(c *OpenSession) Result {
 		u := f.state.Users[c.User]
 		if u == nil || subtle.ConstantTimeCompare([]byte(u.Hash), []byte(c.TokenHash)) != 1 || !u.ExpiresAt.After(now) {
 			return refuse(CodeInvalidToken, "the token is not valid")
+		}
+		if u.Role == RoleAuditor {
+			return refuse(CodeInvalidToken, "an auditor token reads the API; it does not sign in")
 		}
 		s.Role, s.Tenant, s.Approver = u.Role, u.Tenant, u.Approver
 		if u.ExpiresAt.Before(s.ExpiresAt) {

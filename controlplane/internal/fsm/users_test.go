@@ -78,3 +78,28 @@ func TestObserverSeesChanges(t *testing.T) {
 		t.Fatalf("observed %q; want the intent and its node", keys)
 	}
 }
+
+// TestAuditorUser: an auditor token is stored with its outputs grant, which
+// no other role may carry, and never opens a dashboard session.
+func TestAuditorUser(t *testing.T) {
+	f := newFSM(t)
+	b := &logBuilder{t: t}
+	aud := PutUser{ID: "a1", Hash: "sha256:a1", Role: RoleAuditor, Tenant: "acme", Outputs: true, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
+	if r := apply(t, f, b, MsgPutUser, aud); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if u, ok := f.User("a1"); !ok || u.Role != RoleAuditor || u.Tenant != "acme" || !u.Outputs {
+		t.Fatalf("auditor %+v, %v", u, ok)
+	}
+	bad := PutUser{ID: "v1", Hash: "sha256:v1", Role: RoleViewer, Outputs: true, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
+	if r := apply(t, f, b, MsgPutUser, bad); r.Err == nil {
+		t.Fatal("a viewer was granted outputs")
+	}
+	r := apply(t, f, b, MsgOpenSession, OpenSession{At: t0, Hash: "sess-a", User: "a1", TokenHash: "sha256:a1", ExpiresAt: t0.Add(time.Hour)})
+	if r.Err == nil || r.Err.Code != CodeInvalidToken {
+		t.Fatalf("an auditor token opened a session: %+v", r)
+	}
+	if _, ok := f.Session("sess-a"); ok {
+		t.Fatal("an auditor session is open")
+	}
+}

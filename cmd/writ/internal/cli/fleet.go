@@ -44,8 +44,8 @@ func newToken(e *env) *cobra.Command {
 	var labels []string
 	var ttl time.Duration
 	create := &cobra.Command{
-		Use:   "create --role node [--labels k=v,...] [--ttl 1h] | --role viewer|approver|admin [--tenant T] [--approver NAME] [--ttl 720h]",
-		Short: "Issue a join token (a node enrolls with it once; it pins the cluster CA) or a dashboard sign-in token",
+		Use:   "create --role node [--labels k=v,...] [--ttl 1h] | --role viewer|approver|admin [--tenant T] [--approver NAME] [--ttl 720h] | --role auditor [--tenant T] [--outputs]",
+		Short: "Issue a join token (a node enrolls with it once; it pins the cluster CA), a dashboard sign-in token or an auditor's token",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if role != "node" {
@@ -58,8 +58,8 @@ func newToken(e *env) *cobra.Command {
 				}
 				return createDashboardToken(e, &a, dash, role, d)
 			}
-			if dash.tenant != "" || dash.approver != "" {
-				return errors.New("--tenant and --approver are for dashboard tokens")
+			if dash.tenant != "" || dash.approver != "" || dash.outputs {
+				return errors.New("--tenant, --approver and --outputs are for dashboard and auditor tokens")
 			}
 			lbl := map[string]string{}
 			for _, kv := range labels {
@@ -84,7 +84,7 @@ func newToken(e *env) *cobra.Command {
 			return e.printJSON(tok)
 		},
 	}
-	create.Flags().StringVar(&role, "role", "node", "what the token is for: node (enrollment), or viewer, approver, admin (dashboard)")
+	create.Flags().StringVar(&role, "role", "node", "what the token is for: node (enrollment), viewer, approver, admin (dashboard), or auditor (reads receipts)")
 	dash.register(create)
 	create.Flags().StringSliceVar(&labels, "labels", nil, "labels the node gets, k=v (repeat or comma-separate)")
 	create.Flags().DurationVar(&ttl, "ttl", time.Hour, "how long the token may be used (dashboard tokens: default 30 days)")

@@ -24,14 +24,20 @@ func newLedger(e *env) *cobra.Command {
 
 func newLedgerExport(e *env, server *string) *cobra.Command {
 	var from, to int64
-	var out string
+	var out, token string
 	cmd := &cobra.Command{
-		Use:   "export --from N --to M [--out FILE]",
-		Short: "Write a bundle of receipts N..M-1 with their proofs and checkpoint, for writ verify bundle",
+		Use:   "export --from N --to M [--out FILE] [--token TOKEN]",
+		Short: "Write a bundle of receipts N..M-1 with their proofs and checkpoint, for writ verify bundle (an auditor or admin token)",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			ctx := context.Background()
-			c, err := e.client(*server, "")
+			if token == "" {
+				token = os.Getenv("WRIT_TOKEN")
+			}
+			if token == "" {
+				return errors.New("receipts are read with an auditor or admin token: --token or WRIT_TOKEN (writ token create --role auditor)")
+			}
+			c, err := e.client(*server, token)
 			if err != nil {
 				return err
 			}
@@ -76,6 +82,7 @@ func newLedgerExport(e *env, server *string) *cobra.Command {
 	cmd.Flags().Int64Var(&from, "from", 0, "the first receipt index")
 	cmd.Flags().Int64Var(&to, "to", 0, "one past the last receipt index (default: the latest checkpoint's size)")
 	cmd.Flags().StringVar(&out, "out", "", "write the bundle to this file instead of standard output")
+	cmd.Flags().StringVar(&token, "token", "", "an auditor or admin token (default: $WRIT_TOKEN)")
 	return cmd
 }
 

@@ -12,12 +12,16 @@ import (
 )
 
 // dashboardTokenFlags are the flags writ token create takes for the
-// dashboard's roles (viewer, approver, admin); --role node and --labels are
-// the join tokens' (fleet.go).
-type dashboardTokenFlags struct{ tenant, approver string }
+// dashboard's roles (viewer, approver, admin) and the auditor's; --role node
+// and --labels are the join tokens' (fleet.go).
+type dashboardTokenFlags struct {
+	tenant, approver string
+	outputs          bool
+}
 
 func (f *dashboardTokenFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.tenant, "tenant", "", "dashboard tokens: the tenant a viewer is limited to, or an approver bound to")
+	cmd.Flags().StringVar(&f.tenant, "tenant", "", "the tenant a viewer or an auditor is limited to, or an approver bound to")
+	cmd.Flags().BoolVar(&f.outputs, "outputs", false, "auditor tokens: may read tools' outputs too")
 	cmd.Flags().StringVar(&f.approver, "approver", "", "approver tokens: the approver identity its key is registered with")
 }
 
@@ -25,17 +29,21 @@ func (f *dashboardTokenFlags) register(cmd *cobra.Command) {
 // default (30 days).
 func (f dashboardTokenFlags) body(role string, ttl time.Duration) ([]byte, error) {
 	switch {
-	case role != "viewer" && role != "approver" && role != "admin":
-		return nil, fmt.Errorf("--role must be viewer, approver, admin or node, not %q", role)
+	case role != "viewer" && role != "approver" && role != "admin" && role != "auditor":
+		return nil, fmt.Errorf("--role must be viewer, approver, admin, auditor or node, not %q", role)
 	case role == "approver" && (f.tenant == "" || f.approver == ""):
 		return nil, errors.New("an approver token needs --tenant and --approver (the identity its key is registered with)")
 	case role != "approver" && f.approver != "":
 		return nil, errors.New("--approver is for --role approver")
+	case role != "auditor" && f.outputs:
+		return nil, errors.New("--outputs is for --role auditor")
 	}
-	return json.Marshal(map[string]any{"role": role, "tenant": f.tenant, "approver": f.approver, "ttl_seconds": int64(ttl / time.Second)})
+	return json.Marshal(map[string]any{"role": role, "tenant": f.tenant, "approver": f.approver, "outputs": f.outputs,
+		"ttl_seconds": int64(ttl / time.Second)})
 }
 
-// createDashboardToken issues a dashboard sign-in token and prints it once.
+// createDashboardToken issues a dashboard sign-in token or an auditor's API
+// token and prints it once.
 func createDashboardToken(e *env, a *adminFlags, f dashboardTokenFlags, role string, ttl time.Duration) error {
 	body, err := f.body(role, ttl)
 	if err != nil {

@@ -1,0 +1,344 @@
+package controlplane_test
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/writhq/writ/controlplane"
+	"github.com/writhq/writ/protocol"
+)
+
+// probe is the request TestAccessMatrix sends to a route. {intent},
+// {receipt} and {node} in path name an intent of the tenant, its receipt's
+// index and the enrolled node. status is what a caller the route serves
+// (yes) gets, or what the body's verdict is (by body). ws dials a WebSocket.
+type probe struct {
+	method, path, body string
+	status             int
+	// signedIn is the status a caller with a session gets, when not status.
+	signedIn int
+	ws       bool
+	// ends says the probe ends the caller's dashboard session.
+	ends bool
+}
+
+// probes has one request for every route, by pattern. The requests change
+// nothing: ids that do not exist, bodies the handler refuses after
+// authorizing them.
+var probes = map[string]probe{
+	"POST /v1/intents":                                  {method: "POST", path: "/v1/intents", body: `{}`, status: 400},
+	"GET /v1/intents/{id}":                              {method: "GET", path: "/v1/intents/{intent}", status: 200},
+	"POST /v1/approvals":                                {method: "POST", path: "/v1/approvals", body: `{}`, status: 400},
+	"GET /v1/events":                                    {method: "GET", path: "/v1/events", ws: true},
+	"GET /{$}":                                          {method: "GET", path: "/", status: 303},
+	"POST /v1/admin/tokens":                             {method: "POST", path: "/v1/admin/tokens", body: `{"role":"root"}`, status: 400},
+	"DELETE /v1/admin/tokens/{id}":                      {method: "DELETE", path: "/v1/admin/tokens/0123456789abcdef", status: 404},
+	"GET /v1/tools":                                     {method: "GET", path: "/v1/tools", status: 200},
+	"GET /v1/health":                                    {method: "GET", path: "/v1/health", status: 200},
+	"GET /metrics":                                      {method: "GET", path: "/metrics", status: 200},
+	"PUT /v1/admin/tenants/{tenant}":                    {method: "PUT", path: "/v1/admin/tenants/acme", body: `{"run_budget":"x"}`, status: 400},
+	"PUT /v1/admin/tenants/{tenant}/keys/{key}":         {method: "PUT", path: "/v1/admin/tenants/acme/keys/k", body: `{"secret":1}`, status: 400},
+	"DELETE /v1/admin/tenants/{tenant}/keys/{key}":      {method: "DELETE", path: "/v1/admin/tenants/acme/keys/none", status: 200},
+	"PUT /v1/admin/tenants/{tenant}/approvers/{key}":    {method: "PUT", path: "/v1/admin/tenants/acme/approvers/k", body: `{"x":1}`, status: 400},
+	"DELETE /v1/admin/tenants/{tenant}/approvers/{key}": {method: "DELETE", path: "/v1/admin/tenants/acme/approvers/none", status: 200},
+	"PUT /v1/admin/tools":                               {method: "PUT", path: "/v1/admin/tools", body: `{"x":1}`, status: 400},
+	"PUT /v1/admin/policy":                              {method: "PUT", path: "/v1/admin/policy", body: `{"x":1}`, status: 400},
+	"GET /v1/receipts/{index}":                          {method: "GET", path: "/v1/receipts/{receipt}", status: 200},
+	"GET /v1/ledger/checkpoint":                         {method: "GET", path: "/v1/ledger/checkpoint", status: 200},
+	"GET /v1/ledger/consistency":                        {method: "GET", path: "/v1/ledger/consistency?from=1&to=2", status: 200},
+	"POST /v1/admin/join-tokens":                        {method: "POST", path: "/v1/admin/join-tokens", body: `{"x":1}`, status: 400},
+	"GET /v1/enroll/ca":                                 {method: "GET", path: "/v1/enroll/ca", status: 200},
+	"POST /v1/enroll":                                   {method: "POST", path: "/v1/enroll", body: `{"token":"wj1.a.b.c"}`, status: 401},
+	"GET /v1/nodes":                                     {method: "GET", path: "/v1/nodes", status: 200},
+	"GET /v1/nodes/{id}":                                {method: "GET", path: "/v1/nodes/{node}", status: 200},
+	"POST /v1/admin/nodes/{id}/{action}":                {method: "POST", path: "/v1/admin/nodes/{node}/nope", status: 404},
+	"POST /v1/internal/apply":                           {method: "POST", path: "/v1/internal/apply", body: `{}`},
+	"POST /v1/internal/submit-batch":                    {method: "POST", path: "/v1/internal/submit-batch", body: `{}`},
+	"GET /v1/internal/heartbeats":                       {method: "GET", path: "/v1/internal/heartbeats"},
+	"/":                                                 {method: "GET", path: "/v1/nope"},
+	"GET /ui/static/":                                   {method: "GET", path: "/ui/static/style.css", status: 200},
+	"GET /ui/signin":                                    {method: "GET", path: "/ui/signin", status: 200, signedIn: 303},
+	"POST /ui/signin":                                   {method: "POST", path: "/ui/signin", body: "token=wu1.nope", status: 401},
+	"POST /ui/signout":                                  {method: "POST", path: "/ui/signout", status: 303, ends: true},
+	"GET /ui/{$}":                                       {method: "GET", path: "/ui/", status: 200},
+	"GET /ui/fleet":                                     {method: "GET", path: "/ui/fleet", status: 200},
+	"GET /ui/fleet/{id}":                                {method: "GET", path: "/ui/fleet/{node}", status: 200},
+	"POST /ui/fleet/{id}/{action}":                      {method: "POST", path: "/ui/fleet/{node}/nope", status: 404},
+	"GET /ui/approvals":                                 {method: "GET", path: "/ui/approvals", status: 200},
+	"GET /ui/intents":                                   {method: "GET", path: "/ui/intents?tenant={tenant}", status: 200},
+	"GET /ui/intents/{id}":                              {method: "GET", path: "/ui/intents/{intent}", status: 200},
+	"GET /ui/ledger":                                    {method: "GET", path: "/ui/ledger", status: 200},
+	"/ui/":                                              {method: "GET", path: "/ui/nope"},
+}
+
+// accessWorld is a dev server with objects of its tenant and a credential of
+// every kind.
+type accessWorld struct {
+	d                   *devServer
+	base                string
+	intent, receipt     string
+	tenantKey, otherKey []byte
+	tokens              map[string]string       // the bearer token of a kind
+	sessions            map[string]*http.Cookie // a kind's dashboard session
+}
+
+func newAccessWorld(t *testing.T) *accessWorld {
+	// Every refused request of the walk counts as a failed authentication
+	// from 127.0.0.1: let the walk make many.
+	d := startDevWith(t, func(c *controlplane.Config) { c.FailureBurst, c.FailuresPerSecond = 1<<20, 1<<20 })
+	ctx := context.Background()
+	w := &accessWorld{d: d, base: "http://" + d.s.Addr().String(), tokens: map[string]string{}, sessions: map[string]*http.Cookie{}}
+	w.tenantKey, _ = base64.StdEncoding.DecodeString(d.creds.Orchestrator.Secret)
+	w.otherKey = []byte("globex's orchestrator key, 32 b.")
+	if err := d.admin.Admin(ctx, "PUT", "tenants/globex/keys/g1", []byte(fmt.Sprintf(`{"secret":%q}`, base64.StdEncoding.EncodeToString(w.otherKey)))); err != nil {
+		t.Fatal(err)
+	}
+	// A completed intent of the tenant, and a denied one whose receipt
+	// carries no tool output.
+	done := d.intent(t, "echo", `{"msg":"secret of dev"}`)
+	if r, err := d.c.Submit(ctx, done, nil, 10*time.Second); err != nil || r.State != "completed" {
+		t.Fatalf("submit: %+v %v", r, err)
+	}
+	in, _ := protocol.DecodeIntent(done, 0)
+	w.intent = in.ID
+	denied := d.intent(t, "echo_approval", `{}`)
+	r, err := d.c.Submit(ctx, denied, d.approval(t, denied, "deny"), 10*time.Second)
+	if err != nil || r.ReceiptIndex == nil || r.Checkpoint == "" {
+		t.Fatalf("denied: %+v %v", r, err)
+	}
+	w.receipt = fmt.Sprint(*r.ReceiptIndex)
+	for kind, req := range map[string]string{
+		controlplane.KindViewer:       `{"role":"viewer","tenant":"` + d.creds.Tenant + `"}`,
+		controlplane.KindViewerOther:  `{"role":"viewer","tenant":"globex"}`,
+		controlplane.KindApprover:     `{"role":"approver","tenant":"` + d.creds.Tenant + `","approver":"` + d.creds.Approver.Approver + `"}`,
+		controlplane.KindAuditor:      `{"role":"auditor","tenant":"` + d.creds.Tenant + `"}`,
+		controlplane.KindAuditorOther: `{"role":"auditor","tenant":"globex","outputs":true}`,
+	} {
+		var tok struct{ Token string }
+		if err := d.admin.AdminJSON(ctx, "POST", "tokens", []byte(req), &tok); err != nil {
+			t.Fatal(err)
+		}
+		w.tokens[kind] = tok.Token
+	}
+	w.tokens[controlplane.KindAdmin] = d.creds.AdminToken
+	return w
+}
+
+// session signs in with kind's token, once until a probe ends the session.
+func (w *accessWorld) session(t *testing.T, kind string) *http.Cookie {
+	if c, ok := w.sessions[kind]; ok {
+		return c
+	}
+	req, _ := http.NewRequest("POST", w.base+"/ui/signin", strings.NewReader(url.Values{"token": {w.tokens[kind]}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", w.base)
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) == 0 {
+		t.Fatalf("%s does not sign in: %d", kind, resp.StatusCode)
+	}
+	w.sessions[kind] = resp.Cookies()[0]
+	return w.sessions[kind]
+}
+
+// credentials adds what a caller of kind sends to h: a signed read, a
+// bearer token, or a session cookie with its CSRF token, from this origin.
+func (w *accessWorld) credentials(t *testing.T, kind, method, target string, h http.Header) {
+	sign := func(tenant, keyID string, secret []byte) {
+		at := protocol.ReadTime(time.Now())
+		h.Set(protocol.HeaderTenant, tenant)
+		h.Set(protocol.HeaderKeyID, keyID)
+		h.Set(protocol.HeaderTime, at)
+		h.Set(protocol.HeaderSignature, protocol.SignRead(secret, method, target, tenant, keyID, at))
+	}
+	cookie := func(c *http.Cookie) {
+		h.Add("Cookie", c.String())
+		h.Set("Origin", w.base)
+		m := hmac.New(sha256.New, []byte(c.Value))
+		m.Write([]byte("writ dashboard csrf"))
+		h.Set("X-CSRF-Token", base64.RawURLEncoding.EncodeToString(m.Sum(nil)))
+	}
+	switch kind {
+	case controlplane.KindNone:
+	case controlplane.KindOtherTenant:
+		sign("globex", "g1", w.otherKey)
+	case controlplane.KindTenant:
+		sign(w.d.creds.Tenant, w.d.creds.Orchestrator.KeyID, w.tenantKey)
+	case controlplane.KindViewer, controlplane.KindViewerOther, controlplane.KindApprover:
+		cookie(w.session(t, kind))
+	case controlplane.KindAuditor, controlplane.KindAuditorOther:
+		h.Set("Authorization", "Bearer "+w.tokens[kind])
+	case controlplane.KindAdmin:
+		h.Set("Authorization", "Bearer "+w.tokens[kind])
+		cookie(w.session(t, kind))
+	default:
+		t.Fatalf("no credentials for kind %q", kind)
+	}
+}
+
+// answer is what a probe got: the status, where it redirects, the body.
+type answer struct {
+	status   int
+	location string
+	body     []byte
+}
+
+func (w *accessWorld) send(t *testing.T, kind string, p probe) answer {
+	target := strings.NewReplacer("{intent}", url.PathEscape(w.intent), "{receipt}", w.receipt,
+		"{node}", w.d.node.id, "{tenant}", w.d.creds.Tenant).Replace(p.path)
+	h := http.Header{}
+	w.credentials(t, kind, p.method, target, h)
+	if p.ws {
+		conn, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(w.base, "http")+target, h)
+		if err == nil {
+			conn.Close()
+		}
+		if resp == nil {
+			t.Fatalf("%s %s: %v", p.method, target, err)
+		}
+		return answer{status: resp.StatusCode}
+	}
+	var rd io.Reader
+	if p.body != "" {
+		rd = strings.NewReader(p.body)
+	}
+	req, _ := http.NewRequest(p.method, w.base+target, rd)
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	if strings.HasPrefix(p.body, "token=") {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	} else if p.body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return answer{status: resp.StatusCode, location: resp.Header.Get("Location"), body: b}
+}
+
+// check says how an answer differs from what the matrix grants, or "".
+func check(a answer, want controlplane.Access, p probe, pattern string, signedIn bool) string {
+	code := func() string {
+		var e protocol.ErrorResponse
+		json.Unmarshal(a.body, &e)
+		return string(e.Error.Code)
+	}
+	switch want {
+	case controlplane.AccessYes, controlplane.AccessBody:
+		status := p.status
+		if p.ws {
+			status = http.StatusSwitchingProtocols
+		}
+		if a.status != status && !(a.status == p.signedIn && signedIn) {
+			return fmt.Sprintf("status %d, want %d", a.status, status)
+		}
+		if pattern == "GET /v1/receipts/{index}" && !strings.Contains(string(a.body), `"receipt":{`) {
+			return "no receipt in the answer"
+		}
+	case controlplane.AccessNo:
+		signIn := a.status == http.StatusSeeOther && strings.HasPrefix(a.location, "/ui/signin")
+		if a.status != http.StatusUnauthorized && a.status != http.StatusForbidden && !signIn {
+			return fmt.Sprintf("status %d (%s), want it refused", a.status, code())
+		}
+	case controlplane.AccessHidden:
+		// A page is not found as a page, in HTML.
+		page := strings.HasPrefix(pattern, "GET /ui/") && strings.HasPrefix(string(a.body), "<!doctype html>")
+		if a.status != http.StatusNotFound || (code() != "not_found" && !page) {
+			return fmt.Sprintf("status %d (%s), want not_found", a.status, code())
+		}
+	case controlplane.AccessHash:
+		var m map[string]json.RawMessage
+		if a.status != 200 || json.Unmarshal(a.body, &m) != nil {
+			return fmt.Sprintf("status %d, want the leaf hash", a.status)
+		}
+		keys := slices.Sorted(func(yield func(string) bool) {
+			for k := range m {
+				if !yield(k) {
+					return
+				}
+			}
+		})
+		if !slices.Equal(keys, []string{"checkpoint", "index", "leaf_hash", "proof"}) {
+			return fmt.Sprintf("members %v, want only the leaf hash, proof and checkpoint", keys)
+		}
+	default:
+		return fmt.Sprintf("the matrix says %q, which the test does not know", want)
+	}
+	return ""
+}
+
+// TestAccessMatrix walks every route the server registers with every kind
+// of caller, and checks each answer against the access matrix. A route with
+// no row in the matrix, or a row with no route, fails.
+func TestAccessMatrix(t *testing.T) {
+	w := newAccessWorld(t)
+	matrix := map[string]controlplane.RouteAccess{}
+	for _, r := range controlplane.AccessMatrix() {
+		if len(r.Access) != len(controlplane.AccessKinds) {
+			t.Errorf("%s: %d cells for %d kinds", r.Pattern, len(r.Access), len(controlplane.AccessKinds))
+		}
+		matrix[r.Pattern] = r
+	}
+	routes := controlplane.RoutePatterns(w.d.s)
+	for _, pattern := range routes {
+		if _, ok := matrix[pattern]; !ok {
+			t.Errorf("route %q is not in the access matrix (controlplane/access.go)", pattern)
+		}
+		if _, ok := probes[pattern]; !ok {
+			t.Errorf("route %q has no probe in TestAccessMatrix", pattern)
+		}
+	}
+	for pattern := range matrix {
+		if !slices.Contains(routes, pattern) {
+			t.Errorf("the access matrix names %q, which no one registers", pattern)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	for _, pattern := range routes {
+		r, p := matrix[pattern], probes[pattern]
+		for i, kind := range controlplane.AccessKinds {
+			a := w.send(t, kind, p)
+			_, signedIn := w.sessions[kind]
+			if msg := check(a, r.Access[i], p, pattern, signedIn); msg != "" {
+				t.Errorf("%s, %s (matrix: %s): %s: %.200s", pattern, kind, r.Access[i], msg, a.body)
+			}
+		}
+		if p.ends {
+			clear(w.sessions)
+		}
+	}
+}
+
+// TestAccessDocs: docs/controlplane.md carries the matrix exactly as
+// AccessTable renders it.
+func TestAccessDocs(t *testing.T) {
+	doc, err := os.ReadFile("../docs/controlplane.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), controlplane.AccessTable()) {
+		t.Fatalf("docs/controlplane.md does not carry the access matrix as it is; its Access section should read:\n\n%s", controlplane.AccessTable())
+	}
+}
