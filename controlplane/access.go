@@ -96,6 +96,8 @@ var accessMatrix = func() []RouteAccess {
 			yes, yes, yes, yes, yes, yes, yes, yes, yes),
 		row("GET /v1/health", "",
 			yes, yes, yes, yes, yes, yes, yes, yes, yes),
+		row("GET /v1/version", "the build's version, commit, Go and protocol versions",
+			yes, yes, yes, yes, yes, yes, yes, yes, yes),
 		row("GET /metrics", "counts by state, code and node; no tenant's data",
 			yes, yes, yes, yes, yes, yes, yes, yes, yes),
 		row("PUT /v1/admin/tenants/{tenant}", "",

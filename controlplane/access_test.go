@@ -48,6 +48,7 @@ var probes = map[string]probe{
 	"DELETE /v1/admin/tokens/{id}":                      {method: "DELETE", path: "/v1/admin/tokens/0123456789abcdef", status: 404},
 	"GET /v1/tools":                                     {method: "GET", path: "/v1/tools", status: 200},
 	"GET /v1/health":                                    {method: "GET", path: "/v1/health", status: 200},
+	"GET /v1/version":                                   {method: "GET", path: "/v1/version", status: 200},
 	"GET /metrics":                                      {method: "GET", path: "/metrics", status: 200},
 	"PUT /v1/admin/tenants/{tenant}":                    {method: "PUT", path: "/v1/admin/tenants/acme", body: `{"run_budget":"x"}`, status: 400},
 	"PUT /v1/admin/tenants/{tenant}/keys/{key}":         {method: "PUT", path: "/v1/admin/tenants/acme/keys/k", body: `{"secret":1}`, status: 400},

@@ -59,6 +59,11 @@ type DevConfig struct {
 	// ToolsDir holds echo.wasm, which the echo tools' manifests name.
 	ToolsDir string
 	Base     Config // limits and logger; ID, addresses and mode are set by Dev
+	// ReadyLater leaves /v1/health answering 503 once StartDev returns,
+	// until the caller sets its own check with SetReadyCheck (writ dev does,
+	// once its agent is connected). Otherwise the server is ready as soon as
+	// the dev keys, tools and policy are committed.
+	ReadyLater bool
 }
 
 // StartDev starts a single-server cluster for development: plain HTTP on
@@ -103,6 +108,8 @@ func StartDev(ctx context.Context, dc DevConfig) (*Server, *DevCredentials, erro
 	if err != nil {
 		return nil, nil, err
 	}
+	starting := errors.New("writ dev is starting: registering its keys, tools and policy")
+	s.SetReadyCheck(func() error { return starting })
 	go s.Serve()
 	if err := s.WaitLeader(ctx); err != nil {
 		s.Close(context.Background())
@@ -111,6 +118,11 @@ func StartDev(ctx context.Context, dc DevConfig) (*Server, *DevCredentials, erro
 	if err := s.registerDev(ctx, creds, dc.ToolsDir); err != nil {
 		s.Close(context.Background())
 		return nil, nil, err
+	}
+	if dc.ReadyLater {
+		s.SetReadyCheck(func() error { return errors.New("writ dev is starting: connecting its agent") })
+	} else {
+		s.SetReadyCheck(func() error { return nil })
 	}
 	return s, creds, nil
 }

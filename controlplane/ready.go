@@ -15,14 +15,14 @@ const catchUpWait = 2 * time.Second
 
 // readiness is what /v1/health adds to "a leader is known and this server's
 // state is caught up": a check its embedder sets once everything it needs is
-// in place (writ dev: the dev keys committed and the dev agent connected).
+// in place (writ dev: the dev keys committed and the dev agent connected;
+// see DevConfig.ReadyLater).
 type readiness struct {
 	check atomic.Pointer[func() error]
 }
 
 // SetReadyCheck makes /v1/health answer 200 only while check returns nil
-// (on top of a known leader and a caught-up state). A dev server (Config.Dev)
-// reports "starting" until one is set.
+// (on top of a known leader and a caught-up state).
 func (s *Server) SetReadyCheck(check func() error) { s.ready.check.Store(&check) }
 
 // caughtUp reports whether this server's FSM has applied everything Raft had
@@ -47,9 +47,6 @@ func (s *Server) unready(ctx context.Context) string {
 	}
 	check := s.ready.check.Load()
 	if check == nil {
-		if s.cfg.Dev {
-			return "writ dev is starting"
-		}
 		return ""
 	}
 	if err := (*check)(); err != nil {

@@ -48,7 +48,7 @@ permissive dev policy. Stop it with Ctrl-C; state persists in DIR.`,
 			base.Logger = slog.New(slog.NewTextHandler(e.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			s, creds, err := controlplane.StartDev(startCtx, controlplane.DevConfig{
-				DataDir: abs, HTTPAddr: addr, RaftAddr: raftAddr, ToolsDir: toolsDir, Base: base,
+				DataDir: abs, HTTPAddr: addr, RaftAddr: raftAddr, ToolsDir: toolsDir, Base: base, ReadyLater: true,
 			})
 			cancel()
 			if err != nil {
