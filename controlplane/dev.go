@@ -64,6 +64,11 @@ type DevConfig struct {
 	// once its agent is connected). Otherwise the server is ready as soon as
 	// the dev keys, tools and policy are committed.
 	ReadyLater bool
+	// ResetPolicy installs the dev policy even when a policy is installed
+	// already. Without it the dev policy is installed only when there is
+	// none (the first start), so a policy applied with `writ policy apply`
+	// survives restarts.
+	ResetPolicy bool
 }
 
 // StartDev starts a single-server cluster for development: plain HTTP on
@@ -115,7 +120,7 @@ func StartDev(ctx context.Context, dc DevConfig) (*Server, *DevCredentials, erro
 		s.Close(context.Background())
 		return nil, nil, err
 	}
-	if err := s.registerDev(ctx, creds, dc.ToolsDir); err != nil {
+	if err := s.registerDev(ctx, creds, dc.ToolsDir, dc.ResetPolicy); err != nil {
 		s.Close(context.Background())
 		return nil, nil, err
 	}
@@ -127,7 +132,7 @@ func StartDev(ctx context.Context, dc DevConfig) (*Server, *DevCredentials, erro
 	return s, creds, nil
 }
 
-func (s *Server) registerDev(ctx context.Context, c *DevCredentials, toolsDir string) error {
+func (s *Server) registerDev(ctx context.Context, c *DevCredentials, toolsDir string, resetPolicy bool) error {
 	secret, _ := base64.StdEncoding.DecodeString(c.Orchestrator.Secret)
 	pub, _ := base64.StdEncoding.DecodeString(c.Approver.Public)
 	echo := filepath.Join(toolsDir, "echo.wasm")
@@ -137,7 +142,9 @@ func (s *Server) registerDev(ctx context.Context, c *DevCredentials, toolsDir st
 		func() *apiError { return s.PutApproverKey(ctx, c.Tenant, c.Approver.KeyID, pub, c.Approver.Approver) },
 		func() *apiError { return s.PutTool(ctx, devTool("echo", echo, false)) },
 		func() *apiError { return s.PutTool(ctx, devTool("echo_approval", echo, true)) },
-		func() *apiError { return s.PutPolicy(ctx, []byte(policy.DevPolicy)) },
+	}
+	if resetPolicy || s.fsm.Policy().Text == "" {
+		steps = append(steps, func() *apiError { return s.PutPolicy(ctx, []byte(policy.DevPolicy)) })
 	}
 	for _, step := range steps {
 		if aerr := step(); aerr != nil {
@@ -264,4 +271,11 @@ func writeCredentials(path string, c *DevCredentials) error {
 		return err
 	}
 	return f.Close()
+}
+
+// DevPolicyInstalled reports whether the installed policy is the dev policy
+// and returns the installed policy's hash, for writ dev's banner.
+func (s *Server) DevPolicyInstalled() (bool, string) {
+	p := s.fsm.Policy()
+	return p.Text == policy.DevPolicy, p.Hash
 }

@@ -343,3 +343,77 @@ func devReadyOnce(t *testing.T) {
 		t.Fatalf("submit at the first 200: %q exit %d, want completed", out, code)
 	}
 }
+
+// TestDevKeepsPolicy: a policy applied with `writ policy apply` survives a
+// restart of writ dev, and --reset-policy puts the dev policy back.
+func TestDevKeepsPolicy(t *testing.T) {
+	dir := t.TempDir()
+	addr, raftAddr := freePort(t), freePort(t)
+	server := "http://" + addr
+	dev := startWritDev(t, dir, addr, raftAddr)
+	var creds struct {
+		Tenant       string `json:"tenant"`
+		AdminToken   string `json:"admin_token"`
+		Orchestrator struct {
+			KeyID string `json:"key_id"`
+		} `json:"orchestrator"`
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "dev.json")); err != nil || json.Unmarshal(b, &creds) != nil {
+		t.Fatalf("dev.json: %v", err)
+	}
+	// Only the principal "ops-bot" may invoke anything.
+	strict := writeFile(t, t.TempDir(), "strict.cedar", `@id("ops.only")
+permit (principal, action == Writ::Action::"invoke", resource)
+when { principal.tenant == "dev" && principal.name == "ops-bot" };
+`)
+	if out, code := run(t, "", "policy", "apply", "-f", strict, "--server", server, "--token", creds.AdminToken); code != 0 {
+		t.Fatalf("policy apply: %q exit %d", out, code)
+	}
+	submit := func(principal string) string {
+		intent, code := run(t, "", "intent", "sign", "--key", creds.Orchestrator.KeyID+"="+filepath.Join(dir, "orchestrator.key"),
+			"--tenant", creds.Tenant, "--principal", principal, "--run", "run-"+principal, "--tool", "echo", "--params", `{"msg":"hi"}`)
+		if code != 0 {
+			t.Fatalf("intent sign: exit %d", code)
+		}
+		out, _ := run(t, intent, "intent", "submit", "--server", server, "--wait", "30s")
+		var r struct{ State string }
+		json.Unmarshal([]byte(out), &r)
+		return r.State
+	}
+	stopWritDev(t, dev)
+	dev = startWritDev(t, dir, addr, raftAddr)
+	if got := submit("support-bot"); got != "denied" {
+		stopWritDev(t, dev)
+		t.Fatalf("after a restart, support-bot's intent is %q, want denied by the applied policy", got)
+	}
+	stopWritDev(t, dev)
+	cmd := exec.Command(writBin, "dev", "--data-dir", dir, "--addr", addr, "--raft-addr", raftAddr, "--tools-dir", toolsDir, "--reset-policy")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stopWritDev(t, cmd)
+	banner := make(chan string, 64)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			banner <- sc.Text()
+		}
+		close(banner)
+	}()
+	for line := range banner {
+		if strings.HasPrefix(line, "Policy:") {
+			if !strings.Contains(line, "dev policy") {
+				t.Fatalf("banner after --reset-policy: %q", line)
+			}
+			break
+		}
+	}
+	if got := submit("support-bot"); got != "completed" {
+		t.Fatalf("after --reset-policy, support-bot's intent is %q, want completed", got)
+	}
+}

@@ -21,6 +21,7 @@ import (
 
 func newDev(e *env) *cobra.Command {
 	var dir, addr, raftAddr, toolsDir string
+	var resetPolicy bool
 	cmd := &cobra.Command{
 		Use:   "dev --data-dir DIR",
 		Short: "Run a single-server Writ for development, on loopback",
@@ -48,7 +49,7 @@ permissive dev policy. Stop it with Ctrl-C; state persists in DIR.`,
 			base.Logger = slog.New(slog.NewTextHandler(e.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			s, creds, err := controlplane.StartDev(startCtx, controlplane.DevConfig{
-				DataDir: abs, HTTPAddr: addr, RaftAddr: raftAddr, ToolsDir: toolsDir, Base: base, ReadyLater: true,
+				DataDir: abs, HTTPAddr: addr, RaftAddr: raftAddr, ToolsDir: toolsDir, Base: base, ReadyLater: true, ResetPolicy: resetPolicy,
 			})
 			cancel()
 			if err != nil {
@@ -77,6 +78,11 @@ permissive dev policy. Stop it with Ctrl-C; state persists in DIR.`,
 				return nil
 			})
 			printDevSteps(e, abs, creds)
+			if dev, hash := s.DevPolicyInstalled(); dev {
+				fmt.Fprintf(e.out, "Policy: the permissive dev policy (%s). A policy you apply (writ policy apply) is kept across restarts; --reset-policy puts the dev policy back.\n", hash)
+			} else {
+				fmt.Fprintf(e.out, "Policy: the policy you applied is kept (%s); writ dev --reset-policy puts the dev policy back.\n", hash)
+			}
 			select {
 			case <-ctx.Done():
 			case err := <-agentDone:
@@ -93,6 +99,7 @@ permissive dev policy. Stop it with Ctrl-C; state persists in DIR.`,
 	cmd.Flags().StringVar(&dir, "data-dir", "", "directory for state and credentials")
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:7070", "API address (loopback only)")
 	cmd.Flags().StringVar(&raftAddr, "raft-addr", "127.0.0.1:7071", "Raft address")
+	cmd.Flags().BoolVar(&resetPolicy, "reset-policy", false, "install the dev policy even if another policy was applied (the dev policy is otherwise installed only on first start)")
 	cmd.Flags().StringVar(&toolsDir, "tools-dir", "", "directory holding echo.wasm (default: tools/ beside the writ binary when it has one, else the built-in echo module in DIR/tools)")
 	return cmd
 }
