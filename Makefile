@@ -21,7 +21,7 @@ STATICCHECK := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)
 # dashboard's end-to-end test.
 APT_PACKAGES := bubblewrap runc busybox-static systemd chromium
 
-.PHONY: help deps build dev cluster cluster-down test check fuzz bench clean screenshots rootfs
+.PHONY: help deps build dev cluster cluster-down test check fuzz bench clean screenshots rootfs vectors
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-7s %s\n", $$1, $$2}'
@@ -69,6 +69,15 @@ check: deps ## vet, staticcheck, gofmt, dependency boundaries, darwin and linux/
 
 screenshots: deps ## retake the dashboard's screenshots (docs/screenshots/) with its Chromium test
 	WRIT_SCREENSHOTS=1 $(GO) test -count=1 -run TestDashboardInChromium ./cmd/writ/
+
+# The protocol vectors the repository publishes for client implementers
+# (protocol/testdata/vectors), refreshed from the normative set beside the
+# repository; TestPublishedVectors fails when they differ.
+VECTORS ?= $(or $(WRIT_VECTORS),$(CURDIR)/../shared/vectors)
+
+vectors: ## copy the normative protocol vectors into protocol/testdata/vectors
+	@test -d $(VECTORS) || { echo "vectors: no folder $(VECTORS) (set WRIT_VECTORS)"; exit 1; }
+	rm -f protocol/testdata/vectors/*.json && mkdir -p protocol/testdata/vectors && cp $(VECTORS)/*.json protocol/testdata/vectors/
 
 # Fuzz targets that write to the disk on every input run for FUZZTIME_DISK.
 FUZZ_DISK := FuzzLayer FuzzImageIndex
