@@ -261,3 +261,49 @@ func exitFor(state string, waited bool) int {
 	}
 	return 0
 }
+
+// TestVectorsIntentExplain: `intent verify --explain` prints the vectors'
+// exact signing inputs, and the signature it expects is the intent's own
+// for every valid vector and differs for a bad signature.
+func TestVectorsIntentExplain(t *testing.T) {
+	var v protocoltest.IntentVectors
+	protocoltest.Load(t, "intent.json", &v)
+	dir := t.TempDir()
+	var keyArgs []string
+	for id, secret := range v.Keys {
+		keyArgs = append(keyArgs, "--key", id+"="+writeFile(t, dir, id+".key", secret+"\n"))
+	}
+	checked := 0
+	for _, c := range v.Cases {
+		if c.SigningInput == "" {
+			continue
+		}
+		t.Run(c.Name, func(t *testing.T) {
+			args := append([]string{"intent", "verify", "--explain", "--now", v.Now, "--max-ttl", "900s", "--skew", "30s"}, keyArgs...)
+			out, code := run(t, c.IntentJSON, args...)
+			first, rest, _ := strings.Cut(out, "\n")
+			var x struct {
+				SigningInput string `json:"signing_input"`
+				ExpectedSig  string `json:"expected_sig"`
+				Sig          string `json:"sig"`
+			}
+			if err := json.Unmarshal([]byte(first), &x); err != nil {
+				t.Fatalf("explanation %q: %v", first, err)
+			}
+			if x.SigningInput != c.SigningInput {
+				t.Errorf("signing input\n%q\nwant\n%q", x.SigningInput, c.SigningInput)
+			}
+			if c.Valid && x.ExpectedSig != x.Sig {
+				t.Errorf("expected sig %q, the valid intent carries %q", x.ExpectedSig, x.Sig)
+			}
+			if c.Error == "bad_signature" && (x.ExpectedSig == "" || x.ExpectedSig == x.Sig) {
+				t.Errorf("bad signature: expected sig %q, intent's %q; want them to differ", x.ExpectedSig, x.Sig)
+			}
+			checkVerdict(t, rest, code, c.Valid, c.Error)
+		})
+		checked++
+	}
+	if checked == 0 {
+		t.Fatal("no vector has a signing input")
+	}
+}

@@ -175,14 +175,17 @@ func (k fileKeys) IntentKey(_, id string) ([]byte, bool) { s, ok := k[id]; retur
 func newIntentVerify(e *env) *cobra.Command {
 	var keys []string
 	var clock clockFlag
+	var explain bool
 	cfg := protocol.DefaultConfig()
 	cmd := &cobra.Command{
-		Use:   "verify --key ID=SECRET_FILE [--key ...] < intent.json",
+		Use:   "verify --key ID=SECRET_FILE [--key ...] [--explain] < intent.json",
 		Short: "Verify an intent read from standard input",
 		Long: `Verify an intent read from standard input as a server would: structure, key,
 HMAC signature, payload hash, TTL, clock skew and expiry. Prints one JSON line,
 {"valid":true} or {"valid":false,"error":"<code>"}, and exits 0 or 1.
-Keys given here may sign for any tenant.`,
+Keys given here may sign for any tenant. --explain first prints what a server
+computes: the payload hash input and payload_hash, the exact signing input it
+MACs, and the signature it expects from the key named by key_id.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			ks := fileKeys{}
@@ -203,11 +206,21 @@ Keys given here may sign for any tenant.`,
 			if err != nil {
 				return err
 			}
+			if explain {
+				x, err := explainIntent(raw, ks)
+				if err != nil {
+					return e.report(err)
+				}
+				if err := e.printExplanation(x); err != nil {
+					return err
+				}
+			}
 			_, err = v.VerifyIntent(raw, ks)
 			return e.report(err)
 		},
 	}
 	cmd.Flags().StringArrayVar(&keys, "key", nil, "ID=SECRET_FILE: an orchestrator key (repeatable)")
+	cmd.Flags().BoolVar(&explain, "explain", false, "print the payload hash input, the signing input and the expected signature first")
 	cmd.Flags().DurationVar(&cfg.MaxTTL, "max-ttl", cfg.MaxTTL, "the longest expires_at - issued_at allowed")
 	cmd.Flags().DurationVar(&cfg.Skew, "skew", cfg.Skew, "how far in the future issued_at may be")
 	cmd.Flags().IntVar(&cfg.MaxBytes, "max-bytes", cfg.MaxBytes, "the largest intent accepted, in bytes")
