@@ -98,7 +98,7 @@ var accessMatrix = func() []RouteAccess {
 			yes, yes, yes, yes, yes, yes, yes, yes, yes),
 		row("GET /v1/version", "the build's version, commit, Go and protocol versions",
 			yes, yes, yes, yes, yes, yes, yes, yes, yes),
-		row("GET /metrics", "counts by state, code and node; no tenant's data",
+		row("GET /metrics", "counts by state, code and reason; no tenant's data",
 			yes, yes, yes, yes, yes, yes, yes, yes, yes),
 		row("PUT /v1/admin/tenants/{tenant}", "",
 			no, no, no, no, no, no, no, no, yes),

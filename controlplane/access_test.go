@@ -343,3 +343,129 @@ func TestAccessDocs(t *testing.T) {
 		t.Fatalf("docs/controlplane.md does not carry the access matrix as it is; its Access section should read:\n\n%s", controlplane.AccessTable())
 	}
 }
+
+// get sends a GET with kind's credentials and returns the status and body.
+func (w *accessWorld) get(t *testing.T, kind, path string) (int, string) {
+	a := w.send(t, kind, probe{method: "GET", path: path})
+	return a.status, string(a.body)
+}
+
+// TestNoContentWithoutEntitlement: params and output of a tenant's intent
+// reach no one the matrix does not entitle: not the public receipt, the
+// event stream of a viewer of another tenant or of the admin (events carry
+// summaries), metrics, the tool catalog, nor another tenant's overview; an
+// auditor gets a receipt that carries output only with the outputs grant.
+func TestNoContentWithoutEntitlement(t *testing.T) {
+	w := newAccessWorld(t)
+	ctx := context.Background()
+	const marker = "c0nfidential-marker"
+	// Events from now on, as the admin and as a viewer of globex see them.
+	dial := func(kind string) *websocket.Conn {
+		h := http.Header{}
+		w.credentials(t, kind, "GET", "/v1/events", h)
+		conn, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(w.base, "http")+"/v1/events", h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		return conn
+	}
+	adminEvents, otherEvents := dial(controlplane.KindAdmin), dial(controlplane.KindViewerOther)
+	raw := w.d.intent(t, "echo", `{"msg":"`+marker+`"}`)
+	r, err := w.d.c.Submit(ctx, raw, nil, 10*time.Second)
+	if err != nil || r.State != "completed" || r.ReceiptIndex == nil || r.Checkpoint == "" {
+		t.Fatalf("submit: %+v %v", r, err)
+	}
+	if !strings.Contains(string(r.Receipt), marker) {
+		t.Fatal("the receipt does not carry the output: this test cannot tell a leak")
+	}
+	pending := w.d.intent(t, "echo_approval", `{"msg":"`+marker+`"}`)
+	if _, err := w.d.c.Submit(ctx, pending, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	receipt := fmt.Sprintf("/v1/receipts/%d", *r.ReceiptIndex)
+	for _, c := range []struct{ kind, path string }{
+		{controlplane.KindNone, receipt},
+		{controlplane.KindViewerOther, receipt},
+		{controlplane.KindAuditor, receipt}, // no outputs grant
+		{controlplane.KindNone, "/metrics"},
+		{controlplane.KindNone, "/v1/tools"},
+		{controlplane.KindNone, "/v1/health"},
+		{controlplane.KindViewerOther, "/ui/"},
+		{controlplane.KindViewerOther, "/ui/approvals"},
+		{controlplane.KindViewerOther, "/ui/intents"},
+	} {
+		status, body := w.get(t, c.kind, c.path)
+		if status != 200 || strings.Contains(body, marker) {
+			t.Errorf("%s, %s: status %d, output or params in the answer: %v", c.path, c.kind, status, strings.Contains(body, marker))
+		}
+	}
+	// Those entitled get it.
+	for _, kind := range []string{controlplane.KindTenant, controlplane.KindViewer, controlplane.KindAdmin} {
+		if status, body := w.get(t, kind, receipt); status != 200 || !strings.Contains(body, marker) {
+			t.Errorf("%s, %s: status %d, want the receipt with its output", receipt, kind, status)
+		}
+	}
+	ctxT, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var tok struct{ Token string }
+	if err := w.d.admin.AdminJSON(ctxT, "POST", "tokens", []byte(`{"role":"auditor","outputs":true}`), &tok); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("GET", w.base+receipt, nil)
+	req.Header.Set("Authorization", "Bearer "+tok.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), marker) {
+		t.Errorf("an auditor of every tenant with outputs: %d %.200s", resp.StatusCode, b)
+	}
+	// The overview of a viewer of globex counts none of dev's pending
+	// intents; dev's viewer counts its own.
+	if _, body := w.get(t, controlplane.KindViewerOther, "/ui/"); !strings.Contains(body, "0 waiting for approval in tenant globex") {
+		t.Errorf("globex's overview: %.300s", body[strings.Index(body, "h-agents"):])
+	}
+	if _, body := w.get(t, controlplane.KindViewer, "/ui/"); !strings.Contains(body, "1 waiting for approval in tenant "+w.d.creds.Tenant) {
+		t.Errorf("dev's overview does not count its pending intent")
+	}
+	// Events: the admin sees the intents' summaries, never their content;
+	// globex's viewer sees no intent of dev.
+	in, _ := protocol.DecodeIntent(raw, 0)
+	read := func(conn *websocket.Conn, until func(ev map[string]any) bool) []string {
+		var seen []string
+		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); {
+			conn.SetReadDeadline(deadline)
+			_, b, err := conn.ReadMessage()
+			if err != nil {
+				break
+			}
+			seen = append(seen, string(b))
+			var ev map[string]any
+			json.Unmarshal(b, &ev)
+			if until(ev) {
+				break
+			}
+		}
+		return seen
+	}
+	events := read(adminEvents, func(ev map[string]any) bool {
+		i, _ := ev["intent"].(map[string]any)
+		return ev["id"] == in.ID && i != nil && i["State"] == "completed"
+	})
+	if !strings.Contains(strings.Join(events, "\n"), in.ID) {
+		t.Fatalf("the admin saw no event of %s: %q", in.ID, events)
+	}
+	for _, ev := range events {
+		if strings.Contains(ev, marker) {
+			t.Errorf("an event carries params or output: %s", ev)
+		}
+	}
+	for _, ev := range read(otherEvents, func(map[string]any) bool { return false }) {
+		if strings.Contains(ev, `"tenant":"`+w.d.creds.Tenant+`"`) {
+			t.Errorf("a viewer of globex got an event of tenant %s: %s", w.d.creds.Tenant, ev)
+		}
+	}
+}

@@ -36,6 +36,20 @@ func (c caller) sees(tenant string) bool {
 	return c.all || (c.tenant != "" && c.tenant == tenant)
 }
 
+// readsOutputOf reports whether the caller may read the tools' outputs of
+// tenant's intents: a read signed by the tenant, an auditor of the tenant
+// (or of all) granted outputs, or the admin. A route that serves outputs
+// answers anyone else not_found (or, without credentials, unauthorized).
+func (c caller) readsOutputOf(tenant string) bool {
+	switch c.kind {
+	case callerAdmin:
+		return true
+	case callerTenant, callerAuditor:
+		return c.outputs && c.sees(tenant)
+	}
+	return false
+}
+
 // callerOf authenticates a read that public callers may also make: a bearer
 // token (admin or auditor), a request signed with an orchestrator key, the
 // dashboard's session cookie, or nothing. Credentials that are sent and do

@@ -77,7 +77,7 @@ func (s *Server) handleReceipt(w http.ResponseWriter, r *http.Request) {
 			writeError(w, codeNotFound, "no receipt "+strconv.FormatInt(i, 10))
 			return
 		}
-		if !c.outputs && head.carriesOutput() {
+		if head.carriesOutput() && !c.readsOutputOf(head.Tenant) {
 			s.publicReceipt(w, rp)
 			return
 		}

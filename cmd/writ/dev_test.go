@@ -188,6 +188,15 @@ func TestDevEndToEnd(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("token create --role auditor: %q exit %d", auditor, code)
 	}
+	// Receipt 0 carries echo's output (writ.result/v1): an auditor reads it
+	// only with the outputs grant.
+	if out, code := run(t, "", "ledger", "export", "--server", server, "--out", bundle, "--token", strings.TrimSpace(auditor)); code == 0 {
+		t.Fatalf("ledger export by an auditor without outputs: %q exit 0", out)
+	}
+	auditor, code = run(t, "", "--output", "text", "token", "create", "--role", "auditor", "--outputs", "--server", server, "--token", creds.AdminToken)
+	if code != 0 {
+		t.Fatalf("token create --role auditor --outputs: %q exit %d", auditor, code)
+	}
 	if out, code := run(t, "", "ledger", "export", "--server", server, "--out", bundle, "--token", strings.TrimSpace(auditor)); code != 0 {
 		t.Fatalf("ledger export: %q exit %d", out, code)
 	}

@@ -57,6 +57,9 @@ func newLedgerExport(e *env, server *string) *cobra.Command {
 				if err != nil {
 					return fmt.Errorf("receipt %d: %w", i, err)
 				}
+				if hashOnly(raw) {
+					return fmt.Errorf("receipt %d: the server proves it by its leaf hash only: the token may not read it (an auditor token reads a receipt that carries a tool's output only with --outputs)", i)
+				}
 				rp, err := ledger.DecodeReceiptProof(raw)
 				if err != nil {
 					return fmt.Errorf("receipt %d: %w", i, err)
@@ -84,6 +87,16 @@ func newLedgerExport(e *env, server *string) *cobra.Command {
 	cmd.Flags().StringVar(&out, "out", "", "write the bundle to this file instead of standard output")
 	cmd.Flags().StringVar(&token, "token", "", "an auditor or admin token (default: $WRIT_TOKEN)")
 	return cmd
+}
+
+// hashOnly reports whether a GET /v1/receipts answer is the public one: the
+// leaf's hash and proof, without the receipt.
+func hashOnly(raw []byte) bool {
+	var a struct {
+		Receipt  json.RawMessage `json:"receipt"`
+		LeafHash string          `json:"leaf_hash"`
+	}
+	return json.Unmarshal(raw, &a) == nil && a.Receipt == nil && a.LeafHash != ""
 }
 
 func newLedgerWatch(e *env, server *string) *cobra.Command {
