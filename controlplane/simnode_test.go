@@ -173,12 +173,12 @@ func (n *simNode) answer(d *protocol.Dispatch) {
 	{
 		now := protocol.FormatTime(time.Now())
 		sum := sha256.Sum256(d.Params)
-		r := &protocol.Result{Type: protocol.KindResult.Type(), DispatchID: d.ID, IntentID: d.IntentID, Node: n.id,
-			Status: protocol.StatusOK, Output: string(d.Params), OutputHash: protocol.FormatHash(sum),
-			OutputBytes: int64(len(d.Params)), Sandbox: "wasm", StartedAt: now, FinishedAt: now, KeyID: n.id}
+		r := &protocol.Result{Type: protocol.ResultTypeV2, DispatchID: d.ID, IntentID: d.IntentID, Node: n.id,
+			Status: protocol.StatusOK, Sandbox: "wasm", StartedAt: now, FinishedAt: now, KeyID: n.id}
+		r.SetCaptured(protocol.FormatHash(sum), int64(len(d.Params)), d.Params, false)
 		r.Sign(n.key)
 		raw, _ := jsonv2.Marshal(r)
-		n.write(protocol.FrameResult, protocol.ResultFrame{Result: raw})
+		n.write(protocol.FrameResult, protocol.ResultFrame{Result: raw, Output: d.Params})
 	}
 }
 
