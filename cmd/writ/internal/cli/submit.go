@@ -132,6 +132,16 @@ func (e *env) answer(r *client.IntentResponse, err error) error {
 			fmt.Fprintf(e.out, " (%s: %s)", r.Error.Code, r.Error.Message)
 		}
 		fmt.Fprintln(e.out)
+		if r.Output != nil {
+			// A signed read's answer: the tool's output, as it wrote it.
+			if r.OutputEncoding != "" {
+				fmt.Fprintf(e.out, "output (%s, not UTF-8):\n", r.OutputEncoding)
+			}
+			fmt.Fprint(e.out, *r.Output)
+			if n := len(*r.Output); n > 0 && (*r.Output)[n-1] != '\n' {
+				fmt.Fprintln(e.out)
+			}
+		}
 		return nil
 	}
 	return e.printJSON(r)
