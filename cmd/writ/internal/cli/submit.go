@@ -54,28 +54,9 @@ func newIntentGet(e *env) *cobra.Command {
 		Short: "Print an intent's state (a read signed with an orchestrator key, or with --token)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			if token == "" {
-				token = os.Getenv("WRIT_TOKEN")
-			}
-			c, err := e.client(server, token)
+			c, err := e.readClient(server, token, tenant, key)
 			if err != nil {
 				return err
-			}
-			if key != "" {
-				ref, err := parseKeyRef("key", key)
-				if err != nil {
-					return err
-				}
-				secret, err := readKeyFile(ref.value)
-				if err != nil {
-					return err
-				}
-				if tenant == "" {
-					return errors.New("--tenant is required with --key")
-				}
-				c.SignReads(tenant, ref.id, secret)
-			} else if token == "" {
-				return errors.New("reads are signed: give --tenant and --key ID=SECRET_FILE, or an admin --token")
 			}
 			r, err := c.Intent(context.Background(), args[0], wait)
 			return e.answer(r, err)
@@ -110,6 +91,36 @@ func newApprovalSubmit(e *env) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&server, "server", defaultServer, "the control plane's API address")
 	return cmd
+}
+
+// readClient is a client for a read of a tenant's intent: signed with the
+// tenant's orchestrator key (--tenant, --key ID=SECRET_FILE), or carrying an
+// admin token (--token, default $WRIT_TOKEN).
+func (e *env) readClient(server, token, tenant, key string) (*client.Client, error) {
+	if token == "" {
+		token = os.Getenv("WRIT_TOKEN")
+	}
+	c, err := e.client(server, token)
+	if err != nil {
+		return nil, err
+	}
+	if key != "" {
+		ref, err := parseKeyRef("key", key)
+		if err != nil {
+			return nil, err
+		}
+		secret, err := readKeyFile(ref.value)
+		if err != nil {
+			return nil, err
+		}
+		if tenant == "" {
+			return nil, errors.New("--tenant is required with --key")
+		}
+		c.SignReads(tenant, ref.id, secret)
+	} else if token == "" {
+		return nil, errors.New("reads are signed: give --tenant and --key ID=SECRET_FILE, or an admin --token")
+	}
+	return c, nil
 }
 
 // answer prints an intent response, or an API error as {"error": …} with exit 1.
