@@ -229,3 +229,29 @@ func TestResultV1Output(t *testing.T) {
 		t.Errorf("v1 with captured_hash: got %v, want malformed", err)
 	}
 }
+
+// TestResultV2SizeIndependentOfOutput: what a v2 result (and so a receipt
+// and its Raft entry) weighs does not grow with the output: a 64 KiB output
+// makes a v1 of over 64 KiB and a v2 under 1 KiB.
+func TestResultV2SizeIndependentOfOutput(t *testing.T) {
+	out := bytes.Repeat([]byte("x"), 64<<10)
+	size := func(typ string, out []byte) int {
+		r := &protocol.Result{Type: typ, DispatchID: "dsp-0123456789abcdef", IntentID: "int-0123456789abcdef",
+			Node: "node-0123456789", KeyID: "node-0123456789", Status: protocol.StatusOK, Sandbox: "wasm",
+			StartedAt: "2026-11-22T10:05:00.010Z", FinishedAt: "2026-11-22T10:05:00.012Z"}
+		if typ == protocol.ResultTypeV1 {
+			r.Output, r.OutputHash, r.OutputBytes = string(out), protocol.HashBytes(out), int64(len(out))
+		} else {
+			r.SetCaptured(protocol.HashBytes(out), int64(len(out)), out, false)
+		}
+		if err := r.Sign(nodePriv); err != nil {
+			t.Fatal(err)
+		}
+		return len(encode(t, r))
+	}
+	v1, v2, empty := size(protocol.ResultTypeV1, out), size(protocol.ResultTypeV2, out), size(protocol.ResultTypeV2, nil)
+	t.Logf("64 KiB output: v1 %d bytes, v2 %d bytes; empty output: v2 %d bytes", v1, v2, empty)
+	if v1 < 64<<10 || v2 >= 1024 || v2-empty > 8 {
+		t.Fatalf("got v1 %d, v2 %d (empty %d) bytes; want v1 past 64 KiB, v2 under 1 KiB and not growing with the output", v1, v2, empty)
+	}
+}
