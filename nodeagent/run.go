@@ -18,12 +18,12 @@ import (
 )
 
 // MaxResultOutput bounds the output a node keeps and sends beside a result,
-// whatever the tool's output limit: the result frame carries it as base64
-// and must stay far below protocol.MaxFrameBytes, and the control plane
-// keeps it in every replica's memory. output_hash and output_bytes still
-// cover everything the tool wrote; captured_hash and captured_bytes what
-// was kept.
-const MaxResultOutput = 128 << 10
+// whatever the tool's output limit (protocol.MaxCapturedBytes: the control
+// plane keeps it in every replica's memory, and the result frame carries it
+// as base64, far below protocol.MaxFrameBytes). output_hash and
+// output_bytes still cover everything the tool wrote; captured_hash and
+// captured_bytes what was kept.
+const MaxResultOutput = protocol.MaxCapturedBytes
 
 // run claims the verified dispatch's nonce and journals it, in one durable
 // step, then runs its tool once, sends the signed result and completes the

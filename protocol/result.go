@@ -50,6 +50,12 @@ const (
 	ResultTypeV2 = "writ.result/v2"
 )
 
+// MaxCapturedBytes bounds the output a node keeps and sends beside a v2
+// result (captured_bytes), whatever the tool's output limit: every server
+// keeps it in memory until its retention passes. output_hash and
+// output_bytes still cover everything the tool wrote.
+const MaxCapturedBytes = 128 << 10
+
 // The statuses a result can carry.
 const (
 	StatusOK          = "ok"
@@ -154,6 +160,8 @@ func (r *Result) validateV2() error {
 		return malformed("captured_bytes must not be negative")
 	case *n > r.OutputBytes:
 		return malformed("captured_bytes must not exceed output_bytes")
+	case *n > MaxCapturedBytes:
+		return malformed("captured_bytes must not exceed %d", MaxCapturedBytes)
 	case !r.Truncated && (*n != r.OutputBytes || r.CapturedHash != r.OutputHash):
 		return malformed("an output not truncated must have captured_hash = output_hash and captured_bytes = output_bytes")
 	case *n < r.OutputBytes && !r.Truncated:

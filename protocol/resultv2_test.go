@@ -111,6 +111,9 @@ func generateResultV2(t *testing.T) resultV2Vectors {
 	short.Truncated = false
 	add("captured short of the output but not truncated", encode(t, short), protocol.CodeMalformed, nil, nil, nil)
 
+	big := bytes.Repeat([]byte("y"), protocol.MaxCapturedBytes+1)
+	add("captured past 128 KiB", encode(t, base(big, big, false)), protocol.CodeMalformed, nil, nil, nil)
+
 	noCaptured := base(hello, hello, false)
 	noCaptured.CapturedBytes = nil
 	add("captured_bytes missing", encode(t, noCaptured), protocol.CodeMalformed, nil, nil, nil)
