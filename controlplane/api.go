@@ -20,6 +20,7 @@ func (s *Server) routes() http.Handler {
 	s.mux = mux
 	mux.HandleFunc("POST /v1/intents", s.handleSubmit)
 	mux.HandleFunc("GET /v1/intents/{id}", s.handleGetIntent)
+	mux.HandleFunc("GET /v1/intents/{id}/output", s.handleGetOutput)
 	mux.HandleFunc("POST /v1/approvals", s.handleApproval)
 	s.dashboardRoutes(mux)
 	mux.HandleFunc("GET /v1/tools", s.handleTools)
@@ -168,7 +169,12 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 
 // answer writes an intent's response, waiting up to wait for a final state
 // and then, unless ?proof=false, for a checkpoint that covers its receipt.
+// It never carries the tool's output: see answerEntitled.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, id string, wait time.Duration) {
+	s.respond(w, r, id, wait, false)
+}
+
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, wait time.Duration, withOutput bool) {
 	ctx := r.Context()
 	deadline := time.Now().Add(wait)
 	in, ok := s.wait(ctx, id, wait)
@@ -177,6 +183,9 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, id string, wait 
 		return
 	}
 	resp := responseFor(in)
+	if withOutput {
+		s.attachOutput(&resp, in)
+	}
 	if in.Receipt != nil {
 		proofWait := time.Until(deadline)
 		if r.URL.Query().Get("proof") == "false" {
@@ -210,7 +219,7 @@ func (s *Server) handleGetIntent(w http.ResponseWriter, r *http.Request) {
 		writeError(w, codeNotFound, "no intent "+id)
 		return
 	}
-	s.answer(w, r, id, wait)
+	s.answerEntitled(w, r, id, wait)
 }
 
 // reader authenticates a read: an admin token sees every tenant; a request

@@ -33,7 +33,11 @@ type File struct {
 	TLS              TLSFiles `json:"tls,omitzero"`
 	KeyringFile      string   `json:"keyring_file,omitzero"`
 	AdminTokenHashes []string `json:"admin_token_hashes,omitzero"`
-	Ledger           struct {
+	// OutputRetention (a duration, at most 24h) and OutputMaxBytes bound
+	// the tools' outputs every server keeps beside the intents.
+	OutputRetention string `json:"output_retention,omitzero"`
+	OutputMaxBytes  *int64 `json:"output_max_bytes,omitzero"`
+	Ledger          struct {
 		Origin   string `json:"origin,omitzero"`
 		SeedFile string `json:"seed_file,omitzero"`
 	} `json:"ledger,omitzero"`
@@ -93,7 +97,8 @@ func (f *File) Apply(cfg *Config) error {
 		name, s string
 		dst     *time.Duration
 	}{{"limits.max_ttl", f.Limits.MaxTTL, &cfg.Verify.MaxTTL}, {"limits.skew", f.Limits.Skew, &cfg.Verify.Skew},
-		{"agent_heartbeat", f.AgentHeartbeat, &cfg.AgentHeartbeat}} {
+		{"agent_heartbeat", f.AgentHeartbeat, &cfg.AgentHeartbeat},
+		{"output_retention", f.OutputRetention, &cfg.FSM.OutputRetention}} {
 		if d.s == "" {
 			continue
 		}
@@ -102,6 +107,9 @@ func (f *File) Apply(cfg *Config) error {
 			return fmt.Errorf("%s: %q is not a duration", d.name, d.s)
 		}
 		*d.dst = v
+	}
+	if f.OutputMaxBytes != nil {
+		cfg.FSM.OutputMaxBytes = *f.OutputMaxBytes
 	}
 	if f.Limits.MaxBodyBytes > 0 {
 		cfg.Verify.MaxBytes = f.Limits.MaxBodyBytes

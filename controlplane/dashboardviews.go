@@ -116,8 +116,18 @@ func (b dashBackend) Intent(id string) (web.IntentDetail, bool) {
 	if len(in.Result) > 0 {
 		var r protocol.Result
 		if err := jsonv2.Unmarshal(in.Result, &r); err == nil {
-			d.Result = &web.ResultInfo{Status: r.Status, Sandbox: r.Sandbox, Output: r.Output, StartedAt: r.StartedAt,
-				FinishedAt: r.FinishedAt, ExitCode: r.ExitCode, OutputBytes: r.OutputBytes, Truncated: r.Truncated}
+			d.Result = &web.ResultInfo{Status: r.Status, Sandbox: r.Sandbox, Output: r.Output, OutputEncoding: r.OutputEncoding,
+				OutputKept: true, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, ExitCode: r.ExitCode,
+				OutputBytes: r.OutputBytes, Truncated: r.Truncated}
+			if r.Version() == 2 {
+				// From the output table, never the receipt; the pages
+				// show a detail only to a viewer of the intent's tenant.
+				d.Result.Output, d.Result.OutputEncoding, d.Result.OutputKept = "", "", false
+				if _, data, ok := b.s.intentOutput(in); ok {
+					d.Result.Output, d.Result.OutputEncoding = protocol.EncodeOutput(data)
+					d.Result.OutputKept = true
+				}
+			}
 		}
 	}
 	if in.Error != nil {

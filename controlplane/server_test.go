@@ -159,8 +159,11 @@ func TestSubmitAndIdempotency(t *testing.T) {
 		t.Fatalf("GET: %+v %v", got, err)
 	}
 	res, err := protocol.DecodeResult(got.Result, 0)
-	if err != nil || res.Output != `{"msg":"hi"}` || res.DispatchID != got.Dispatch.ID {
+	if err != nil || res.Output != "" || res.DispatchID != got.Dispatch.ID {
 		t.Fatalf("result: %+v %v", res, err)
+	}
+	if out, ok, err := client.ResponseOutput(got); !ok || err != nil || string(out) != `{"msg":"hi"}` || res.CheckCaptured(out) != nil {
+		t.Fatalf("output: %q %v %v", out, ok, err)
 	}
 	if d.node.runs.Load() != 1 {
 		t.Fatalf("the node ran %d times, want once", d.node.runs.Load())

@@ -28,7 +28,7 @@ func (ss *session) read() {
 				ss.bye(protocol.ErrorBody{Code: protocol.CodeMalformed, Message: err.Error()}, closeProtocol)
 				return
 			}
-			go ss.result(rf.Result)
+			go ss.result(rf.Result, rf.Output)
 		case protocol.FrameHeartbeat:
 			var hb protocol.Heartbeat
 			if f.DecodeBody(&hb) == nil {
@@ -67,14 +67,23 @@ func (k nodeKeys) SignerKey(id string) (ed25519.PublicKey, bool) {
 	return ed25519.PublicKey(n.Public), true
 }
 
-// result verifies a node's signed result and records it through Raft; the
-// node gets an ack once it is committed, or an error ack when it never can be.
-// Without either (no leader, a timeout) the node keeps it and sends it again.
-func (ss *session) result(raw []byte) {
+// result verifies a node's signed result and the captured output sent beside
+// it, and records both through Raft: the output first (outside the receipt),
+// then the result. The node gets an ack once the result is committed, or an
+// error ack when it never can be. Without either (no leader, a timeout) the
+// node keeps it and sends it again. Only writ.result/v2 is taken: a v1 would
+// put the output in the receipt, which the ledger never holds.
+func (ss *session) result(raw, output []byte) {
 	s := ss.srv
 	res, err := s.verifier.VerifyResult(raw, nodeKeys{s.fsm})
-	if err == nil && (res.Node != ss.node || res.KeyID != ss.node) {
+	switch {
+	case err != nil:
+	case res.Node != ss.node || res.KeyID != ss.node:
 		err = &protocol.Error{Code: protocol.CodeWrongNode, Message: "a result must be signed by the node that sends it"}
+	case res.Version() != 2:
+		err = &protocol.Error{Code: protocol.CodeMalformed, Message: "a node must sign " + protocol.ResultTypeV2 + ": a receipt never carries output"}
+	default:
+		err = res.CheckCaptured(output)
 	}
 	if err != nil {
 		s.metrics.nodeReports.WithLabelValues("bad_result").Inc()
@@ -91,6 +100,17 @@ func (ss *session) result(raw []byte) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if len(output) > 0 {
+		o, err := s.applyAnywhere(ctx, fsm.MsgPutOutput, fsm.PutOutput{At: s.now(), DispatchID: res.DispatchID,
+			IntentID: res.IntentID, Node: res.Node, Hash: res.CapturedHash, Output: output})
+		if err != nil {
+			ss.log().Warn("output not committed; the node will resend it", "dispatch", res.DispatchID, "err", err)
+			return
+		}
+		if o.Err != nil {
+			ss.log().Warn("node output not kept", "dispatch", res.DispatchID, "code", o.Err.Code)
+		}
+	}
 	out, err := s.applyAnywhere(ctx, fsm.MsgResult, fsm.RecordResult{
 		At: s.now(), DispatchID: res.DispatchID, IntentID: res.IntentID, Node: res.Node,
 		Status: res.Status, Error: res.Error, Result: canon,

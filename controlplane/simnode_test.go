@@ -46,6 +46,12 @@ type simNode struct {
 	hold atomic.Bool
 	mu   sync.Mutex
 	held []*protocol.Dispatch
+	// badOutput, when set, is sent beside each result instead of the
+	// output it commits to; v1, when set, signs a writ.result/v1 with the
+	// output inside. errAcks receives the acks that refuse a result.
+	badOutput atomic.Pointer[[]byte]
+	v1        atomic.Bool
+	errAcks   chan protocol.Ack
 }
 
 func (n *simNode) SignerKey(id string) (ed25519.PublicKey, bool) { k, ok := n.keys[id]; return k, ok }
@@ -57,7 +63,7 @@ func enrollSim(t testing.TB, s *controlplane.Server, base string) *simNode {
 	if aerr != nil {
 		t.Fatal(aerr)
 	}
-	n := &simNode{keys: map[string]ed25519.PublicKey{}}
+	n := &simNode{keys: map[string]ed25519.PublicKey{}, errAcks: make(chan protocol.Ack, 16)}
 	pub, key, _ := ed25519.GenerateKey(rand.Reader)
 	n.key = key
 	n.tlsKey, _ = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -136,6 +142,16 @@ func (n *simNode) serve() {
 		if err != nil {
 			return
 		}
+		if f.Type == protocol.FrameAck {
+			var a protocol.Ack
+			if f.DecodeBody(&a) == nil && a.Error != nil && n.errAcks != nil {
+				select {
+				case n.errAcks <- a:
+				default:
+				}
+			}
+			continue
+		}
 		if f.Type != protocol.FrameDispatch {
 			continue
 		}
@@ -173,12 +189,19 @@ func (n *simNode) answer(d *protocol.Dispatch) {
 	{
 		now := protocol.FormatTime(time.Now())
 		sum := sha256.Sum256(d.Params)
-		r := &protocol.Result{Type: protocol.KindResult.Type(), DispatchID: d.ID, IntentID: d.IntentID, Node: n.id,
-			Status: protocol.StatusOK, Output: string(d.Params), OutputHash: protocol.FormatHash(sum),
-			OutputBytes: int64(len(d.Params)), Sandbox: "wasm", StartedAt: now, FinishedAt: now, KeyID: n.id}
+		r := &protocol.Result{Type: protocol.ResultTypeV2, DispatchID: d.ID, IntentID: d.IntentID, Node: n.id,
+			Status: protocol.StatusOK, Sandbox: "wasm", StartedAt: now, FinishedAt: now, KeyID: n.id}
+		r.SetCaptured(protocol.FormatHash(sum), int64(len(d.Params)), d.Params, false)
+		output := []byte(d.Params)
+		if b := n.badOutput.Load(); b != nil {
+			output = *b
+		}
+		if n.v1.Load() {
+			r.Type, r.CapturedHash, r.CapturedBytes, r.Output = protocol.ResultTypeV1, "", nil, string(d.Params)
+		}
 		r.Sign(n.key)
 		raw, _ := jsonv2.Marshal(r)
-		n.write(protocol.FrameResult, protocol.ResultFrame{Result: raw})
+		n.write(protocol.FrameResult, protocol.ResultFrame{Result: raw, Output: output})
 	}
 }
 

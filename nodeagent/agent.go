@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/writhq/writ/nodeagent/internal/store"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -85,12 +86,13 @@ func (a *Agent) heartbeat() time.Duration { return time.Duration(a.hbeat.Load())
 // Keys are the server keys this agent trusts for dispatches.
 func (a *Agent) Keys() protocol.SignerKeys { return &a.keys }
 
-// Deliver sends a signed result on the live session, if there is one; the
-// store keeps it either way until it is acknowledged. The executor calls it
-// as soon as a result is written.
-func (a *Agent) Deliver(result []byte) {
+// Deliver sends a signed result, and beside it the captured output it
+// commits to, on the live session, if there is one; the store keeps both
+// either way until the result is acknowledged. The executor calls it as
+// soon as a result is written.
+func (a *Agent) Deliver(p store.Pending) {
 	if c := a.active.Load(); c != nil {
-		if err := c.write(protocol.FrameResult, protocol.ResultFrame{Result: result}); err != nil {
+		if err := c.write(protocol.FrameResult, protocol.ResultFrame{Result: p.Result, Output: p.Output}); err != nil {
 			c.log.Debug("result not sent; it stays in the outbox", "err", err)
 		}
 	}
@@ -193,7 +195,7 @@ func (a *Agent) flush(c *conn) {
 		return
 	}
 	for _, p := range pending {
-		if err := c.write(protocol.FrameResult, protocol.ResultFrame{Result: p.Result}); err != nil {
+		if err := c.write(protocol.FrameResult, protocol.ResultFrame{Result: p.Result, Output: p.Output}); err != nil {
 			return
 		}
 	}

@@ -178,24 +178,34 @@ func TestDispatchLimitsTightenOnly(t *testing.T) {
 	}
 }
 
-func TestResultOutputEncoding(t *testing.T) {
+// TestResultCaptured: the result commits to the captured output by hash
+// and size and carries none of it; the bytes kept are returned to be sent
+// beside it, cut at MaxResultOutput on a rune boundary when they are text.
+func TestResultCaptured(t *testing.T) {
 	for name, c := range map[string]struct {
-		out      []byte
-		written  int64
-		want     string
-		encoding string
-		trunc    bool
+		out     []byte
+		written int64
+		want    []byte
+		trunc   bool
 	}{
-		"text":        {[]byte("héllo"), 6, "héllo", "", false},
-		"binary":      {[]byte{0xff, 0}, 2, "/wA=", "base64", false},
-		"cut by tier": {[]byte("abc"), 10, "abc", "", true},
-		"too long":    {[]byte(strings.Repeat("é", MaxResultOutput)), 2 * MaxResultOutput, strings.Repeat("é", MaxResultOutput/2), "", true},
+		"text":        {[]byte("héllo"), 6, []byte("héllo"), false},
+		"binary":      {[]byte{0xff, 0}, 2, []byte{0xff, 0}, false},
+		"cut by tier": {[]byte("abc"), 10, []byte("abc"), true},
+		"too long":    {[]byte(strings.Repeat("é", MaxResultOutput)), 2 * MaxResultOutput, []byte(strings.Repeat("é", MaxResultOutput/2)), true},
+		"empty":       {nil, 0, nil, false},
 	} {
 		t.Run(name, func(t *testing.T) {
-			r := &protocol.Result{}
-			fillFromOutcome(r, sandbox.Outcome{Status: sandbox.StatusOK, Output: c.out, OutputBytes: c.written, Tier: "wasm", OutputHash: "sha256:x"})
-			if r.Output != c.want || r.OutputEncoding != c.encoding || r.Truncated != c.trunc || r.OutputBytes != c.written {
-				t.Fatalf("got output %.20q encoding %q truncated %v, want %.20q %q %v", r.Output, r.OutputEncoding, r.Truncated, c.want, c.encoding, c.trunc)
+			r := &protocol.Result{Type: protocol.ResultTypeV2}
+			full := protocol.HashBytes(append(c.out, make([]byte, c.written-int64(len(c.out)))...))
+			got := fillFromOutcome(r, sandbox.Outcome{Status: sandbox.StatusOK, Output: c.out, OutputBytes: c.written, Tier: "wasm", OutputHash: full})
+			if string(got) != string(c.want) || r.Truncated != c.trunc || r.OutputBytes != c.written || r.OutputHash != full {
+				t.Fatalf("got captured %.20q truncated %v bytes %d, want %.20q %v %d", got, r.Truncated, r.OutputBytes, c.want, c.trunc, c.written)
+			}
+			if r.Output != "" || r.OutputEncoding != "" {
+				t.Fatalf("got output %.20q in the result, want none", r.Output)
+			}
+			if err := r.CheckCaptured(got); err != nil {
+				t.Fatalf("captured output does not match the result: %v", err)
 			}
 		})
 	}

@@ -127,13 +127,13 @@ func (x *Executor) refuse(d *protocol.Dispatch, raw []byte, why error) error {
 		}
 		return err
 	}
-	x.notify(d.ID, b)
+	x.notify(d.ID, b, nil)
 	return nil
 }
 
-func (x *Executor) notify(id string, result []byte) {
+func (x *Executor) notify(id string, result, output []byte) {
 	if x.cfg.OnResult != nil {
-		x.cfg.OnResult(store.Pending{DispatchID: id, Result: result})
+		x.cfg.OnResult(store.Pending{DispatchID: id, Result: result, Output: output})
 	}
 }
 

@@ -280,6 +280,15 @@ func (h *harness) outbox() map[string]*protocol.Result {
 		if r.DispatchID != p.DispatchID || r.Node != nodeID || r.KeyID != nodeID {
 			h.t.Fatalf("result %+v filed under %s", r, p.DispatchID)
 		}
+		if r.Version() != 2 || r.Output != "" {
+			h.t.Fatalf("result of %s: got version %d with output %q, want a v2 without", p.DispatchID, r.Version(), r.Output)
+		}
+		if err := r.CheckCaptured(p.Output); err != nil {
+			h.t.Fatalf("output kept beside the result of %s: %v", p.DispatchID, err)
+		}
+		// For the assertions: the captured output, checked against the
+		// signed hash, where a v1 result carried it.
+		r.Output, r.OutputEncoding = protocol.EncodeOutput(p.Output)
 		out[p.DispatchID] = r
 	}
 	return out

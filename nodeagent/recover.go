@@ -37,11 +37,11 @@ func (x *Executor) Recover() (int, error) {
 		if err != nil {
 			return i, err
 		}
-		if err := x.cfg.Store.Complete(s.DispatchID, b); err != nil && !errors.Is(err, store.ErrAlreadyCompleted) {
+		if err := x.cfg.Store.Complete(s.DispatchID, b, nil); err != nil && !errors.Is(err, store.ErrAlreadyCompleted) {
 			return i, fmt.Errorf("nodeagent: recover %s: %w", s.DispatchID, err)
 		}
 		x.log.Warn("run interrupted by a restart: reported as unknown", "dispatch", s.DispatchID, "intent", s.IntentID)
-		x.notify(s.DispatchID, b)
+		x.notify(s.DispatchID, b, nil)
 	}
 	return len(runs), nil
 }

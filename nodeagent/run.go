@@ -1,7 +1,6 @@
 package nodeagent
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"math"
@@ -18,11 +17,13 @@ import (
 	"github.com/writhq/writ/sandbox"
 )
 
-// MaxResultOutput bounds the output a result carries, whatever the tool's
-// output limit: a result must fit in one object (protocol.DefaultMaxBytes)
-// even when every byte needs a six-byte JSON escape. output_hash and
-// output_bytes still cover everything the tool wrote.
-const MaxResultOutput = 128 << 10
+// MaxResultOutput bounds the output a node keeps and sends beside a result,
+// whatever the tool's output limit (protocol.MaxCapturedBytes: the control
+// plane keeps it in every replica's memory, and the result frame carries it
+// as base64, far below protocol.MaxFrameBytes). output_hash and
+// output_bytes still cover everything the tool wrote; captured_hash and
+// captured_bytes what was kept.
+const MaxResultOutput = protocol.MaxCapturedBytes
 
 // run claims the verified dispatch's nonce and journals it, in one durable
 // step, then runs its tool once, sends the signed result and completes the
@@ -73,7 +74,7 @@ func (x *Executor) run(d *protocol.Dispatch, raw []byte, e Entry) error {
 		finishedAt = startedAt
 	}
 	r := x.newResult(d.ID, d.IntentID)
-	fillFromOutcome(r, out)
+	captured := fillFromOutcome(r, out)
 	r.StartedAt, r.FinishedAt = formatTime(startedAt), formatTime(finishedAt)
 	b, err := x.sign(r)
 	if err != nil {
@@ -83,8 +84,8 @@ func (x *Executor) run(d *protocol.Dispatch, raw []byte, e Entry) error {
 	x.mu.Lock()
 	x.completing[d.ID] = false
 	x.mu.Unlock()
-	x.notify(d.ID, b)
-	err = x.cfg.Store.Complete(d.ID, b)
+	x.notify(d.ID, b, captured)
+	err = x.cfg.Store.Complete(d.ID, b, captured)
 	x.mu.Lock()
 	acked := x.completing[d.ID]
 	delete(x.completing, d.ID)
@@ -175,12 +176,14 @@ func tighten(l sandbox.Limits, d protocol.Limits) sandbox.Limits {
 	return l
 }
 
-// fillFromOutcome writes how the tool ended into r.
-func fillFromOutcome(r *protocol.Result, out sandbox.Outcome) {
+// fillFromOutcome writes how the tool ended into r, and returns the captured
+// output r commits to: what the node sends beside it.
+func fillFromOutcome(r *protocol.Result, out sandbox.Outcome) []byte {
 	r.ExitCode, r.Sandbox = out.ExitCode, out.Tier
-	r.OutputHash, r.OutputBytes = out.OutputHash, out.OutputBytes
-	if r.OutputHash == "" {
-		r.OutputHash = protocol.HashBytes(nil)
+	outputHash, outputBytes := out.OutputHash, out.OutputBytes
+	if outputHash == "" {
+		// A run that never started has an empty output.
+		outputHash, outputBytes = protocol.HashBytes(out.Output), int64(len(out.Output))
 	}
 	switch out.Status {
 	case sandbox.StatusOK:
@@ -201,7 +204,7 @@ func fillFromOutcome(r *protocol.Result, out sandbox.Outcome) {
 		r.Error = r.Status + ": " + out.Reason
 	}
 	output := out.Output
-	r.Truncated = out.Truncated || int64(len(output)) < out.OutputBytes
+	truncated := out.Truncated
 	if len(output) > MaxResultOutput {
 		cut := output[:MaxResultOutput]
 		if utf8.Valid(output) {
@@ -209,18 +212,19 @@ func fillFromOutcome(r *protocol.Result, out sandbox.Outcome) {
 				cut = cut[:len(cut)-1]
 			}
 		}
-		output, r.Truncated = cut, true
+		output, truncated = cut, true
 	}
-	if utf8.Valid(output) {
-		r.Output = string(output)
-	} else {
-		r.Output, r.OutputEncoding = base64.StdEncoding.EncodeToString(output), "base64"
-	}
+	r.SetCaptured(outputHash, outputBytes, output, truncated)
+	return output
 }
 
+// newResult starts a writ.result/v2 with no output: what a refusal or an
+// interrupted run reports.
 func (x *Executor) newResult(dispatchID, intentID string) *protocol.Result {
-	return &protocol.Result{Type: protocol.KindResult.Type(), DispatchID: dispatchID, IntentID: intentID,
-		Node: x.cfg.NodeID, OutputHash: protocol.HashBytes(nil), KeyID: x.cfg.NodeID}
+	r := &protocol.Result{Type: protocol.ResultTypeV2, DispatchID: dispatchID, IntentID: intentID,
+		Node: x.cfg.NodeID, KeyID: x.cfg.NodeID}
+	r.SetCaptured(protocol.HashBytes(nil), 0, nil, false)
+	return r
 }
 
 // sign signs r with the node key and encodes it.

@@ -83,7 +83,7 @@ func Run(ctx context.Context, rc RunConfig) error {
 		Concurrency: rc.Concurrency, WorkDir: filepath.Join(rc.DataDir, "work"), Env: rc.Env, Logger: log,
 		OnResult: func(p store.Pending) {
 			if a := live.Load(); a != nil {
-				go a.Deliver(p.Result)
+				go a.Deliver(p)
 			}
 		},
 	})

@@ -40,6 +40,11 @@ const (
 	CodeUnknownTool      Code = "unknown_tool"
 	CodeTierUnavailable  Code = "tier_unavailable"
 	CodeSandboxRefused   Code = "sandbox_refused"
+
+	// CodeOutputMismatch: an output is not the one a result's hashes and
+	// sizes commit to (a node's captured output, a stored one, or a file
+	// checked offline).
+	CodeOutputMismatch Code = "output_mismatch"
 )
 
 // Error is a protocol error: a stable code, and a message that is safe to show
@@ -78,6 +83,7 @@ var (
 	ErrApprovalReplayed    = &Error{Code: CodeApprovalReplayed}
 	ErrApprovalForbidden   = &Error{Code: CodeApprovalForbidden}
 	ErrWrongNode           = &Error{Code: CodeWrongNode}
+	ErrOutputMismatch      = &Error{Code: CodeOutputMismatch}
 )
 
 // CodeOf returns the stable code of err, or "" if err is nil or carries none.

@@ -2,7 +2,11 @@ package protocol_test
 
 import (
 	"crypto/ed25519"
+	"os"
+	"path/filepath"
 	"testing"
+
+	"github.com/go-json-experiment/json"
 
 	"github.com/writhq/writ/protocol"
 	"github.com/writhq/writ/protocol/protocoltest"
@@ -123,8 +127,19 @@ func FuzzVerifyDispatch(f *testing.F) {
 	})
 }
 
+// FuzzVerifyResult covers both versions: seeds are the shared v1 vectors and
+// the v2 vectors of testdata/result_v2.json. A v2 that decodes must say
+// what a verifier relies on: no text, and truncated whenever less was kept.
 func FuzzVerifyResult(f *testing.F) {
 	dispatchResultSeeds(f, "result")
+	if b, err := os.ReadFile(filepath.Join("testdata", "result_v2.json")); err == nil {
+		var v resultV2Vectors
+		if json.Unmarshal(b, &v) == nil {
+			for _, c := range v.Cases {
+				f.Add([]byte(c.JSON))
+			}
+		}
+	}
 	nodes := signerKeys{"node-eu-1": nodePriv.Public().(ed25519.PublicKey)}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		_, err := verifierAt(t, t0).VerifyResult(raw, nodes)
@@ -134,6 +149,14 @@ func FuzzVerifyResult(f *testing.F) {
 		r, err := protocol.DecodeResult(raw, 0)
 		if err != nil {
 			return
+		}
+		if r.Version() == 2 {
+			switch {
+			case r.Output != "" || r.OutputEncoding != "" || r.CapturedBytes == nil:
+				t.Fatalf("a v2 decoded with output text or without captured_bytes: %s", raw)
+			case !r.Truncated && (*r.CapturedBytes != r.OutputBytes || r.CapturedHash != r.OutputHash):
+				t.Fatalf("a v2 not truncated decoded with captured differing from output: %s", raw)
+			}
 		}
 		r.KeyID = "node-eu-1"
 		if err := r.Sign(nodePriv); err != nil {

@@ -3,6 +3,15 @@ package protocol
 import "crypto/ed25519"
 
 // Result is a node's signed report of one run of one dispatch.
+//
+// Two versions share this struct, told apart by Type. A writ.result/v2
+// (ResultTypeV2, what nodes sign) commits to the tool's output by hash and
+// size only: OutputHash and OutputBytes cover everything the tool wrote,
+// CapturedHash and CapturedBytes what the node kept and sent beside the
+// result, and Output is empty. A writ.result/v1 (ResultTypeV1) carries the
+// captured output itself in Output; it is still verified, never signed by a
+// node any more. Members are added at the end, omitted when zero, so that
+// objects without them keep their signing input.
 type Result struct {
 	Type       string `json:"type"`
 	DispatchID string `json:"dispatch_id"`
@@ -10,14 +19,22 @@ type Result struct {
 	Node       string `json:"node"`
 	Status     string `json:"status"`
 	ExitCode   int    `json:"exit_code"`
-	// Output is the captured output, capped. When the tool wrote bytes that are
-	// not UTF-8, Output is their standard base64 and OutputEncoding is "base64".
-	Output         string `json:"output"`
+	// Output is the captured output, capped, in version 1 only. When the
+	// tool wrote bytes that are not UTF-8, Output is their standard base64
+	// and OutputEncoding is "base64".
+	Output         string `json:"output,omitzero"`
 	OutputEncoding string `json:"output_encoding,omitzero"`
-	OutputHash     string `json:"output_hash"`
-	OutputBytes    int64  `json:"output_bytes"`
-	Truncated      bool   `json:"truncated"`
-	Sandbox        string `json:"sandbox"`
+	// OutputHash and OutputBytes are the hash and size of everything the
+	// tool wrote, before any cap.
+	OutputHash  string `json:"output_hash"`
+	OutputBytes int64  `json:"output_bytes"`
+	// CapturedHash and CapturedBytes (version 2, required there) are the
+	// hash and size of the bytes the node kept: the output a reader is
+	// served. They equal OutputHash and OutputBytes unless Truncated.
+	CapturedHash  string `json:"captured_hash,omitzero"`
+	CapturedBytes *int64 `json:"captured_bytes,omitzero"`
+	Truncated     bool   `json:"truncated"`
+	Sandbox       string `json:"sandbox"`
 	// Error says why a run was refused or failed before the tool ran.
 	Error      string `json:"error,omitzero"`
 	StartedAt  string `json:"started_at"`
@@ -25,6 +42,19 @@ type Result struct {
 	KeyID      string `json:"key_id"`
 	Sig        string `json:"sig,omitzero"`
 }
+
+// The types of results: version 1 carries the captured output, version 2
+// only its hashes. Both are signed with the prefix KindResult.Prefix().
+const (
+	ResultTypeV1 = "writ.result/v1"
+	ResultTypeV2 = "writ.result/v2"
+)
+
+// MaxCapturedBytes bounds the output a node keeps and sends beside a v2
+// result (captured_bytes), whatever the tool's output limit: every server
+// keeps it in memory until its retention passes. output_hash and
+// output_bytes still cover everything the tool wrote.
+const MaxCapturedBytes = 128 << 10
 
 // The statuses a result can carry.
 const (
@@ -41,9 +71,20 @@ const (
 
 func (*Result) kind() Kind { return KindResult }
 
+// Version returns 1 or 2 for a result of a known type, 0 otherwise.
+func (r *Result) Version() int {
+	switch r.Type {
+	case ResultTypeV1:
+		return 1
+	case ResultTypeV2:
+		return 2
+	}
+	return 0
+}
+
 func (r *Result) validate() error {
-	if err := checkType(KindResult, r.Type); err != nil {
-		return err
+	if r.Version() == 0 {
+		return malformed("type must be %q or %q", ResultTypeV2, ResultTypeV1)
 	}
 	for _, f := range [...]struct{ name, value string }{
 		{"dispatch_id", r.DispatchID}, {"intent_id", r.IntentID}, {"node", r.Node}, {"key_id", r.KeyID},
@@ -64,14 +105,20 @@ func (r *Result) validate() error {
 	} else if r.Status != StatusRefused && r.Status != StatusUnknown {
 		return malformed("sandbox must name the tier that ran the tool")
 	}
-	if r.OutputEncoding != "" && r.OutputEncoding != "base64" {
-		return malformed(`output_encoding must be "base64" when present`)
-	}
 	if err := checkHash("output_hash", r.OutputHash); err != nil {
 		return err
 	}
 	if r.OutputBytes < 0 {
 		return malformed("output_bytes must not be negative")
+	}
+	var err error
+	if r.Version() == 1 {
+		err = r.validateV1()
+	} else {
+		err = r.validateV2()
+	}
+	if err != nil {
+		return err
 	}
 	started, err := ParseTime(r.StartedAt)
 	if err != nil {
@@ -83,6 +130,42 @@ func (r *Result) validate() error {
 	}
 	if finished.Before(started) {
 		return malformed("finished_at must not be before started_at")
+	}
+	return nil
+}
+
+func (r *Result) validateV1() error {
+	if r.OutputEncoding != "" && r.OutputEncoding != "base64" {
+		return malformed(`output_encoding must be "base64" when present`)
+	}
+	if r.CapturedHash != "" || r.CapturedBytes != nil {
+		return malformed("captured_hash and captured_bytes are members of %s only", ResultTypeV2)
+	}
+	return nil
+}
+
+// validateV2 checks what a version-2 result says about its output: no text,
+// both hashes, and sizes that agree with truncated.
+func (r *Result) validateV2() error {
+	if r.Output != "" || r.OutputEncoding != "" {
+		return malformed("a %s carries no output or output_encoding", ResultTypeV2)
+	}
+	if err := checkHash("captured_hash", r.CapturedHash); err != nil {
+		return err
+	}
+	switch n := r.CapturedBytes; {
+	case n == nil:
+		return malformed("captured_bytes is required")
+	case *n < 0:
+		return malformed("captured_bytes must not be negative")
+	case *n > r.OutputBytes:
+		return malformed("captured_bytes must not exceed output_bytes")
+	case *n > MaxCapturedBytes:
+		return malformed("captured_bytes must not exceed %d", MaxCapturedBytes)
+	case !r.Truncated && (*n != r.OutputBytes || r.CapturedHash != r.OutputHash):
+		return malformed("an output not truncated must have captured_hash = output_hash and captured_bytes = output_bytes")
+	case *n < r.OutputBytes && !r.Truncated:
+		return malformed("captured_bytes under output_bytes must be truncated")
 	}
 	return nil
 }

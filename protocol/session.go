@@ -84,9 +84,13 @@ type DispatchFrame struct {
 	Dispatch jsontext.Value `json:"dispatch"`
 }
 
-// ResultFrame carries one signed result, exactly as signed.
+// ResultFrame carries one signed result, exactly as signed, and beside it
+// (for a writ.result/v2) the captured output the result commits to by
+// captured_hash and captured_bytes. The output is not signed itself: the
+// server checks it against the signed hash before accepting either.
 type ResultFrame struct {
 	Result jsontext.Value `json:"result"`
+	Output []byte         `json:"output,omitzero"`
 }
 
 // Ack says that the result of a dispatch is committed (the agent may drop it

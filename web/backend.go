@@ -163,12 +163,15 @@ type DispatchInfo struct {
 	Fence    uint64
 }
 
-// ResultInfo is what the node's signed result says.
+// ResultInfo is what the node's signed result says, with the tool's captured
+// output (base64 when OutputEncoding says so) while the cluster keeps it:
+// OutputKept is false once it is gone. Backend.Intent fills it; a page shows
+// it only to a viewer allowed the intent's tenant.
 type ResultInfo struct {
-	Status, Sandbox, Output, StartedAt, FinishedAt string
-	ExitCode                                       int
-	OutputBytes                                    int64
-	Truncated                                      bool
+	Status, Sandbox, Output, OutputEncoding, StartedAt, FinishedAt string
+	ExitCode                                                       int
+	OutputBytes                                                    int64
+	Truncated, OutputKept                                          bool
 }
 
 // Node is a node agent as the fleet pages show it.

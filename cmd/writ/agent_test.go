@@ -3,6 +3,7 @@ package main_test
 import (
 	"bufio"
 	"encoding/json"
+	"github.com/writhq/writ/protocol"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -155,8 +156,21 @@ func TestAgentRunsOverQUIC(t *testing.T) {
 	c.startAgent(t, a, map[string]string{"echo": echoManifest("echo")})
 	r := c.submit(t, "echo", `{"msg":"over quic"}`, "10s")
 	res, _ := r["result"].(map[string]any)
-	if r["state"] != "completed" || res == nil || res["output"] != `{"msg":"over quic"}` || r["receipt_index"] == nil {
+	wantHash := protocol.HashBytes([]byte(`{"msg":"over quic"}`))
+	if r["state"] != "completed" || res == nil || res["type"] != protocol.ResultTypeV2 || res["captured_hash"] != wantHash ||
+		res["output"] != nil || r["receipt_index"] == nil {
 		t.Fatalf("intent: %v", r)
+	}
+	// The output came beside the result over QUIC, was checked against its
+	// captured_hash, and is served to an entitled read (here the admin's).
+	var got struct {
+		Output        string `json:"output"`
+		CapturedHash  string `json:"captured_hash"`
+		CapturedBytes int64  `json:"captured_bytes"`
+	}
+	answer := c.admin(t, "intent", "output", r["intent_id"].(string))
+	if json.Unmarshal([]byte(answer), &got) != nil || got.Output != `{"msg":"over quic"}` || got.CapturedHash != wantHash || got.CapturedBytes != 19 {
+		t.Fatalf("intent output: %q", answer)
 	}
 	// A join token is used once: a second enrollment with it is refused.
 	var nodes struct {

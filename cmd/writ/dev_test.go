@@ -119,8 +119,51 @@ func TestDevEndToEnd(t *testing.T) {
 	}
 	// The agent inside writ dev runs echo in the wasm tier.
 	out, code := run(t, sign("echo"), "intent", "submit", "--server", server, "--wait", "10s")
-	if code != 0 || state(out) != "completed" || !strings.Contains(out, `"output":"{\"msg\":\"hi\"}"`) || !strings.Contains(out, `"sandbox":"wasm"`) {
+	if code != 0 || state(out) != "completed" || !strings.Contains(out, `"sandbox":"wasm"`) || !strings.Contains(out, `"type":"writ.result/v2"`) {
 		t.Fatalf("submit echo: %q exit %d", out, code)
+	}
+	// The answer to a submission, and the receipt, carry the output's
+	// hashes; the output itself only a signed read of the tenant.
+	var echo struct {
+		ID           string  `json:"intent_id"`
+		ReceiptIndex *uint64 `json:"receipt_index"`
+	}
+	if json.Unmarshal([]byte(out), &echo) != nil || echo.ReceiptIndex == nil || strings.Contains(out, `{\"msg\":\"hi\"}`) {
+		t.Fatalf("submit echo: the answer has the output or no receipt: %q", out)
+	}
+	signedGet := func(id string) (string, int) {
+		return run(t, "", "intent", "get", id, "--server", server, "--tenant", creds.Tenant,
+			"--key", creds.Orchestrator.KeyID+"="+filepath.Join(dir, "orchestrator.key"))
+	}
+	if out, code := signedGet(echo.ID); code != 0 || !strings.Contains(out, `"output":"{\"msg\":\"hi\"}"`) {
+		t.Fatalf("intent get echo: %q exit %d", out, code)
+	}
+	if out, code := run(t, "", "--output", "text", "intent", "get", echo.ID, "--server", server, "--tenant", creds.Tenant,
+		"--key", creds.Orchestrator.KeyID+"="+filepath.Join(dir, "orchestrator.key")); code != 0 || out != echo.ID+": completed\n{\"msg\":\"hi\"}\n" {
+		t.Fatalf("intent get echo, text: %q exit %d", out, code)
+	}
+	var ledgerKey struct {
+		LedgerKey string `json:"ledger_key"`
+	}
+	json.Unmarshal(b, &ledgerKey)
+	echoReceipt, code := run(t, "", "receipt", "get", fmt.Sprint(*echo.ReceiptIndex), "--server", server)
+	if code != 0 || strings.Contains(echoReceipt, `{\"msg\":\"hi\"}`) {
+		t.Fatalf("echo's receipt: %q exit %d", echoReceipt, code)
+	}
+	echoReceiptFile := writeFile(t, t.TempDir(), "echo-receipt.json", echoReceipt)
+	for _, c := range []struct {
+		output, want string
+		code         int
+	}{
+		{`{"msg":"hi"}`, `"output":"captured"`, 0},
+		{`{"msg":"ho"}`, `"error":"output_mismatch"`, 1},
+		{``, `"error":"output_mismatch"`, 1},
+	} {
+		out, code := run(t, "", "verify", "receipt", echoReceiptFile, "--key", ledgerKey.LedgerKey,
+			"--output", writeFile(t, t.TempDir(), "output", c.output))
+		if code != c.code || !strings.Contains(out, c.want) {
+			t.Errorf("verify receipt --output %q: %q exit %d, want %s exit %d", c.output, out, code, c.want, c.code)
+		}
 	}
 	pending := sign("echo_approval")
 	out, code = run(t, pending, "intent", "submit", "--server", server)
@@ -169,10 +212,16 @@ func TestDevEndToEnd(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("receipt get: %q exit %d", receipt, code)
 	}
-	var ledgerKey struct {
-		LedgerKey string `json:"ledger_key"`
+	out, code = run(t, "", "verify", "receipt", writeFile(t, t.TempDir(), "receipt.json", receipt), "--key", ledgerKey.LedgerKey)
+	if code != 0 || !strings.HasPrefix(out, `{"valid":true`) {
+		t.Fatalf("verify receipt: %q exit %d", out, code)
 	}
-	json.Unmarshal(b, &ledgerKey)
+	// A receipt without a result has no output to match.
+	out, code = run(t, "", "verify", "receipt", writeFile(t, t.TempDir(), "receipt.json", receipt), "--key", ledgerKey.LedgerKey,
+		"--output", writeFile(t, t.TempDir(), "output", "x"))
+	if code != 1 || !strings.Contains(out, `"error":"output_mismatch"`) || !strings.Contains(out, "no result") {
+		t.Fatalf("verify receipt --output of a denial: %q exit %d", out, code)
+	}
 	out, code = run(t, "", "verify", "receipt", writeFile(t, t.TempDir(), "receipt.json", receipt), "--key", ledgerKey.LedgerKey)
 	if code != 0 || !strings.HasPrefix(out, `{"valid":true`) {
 		t.Fatalf("verify receipt: %q exit %d", out, code)
@@ -214,6 +263,9 @@ func TestDevEndToEnd(t *testing.T) {
 		"--key", creds.Orchestrator.KeyID+"="+filepath.Join(dir, "orchestrator.key"))
 	if code != 0 || state(out) != "completed" {
 		t.Fatalf("after restart: %q exit %d", out, code)
+	}
+	if out, code := signedGet(echo.ID); code != 0 || !strings.Contains(out, `"output":"{\"msg\":\"hi\"}"`) {
+		t.Fatalf("echo's output after restart: %q exit %d", out, code)
 	}
 	out, code = run(t, approval, "approval", "submit", "--server", server)
 	if code != 1 || !strings.Contains(out, `"approval_replayed"`) {

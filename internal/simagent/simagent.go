@@ -269,9 +269,9 @@ func (a *Agent) serve() {
 func (a *Agent) answer(d *protocol.Dispatch) error {
 	now := protocol.FormatTime(time.Now())
 	sum := sha256.Sum256(d.Params)
-	r := &protocol.Result{Type: protocol.KindResult.Type(), DispatchID: d.ID, IntentID: d.IntentID, Node: a.ID,
-		Status: protocol.StatusOK, Output: string(d.Params), OutputHash: protocol.FormatHash(sum),
-		OutputBytes: int64(len(d.Params)), Sandbox: "wasm", StartedAt: now, FinishedAt: now, KeyID: a.ID}
+	r := &protocol.Result{Type: protocol.ResultTypeV2, DispatchID: d.ID, IntentID: d.IntentID, Node: a.ID,
+		Status: protocol.StatusOK, Sandbox: "wasm", StartedAt: now, FinishedAt: now, KeyID: a.ID}
+	r.SetCaptured(protocol.FormatHash(sum), int64(len(d.Params)), d.Params, false)
 	if err := r.Sign(a.key); err != nil {
 		return err
 	}
@@ -279,5 +279,5 @@ func (a *Agent) answer(d *protocol.Dispatch) error {
 	if err != nil {
 		return err
 	}
-	return a.write(protocol.FrameResult, protocol.ResultFrame{Result: raw})
+	return a.write(protocol.FrameResult, protocol.ResultFrame{Result: raw, Output: d.Params})
 }

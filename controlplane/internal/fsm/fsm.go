@@ -25,14 +25,25 @@ type Config struct {
 	// timeout a silent node is waited for before its intent ends unknown.
 	DispatchTTL   time.Duration
 	DispatchGrace time.Duration
+	// OutputRetention is how long a result's captured output is kept after
+	// it was stored (0: outputs are not kept); never past its intent, so at
+	// most IdempotencyRetention. OutputMaxBytes bounds the outputs kept in
+	// all: past it the oldest are dropped first. Both are measured by the
+	// FSM's own clock and sizes, so every replica drops the same ones.
+	OutputRetention time.Duration
+	OutputMaxBytes  int64
 }
 
 // DefaultConfig keeps idempotency keys for 24 hours and nonces for 10 minutes
-// past their approval's expiry.
+// past their approval's expiry, and outputs for 24 hours, 256 MiB in all.
 func DefaultConfig() Config {
 	return Config{IdempotencyRetention: 24 * time.Hour, NonceMargin: 10 * time.Minute,
-		DispatchTTL: time.Minute, DispatchGrace: 30 * time.Second}
+		DispatchTTL: time.Minute, DispatchGrace: 30 * time.Second,
+		OutputRetention: 24 * time.Hour, OutputMaxBytes: DefaultOutputMaxBytes}
 }
+
+// DefaultOutputMaxBytes is the default bound on the outputs kept in all.
+const DefaultOutputMaxBytes = 256 << 20
 
 // Validate reports settings that would break the guarantees.
 func (c Config) Validate() error {
@@ -47,6 +58,13 @@ func (c Config) Validate() error {
 	}
 	if c.DispatchGrace < time.Second {
 		return fmt.Errorf("fsm: dispatch grace %s is under a second", c.DispatchGrace)
+	}
+	if c.OutputRetention < 0 || c.OutputRetention > c.IdempotencyRetention {
+		return fmt.Errorf("fsm: output retention %s is not between 0 and the idempotency retention %s (an output goes with its intent)",
+			c.OutputRetention, c.IdempotencyRetention)
+	}
+	if c.OutputMaxBytes < 0 {
+		return fmt.Errorf("fsm: output max bytes must not be negative")
 	}
 	return nil
 }
@@ -226,6 +244,10 @@ func (f *FSM) apply(index uint64, t MsgType, data []byte) (res Result, changed [
 		var c RecordResult
 		decode(&c)
 		return f.applyResult(index, &c)
+	case MsgPutOutput:
+		var c PutOutput
+		decode(&c)
+		return f.applyOutput(&c), nil
 	default:
 		panic(fmt.Sprintf("fsm: unknown command type %d at index %d", t, index))
 	}

@@ -54,6 +54,10 @@ type indexes struct {
 	rejected timedHeap
 	// deadlines holds open dispatches by the time their node must report.
 	deadlines timedHeap
+	// outputs holds stored outputs by when they were stored, oldest first;
+	// outputBytes is their total size.
+	outputs     timedHeap
+	outputBytes int64
 	// open holds the ids of each node's open dispatches, so that a server
 	// pushing a node's work reads that node's, not every dispatch.
 	open map[string]map[string]bool
@@ -110,7 +114,11 @@ func buildIndexes(s *State) *indexes {
 	for _, k := range sortedKeys(s.Runs) {
 		x.runs = append(x.runs, timedKey{s.Runs[k].LastAt, k})
 	}
-	for _, h := range []*timedHeap{&x.expiry, &x.idem, &x.runs, &x.nonces, &x.rejected, &x.deadlines} {
+	for _, k := range sortedKeys(s.Outputs) {
+		x.outputs = append(x.outputs, timedKey{s.Outputs[k].At, k})
+		x.outputBytes += int64(len(s.Outputs[k].Data))
+	}
+	for _, h := range []*timedHeap{&x.expiry, &x.idem, &x.runs, &x.nonces, &x.rejected, &x.deadlines, &x.outputs} {
 		heap.Init(h)
 	}
 	return x

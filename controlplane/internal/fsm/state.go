@@ -58,6 +58,10 @@ type State struct {
 	// hash of their cookie (users.go).
 	Users    map[string]*User    `json:"users"`
 	Sessions map[string]*Session `json:"sessions"`
+
+	// Outputs are the captured outputs of results, by intent id
+	// (outputs.go): kept beside the intents, never in receipts.
+	Outputs map[string]*Output `json:"outputs"`
 }
 
 // Tenant holds a tenant's settings and keys.
@@ -140,6 +144,7 @@ func newState() *State {
 		Dispatches:  map[string]*Dispatch{},
 		Users:       map[string]*User{},
 		Sessions:    map[string]*Session{},
+		Outputs:     map[string]*Output{},
 	}
 }
 

@@ -28,6 +28,7 @@ func (f *FSM) applyTick(index uint64, at time.Time) []string {
 		changed = append(changed, in.ID)
 	}
 	changed = append(changed, f.expireDispatches(index, now)...)
+	f.expireOutputs(now)
 	for id, tok := range s.JoinTokens { // deleting the expired ones: any order gives the same state
 		if !tok.ExpiresAt.After(now) {
 			delete(s.JoinTokens, id)
@@ -82,6 +83,7 @@ func (f *FSM) applyTick(index uint64, at time.Time) []string {
 // (its intent expired or was refused meanwhile) is kept until it closes.
 func (f *FSM) forget(in *Intent) {
 	delete(f.state.Intents, in.ID)
+	f.dropOutput(in.ID)
 	f.idx.views.forget(in)
 	if in.Dispatch != nil {
 		if d := f.state.Dispatches[in.Dispatch.ID]; d != nil && !d.Open {

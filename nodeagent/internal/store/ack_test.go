@@ -48,7 +48,7 @@ func TestAckDurableLater(t *testing.T) {
 			if err := s.Begin(started(id)); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Complete(id, []byte("r-"+id)); err != nil {
+			if err := s.Complete(id, []byte("r-"+id), nil); err != nil {
 				t.Fatal(err)
 			}
 		} else if err := s.Enqueue(id, []byte("r-"+id)); err != nil {

@@ -39,7 +39,7 @@ func BenchmarkDispatchPath(b *testing.B) {
 			if err := s.Begin(Started{DispatchID: id, IntentID: "i", Nonce: "n" + id, ExpiresAt: time.Now().Add(time.Minute), StartedAt: time.Now(), Dispatch: result}); err != nil {
 				b.Fatal(err)
 			}
-			if err := s.Complete(id, result); err != nil {
+			if err := s.Complete(id, result, nil); err != nil {
 				b.Fatal(err)
 			}
 			if err := s.Ack(id); err != nil {

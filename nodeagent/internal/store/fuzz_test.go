@@ -9,7 +9,7 @@ import (
 // never panic, and what they accept must encode and decode to the same record.
 func FuzzDecodeRecord(f *testing.F) {
 	j, _ := encodeRecord(journalRecord{V: 1, DispatchID: "d", IntentID: "i", Nonce: "n", ExpiresAt: t0, StartedAt: t0, Dispatch: []byte("{}")})
-	o, _ := encodeRecord(outboxRecord{V: 1, DispatchID: "d", Result: []byte("{}")})
+	o, _ := encodeRecord(outboxRecord{V: 1, DispatchID: "d", Result: []byte("{}"), Output: []byte{0xff, 'x'}})
 	for _, s := range [][]byte{j, o, []byte(`{}`), []byte(`{"v":1}`), []byte(`{"v":1,"dispatch_id":"d","dispatch_id":"e"}`), nil} {
 		f.Add(s)
 	}
@@ -28,7 +28,7 @@ func FuzzDecodeRecord(f *testing.F) {
 		if r, err := decodeOutbox(b); err == nil {
 			enc, _ := encodeRecord(r)
 			r2, err := decodeOutbox(enc)
-			if err != nil || r2.DispatchID != r.DispatchID || !bytes.Equal(r2.Result, r.Result) {
+			if err != nil || r2.DispatchID != r.DispatchID || !bytes.Equal(r2.Result, r.Result) || !bytes.Equal(r2.Output, r.Output) {
 				t.Fatalf("outbox record does not round-trip: %+v vs %+v (%v)", r, r2, err)
 			}
 		}

@@ -54,11 +54,11 @@ func (s *Store) Begin(st Started) error {
 	})
 }
 
-// Complete marks the begun dispatch finished and puts its signed result in
-// the outbox, in one atomic, durable step: after a crash either both have
+// Complete marks the begun dispatch finished and puts its signed result, with
+// the captured output it commits to, in the outbox, in one atomic, durable step: after a crash either both have
 // happened or neither. It returns ErrNotStarted for a dispatch never begun
 // and ErrAlreadyCompleted for one already complete.
-func (s *Store) Complete(dispatchID string, result []byte) error {
+func (s *Store) Complete(dispatchID string, result, output []byte) error {
 	if len(result) == 0 {
 		return fmt.Errorf("%w: empty result", ErrInvalid)
 	}
@@ -83,7 +83,7 @@ func (s *Store) Complete(dispatchID string, result []byte) error {
 		if err := tx.Bucket(bucketJournal).Put(id, rec); err != nil {
 			return err
 		}
-		return enqueue(tx, dispatchID, result)
+		return enqueue(tx, dispatchID, result, output)
 	})
 }
 

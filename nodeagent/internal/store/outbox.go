@@ -9,7 +9,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Enqueue puts a signed result in the outbox for a dispatch that has no
+// Enqueue puts a signed result (which has no output) in the outbox for a dispatch that has no
 // journal entry: a refusal, decided before anything ran. It returns
 // ErrAlreadyStarted if the dispatch was begun (its result goes through
 // Complete) and ErrQueued if a result for it is already queued.
@@ -21,11 +21,11 @@ func (s *Store) Enqueue(dispatchID string, result []byte) error {
 		if tx.Bucket(bucketJournal).Get([]byte(dispatchID)) != nil {
 			return fmt.Errorf("%w: %s", ErrAlreadyStarted, dispatchID)
 		}
-		return enqueue(tx, dispatchID, result)
+		return enqueue(tx, dispatchID, result, nil)
 	})
 }
 
-func enqueue(tx *bolt.Tx, dispatchID string, result []byte) error {
+func enqueue(tx *bolt.Tx, dispatchID string, result, output []byte) error {
 	ids := tx.Bucket(bucketOutboxIDs)
 	if ids.Get([]byte(dispatchID)) != nil {
 		return fmt.Errorf("%w: %s", ErrQueued, dispatchID)
@@ -35,7 +35,7 @@ func enqueue(tx *bolt.Tx, dispatchID string, result []byte) error {
 	if err != nil {
 		return err
 	}
-	rec, err := encodeRecord(outboxRecord{V: recordVersion, DispatchID: dispatchID, Result: result})
+	rec, err := encodeRecord(outboxRecord{V: recordVersion, DispatchID: dispatchID, Result: result, Output: output})
 	if err != nil {
 		return err
 	}
@@ -57,7 +57,7 @@ func (s *Store) Outbox() ([]Pending, error) {
 			if err != nil {
 				return fmt.Errorf("%w: outbox entry %x: %v", ErrCorrupt, k, err)
 			}
-			out = append(out, Pending{DispatchID: r.DispatchID, Result: r.Result})
+			out = append(out, Pending{DispatchID: r.DispatchID, Result: r.Result, Output: r.Output})
 			return nil
 		})
 	})

@@ -25,10 +25,12 @@ type Started struct {
 	NonceUntil time.Time
 }
 
-// Pending is a signed result waiting in the outbox for a server's ack.
+// Pending is a signed result waiting in the outbox for a server's ack, with
+// the captured output it commits to by hash (sent beside it, never inside).
 type Pending struct {
 	DispatchID string
 	Result     []byte
+	Output     []byte
 }
 
 // journalRecord is the stored form of a journal entry.
@@ -48,6 +50,7 @@ type outboxRecord struct {
 	V          int    `json:"v"`
 	DispatchID string `json:"dispatch_id"`
 	Result     []byte `json:"result"`
+	Output     []byte `json:"output,omitzero"`
 }
 
 func (r journalRecord) started() Started {

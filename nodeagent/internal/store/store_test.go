@@ -71,7 +71,7 @@ func TestCrashBetweenBeginAndComplete(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Complete("d-done", []byte(`{"result":"done"}`)); err != nil {
+	if err := s.Complete("d-done", []byte(`{"result":"done"}`), []byte("out\xff")); err != nil {
 		t.Fatal(err)
 	}
 	s.Close() // the crash
@@ -88,7 +88,7 @@ func TestCrashBetweenBeginAndComplete(t *testing.T) {
 	if err := s.Begin(started("d-cut")); !errors.Is(err, ErrAlreadyStarted) {
 		t.Fatalf("Begin after restart: got %v, want ErrAlreadyStarted", err)
 	}
-	if err := s.Complete("d-cut", []byte(`{"result":"unknown"}`)); err != nil {
+	if err := s.Complete("d-cut", []byte(`{"result":"unknown"}`), nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := s.Interrupted(); len(got) != 0 {
@@ -98,8 +98,9 @@ func TestCrashBetweenBeginAndComplete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(out) != 2 || out[0].DispatchID != "d-done" || out[1].DispatchID != "d-cut" || string(out[1].Result) != `{"result":"unknown"}` {
-		t.Fatalf("got outbox %+v, want d-done then d-cut", out)
+	if len(out) != 2 || out[0].DispatchID != "d-done" || out[1].DispatchID != "d-cut" || string(out[1].Result) != `{"result":"unknown"}` ||
+		string(out[0].Output) != "out\xff" || out[1].Output != nil {
+		t.Fatalf("got outbox %+v, want d-done with its output then d-cut", out)
 	}
 }
 
@@ -111,16 +112,16 @@ func TestJournalAndOutboxRules(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", name, err, want)
 		}
 	}
-	check("Complete never begun", s.Complete("nope", []byte("r")), ErrNotStarted)
+	check("Complete never begun", s.Complete("nope", []byte("r"), nil), ErrNotStarted)
 	check("Begin", s.Begin(started("d1")), nil)
 	check("Begin twice", s.Begin(started("d1")), ErrAlreadyStarted)
 	check("Enqueue begun", s.Enqueue("d1", []byte("r")), ErrAlreadyStarted)
-	check("Complete", s.Complete("d1", []byte("r1")), nil)
-	check("Complete twice", s.Complete("d1", []byte("r1")), ErrAlreadyCompleted)
+	check("Complete", s.Complete("d1", []byte("r1"), nil), nil)
+	check("Complete twice", s.Complete("d1", []byte("r1"), nil), ErrAlreadyCompleted)
 	check("Enqueue refusal", s.Enqueue("d2", []byte("r2")), nil)
 	check("Enqueue twice", s.Enqueue("d2", []byte("r2")), ErrQueued)
 	check("Begin queued", s.Begin(started("d2")), ErrQueued)
-	check("Complete empty", s.Complete("d1", nil), ErrInvalid)
+	check("Complete empty", s.Complete("d1", nil, nil), ErrInvalid)
 	check("Begin empty id", s.Begin(Started{}), ErrInvalid)
 
 	for _, id := range []string{"d1", "d2"} {
@@ -178,7 +179,7 @@ func TestPruneForgetsOnlyWhatIsPast(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Complete("done", []byte("r")); err != nil {
+	if err := s.Complete("done", []byte("r"), nil); err != nil {
 		t.Fatal(err)
 	}
 	expiry := t0.Add(time.Minute)
@@ -224,7 +225,7 @@ func TestConcurrentUse(t *testing.T) {
 			if err := s.Begin(started(id)); err != nil {
 				t.Error(err)
 			}
-			if err := s.Complete(id, []byte("r"+id)); err != nil {
+			if err := s.Complete(id, []byte("r"+id), nil); err != nil {
 				t.Error(err)
 			}
 			mu.Lock()
@@ -283,7 +284,7 @@ func TestCorruptRecords(t *testing.T) {
 	if fresh, _ := s.ClaimNonce("n", t0); fresh {
 		t.Error("a failed Prune forgot a nonce")
 	}
-	if err := s.Complete("moved", []byte("r")); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "another id") {
+	if err := s.Complete("moved", []byte("r"), nil); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "another id") {
 		t.Errorf("Complete of a record under the wrong key: got %v, want ErrCorrupt", err)
 	}
 }

@@ -52,28 +52,9 @@ func newIntentGet(e *env) *cobra.Command {
 		Short: "Print an intent's state (a read signed with an orchestrator key, or with --token)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			if token == "" {
-				token = os.Getenv("WRIT_TOKEN")
-			}
-			c, err := e.client(server, token)
+			c, err := e.readClient(server, token, tenant, key)
 			if err != nil {
 				return err
-			}
-			if key != "" {
-				ref, err := parseKeyRef("key", key)
-				if err != nil {
-					return err
-				}
-				secret, err := readKeyFile(ref.value)
-				if err != nil {
-					return err
-				}
-				if tenant == "" {
-					return errors.New("--tenant is required with --key")
-				}
-				c.SignReads(tenant, ref.id, secret)
-			} else if token == "" {
-				return errors.New("reads are signed: give --tenant and --key ID=SECRET_FILE, or an admin --token")
 			}
 			r, err := c.Intent(context.Background(), args[0], wait)
 			return e.answer(r, err, wait > 0)
@@ -108,6 +89,36 @@ func newApprovalSubmit(e *env) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&server, "server", defaultServer(), "the control plane's API address")
 	return cmd
+}
+
+// readClient is a client for a read of a tenant's intent: signed with the
+// tenant's orchestrator key (--tenant, --key ID=SECRET_FILE), or carrying an
+// admin token (--token, default $WRIT_TOKEN).
+func (e *env) readClient(server, token, tenant, key string) (*client.Client, error) {
+	if token == "" {
+		token = os.Getenv("WRIT_TOKEN")
+	}
+	c, err := e.client(server, token)
+	if err != nil {
+		return nil, err
+	}
+	if key != "" {
+		ref, err := parseKeyRef("key", key)
+		if err != nil {
+			return nil, err
+		}
+		secret, err := readKeyFile(ref.value)
+		if err != nil {
+			return nil, err
+		}
+		if tenant == "" {
+			return nil, errors.New("--tenant is required with --key")
+		}
+		c.SignReads(tenant, ref.id, secret)
+	} else if token == "" {
+		return nil, errors.New("reads are signed: give --tenant and --key ID=SECRET_FILE, or an admin --token")
+	}
+	return c, nil
 }
 
 // The exit statuses of the commands that print an intent's state (docs/cli.md
@@ -157,6 +168,16 @@ func (e *env) answer(r *client.IntentResponse, err error, waited bool) error {
 			fmt.Fprintf(e.out, " (%s: %s)", r.Error.Code, r.Error.Message)
 		}
 		fmt.Fprintln(e.out)
+		if r.Output != nil {
+			// A signed read's answer: the tool's output, as it wrote it.
+			if r.OutputEncoding != "" {
+				fmt.Fprintf(e.out, "output (%s, not UTF-8):\n", r.OutputEncoding)
+			}
+			fmt.Fprint(e.out, *r.Output)
+			if n := len(*r.Output); n > 0 && (*r.Output)[n-1] != '\n' {
+				fmt.Fprintln(e.out)
+			}
+		}
 	} else if err := e.printJSON(r); err != nil {
 		return err
 	}

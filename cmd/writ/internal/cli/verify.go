@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/writhq/writ/ledger"
+	"github.com/writhq/writ/protocol"
 )
 
 func newVerify(e *env) *cobra.Command {
@@ -20,6 +21,9 @@ type ledgerVerdict struct {
 	Message string `json:"message,omitempty"`
 	Origin  string `json:"origin,omitempty"`
 	Size    int64  `json:"size,omitempty"`
+	// Output says what --output matched: "captured" (what the node kept,
+	// all of it unless truncated) or "full" (everything the tool wrote).
+	Output string `json:"output,omitempty"`
 }
 
 func (e *env) ledgerReport(c ledger.Checkpoint, err error) error {
@@ -40,14 +44,18 @@ func (e *env) ledgerReport(c ledger.Checkpoint, err error) error {
 }
 
 func newVerifyReceipt(e *env) *cobra.Command {
-	var key string
+	var key, outputFile string
 	cmd := &cobra.Command{
-		Use:   "receipt FILE --key VERIFIER_KEY",
-		Short: "Verify a receipt, its inclusion proof and its signed checkpoint",
+		Use:   "receipt FILE --key VERIFIER_KEY [--output OUTPUT_FILE]",
+		Short: "Verify a receipt, its inclusion proof and its signed checkpoint, and an output against it",
 		Long: `Verify a receipt as GET /v1/receipts/{index} returns it ({"receipt", "index",
 "proof", "checkpoint"}): the checkpoint's signature with the note verifier key,
-and the receipt's inclusion in the tree the checkpoint commits to. Prints
-{"valid":true,…} or {"valid":false,"error":"<code>","message":…}; exits 0 or 1.`,
+and the receipt's inclusion in the tree the checkpoint commits to. With
+--output, also check that the file is the tool's output the receipt's signed
+result commits to: its captured output (captured_hash and captured_bytes; for a
+writ.result/v1, the output it carries) or, for a truncated result, everything
+the tool wrote (output_hash and output_bytes). Prints {"valid":true,…} or
+{"valid":false,"error":"<code>","message":…}; exits 0 or 1.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			if key == "" {
@@ -65,11 +73,74 @@ and the receipt's inclusion in the tree the checkpoint commits to. Prints
 			if err != nil {
 				return e.ledgerReport(ledger.Checkpoint{}, err)
 			}
-			return e.ledgerReport(ledger.VerifyReceipt(v, rp))
+			c, err := ledger.VerifyReceipt(v, rp)
+			if err != nil || outputFile == "" {
+				return e.ledgerReport(c, err)
+			}
+			out, err := readSmallFile(outputFile, maxOutputFile)
+			if err != nil {
+				return err
+			}
+			match, err := receiptOutput(rp.Receipt, out)
+			if err != nil {
+				return e.outputReport(err)
+			}
+			if e.output == "text" {
+				fmt.Fprintf(e.out, "valid against %s at size %d; the output is the %s output the result commits to (%d bytes)\n", c.Origin, c.Size, match, len(out))
+				return nil
+			}
+			return e.printJSON(ledgerVerdict{Valid: true, Origin: c.Origin, Size: c.Size, Output: match})
 		},
 	}
 	cmd.Flags().StringVar(&key, "key", "", "the ledger's note verifier key")
+	cmd.Flags().StringVar(&outputFile, "output", "", "a file to check against the output the receipt's result commits to")
+	// --output names the file here, which hides the global output format
+	// flag: -o and --format set the format instead.
+	cmd.Flags().StringVarP(&e.output, "format", "o", "json", "output format: json or text")
 	return cmd
+}
+
+// maxOutputFile bounds --output: the largest output a manifest may allow.
+const maxOutputFile = 64<<20 + 1
+
+// receiptOutput checks out against the signed result inside a verified
+// receipt. The receipt's inclusion under a signed checkpoint is what makes
+// the result's hashes trustworthy offline: the server checked the node's
+// signature before recording it.
+func receiptOutput(receipt []byte, out []byte) (string, error) {
+	r, err := protocol.DecodeReceipt(receipt, 0)
+	if err != nil {
+		return "", err
+	}
+	if r.Result == nil || r.Result.Kind() != '{' {
+		return "", &protocol.Error{Code: protocol.CodeOutputMismatch, Message: "the receipt has no result (the tool never ran or never reported), so no output"}
+	}
+	res, err := protocol.DecodeResult(r.Result, 0)
+	if err != nil {
+		return "", err
+	}
+	m, err := res.CheckOutput(out)
+	if err != nil {
+		return "", err
+	}
+	if m == protocol.MatchFull {
+		return "full", nil
+	}
+	return "captured", nil
+}
+
+// outputReport prints why an output does not match a valid receipt.
+func (e *env) outputReport(err error) error {
+	v := ledgerVerdict{Error: string(protocol.CodeOf(err)), Message: err.Error()}
+	if v.Error == "" {
+		v.Error = string(protocol.CodeMalformed)
+	}
+	if e.output == "text" {
+		fmt.Fprintf(e.out, "invalid: %s: %s\n", v.Error, v.Message)
+	} else if perr := e.printJSON(v); perr != nil {
+		return perr
+	}
+	return exitError{1}
 }
 
 func newVerifyBundle(e *env) *cobra.Command {

@@ -1,0 +1,83 @@
+package controlplane
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/writhq/writ/controlplane/internal/fsm"
+	"github.com/writhq/writ/protocol"
+)
+
+// A tool's output is served only on a read the server authenticated as the
+// intent's tenant (a signed read) or an admin: GET /v1/intents/{id} with
+// the output beside the result, and GET /v1/intents/{id}/output. Answers to
+// a submission or an approval never carry it: a signed intent can be
+// replayed by whoever saw it, a signed read is fresh.
+
+// answerEntitled is answer for a reader entitled to the intent's tenant.
+func (s *Server) answerEntitled(w http.ResponseWriter, r *http.Request, id string, wait time.Duration) {
+	s.respond(w, r, id, wait, true)
+}
+
+// attachOutput adds the intent's stored output to its response, when its
+// result is a writ.result/v2 and the output is still kept and matches it.
+func (s *Server) attachOutput(resp *protocol.IntentResponse, in fsm.Intent) {
+	res, data, ok := s.intentOutput(in)
+	if !ok || res == nil {
+		return
+	}
+	text, enc := protocol.EncodeOutput(data)
+	resp.Output, resp.OutputEncoding = &text, enc
+}
+
+// intentOutput returns the intent's v2 result and the captured output it
+// commits to, checked against captured_hash; ok is false when the output is
+// not kept (not yet, or no longer). A v1 result (an old ledger) carries its
+// output inside: res is nil then.
+func (s *Server) intentOutput(in fsm.Intent) (res *protocol.Result, data []byte, ok bool) {
+	if len(in.Result) == 0 {
+		return nil, nil, false
+	}
+	res, err := protocol.DecodeResult(in.Result, 0)
+	if err != nil || res.Version() != 2 {
+		return nil, nil, false
+	}
+	if *res.CapturedBytes == 0 {
+		return res, []byte{}, true
+	}
+	o, kept := s.fsm.IntentOutput(in.ID)
+	if !kept || o.DispatchID != res.DispatchID || res.CheckCaptured(o.Data) != nil {
+		return res, nil, false
+	}
+	return res, o.Data, true
+}
+
+// handleGetOutput answers GET /v1/intents/{id}/output: the captured output
+// with the hashes and sizes the signed result commits to. Same access as
+// handleGetIntent; not_found for another tenant's intent, for an intent
+// without a v2 result yet, and for an output no longer kept.
+func (s *Server) handleGetOutput(w http.ResponseWriter, r *http.Request) {
+	if s.blocked(w, r) {
+		return
+	}
+	tenant, all, aerr := s.reader(r)
+	if aerr != nil {
+		s.refuse(w, r, aerr)
+		return
+	}
+	id := r.PathValue("id")
+	in, ok := s.fsm.Intent(id)
+	if !ok || (!all && in.Tenant != tenant) {
+		writeError(w, codeNotFound, "no intent "+id)
+		return
+	}
+	res, data, ok := s.intentOutput(in)
+	if !ok {
+		writeError(w, codeNotFound, "intent "+id+" has no output kept (no result yet, a result without stored output, or past the output retention)")
+		return
+	}
+	text, enc := protocol.EncodeOutput(data)
+	writeJSON(w, http.StatusOK, protocol.OutputResponse{IntentID: in.ID, DispatchID: res.DispatchID, Output: text,
+		OutputEncoding: enc, OutputHash: res.OutputHash, OutputBytes: res.OutputBytes,
+		CapturedHash: res.CapturedHash, CapturedBytes: *res.CapturedBytes, Truncated: res.Truncated})
+}
