@@ -82,6 +82,8 @@ var accessMatrix = func() []RouteAccess {
 			body, body, body, body, body, body, body, body, body),
 		row("GET /v1/intents/{id}", "",
 			no, hidden, yes, no, no, no, no, no, yes),
+		row("GET /v1/intents/{id}/output", "the tool's output; also an auditor of the tenant whose token grants outputs",
+			no, hidden, yes, hidden, hidden, hidden, hidden, hidden, yes),
 		row("POST /v1/approvals", "the approval's Ed25519 signature authorizes it; with a session cookie, only the session's approver, with its CSRF token",
 			body, body, body, body, body, body, body, body, body),
 		row("GET /v1/events", "a session (from a page of this origin) or the admin token; each event only to those who may view its tenant",

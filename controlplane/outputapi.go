@@ -60,14 +60,17 @@ func (s *Server) handleGetOutput(w http.ResponseWriter, r *http.Request) {
 	if s.blocked(w, r) {
 		return
 	}
-	tenant, all, aerr := s.reader(r)
+	c, aerr := s.callerOf(r)
+	if aerr == nil && c.kind == callerNone {
+		aerr = refusal(codeUnauthorized, "outputs are read with a read signed by the tenant's orchestrator key, an auditor token granted outputs, or the admin token")
+	}
 	if aerr != nil {
 		s.refuse(w, r, aerr)
 		return
 	}
 	id := r.PathValue("id")
 	in, ok := s.fsm.Intent(id)
-	if !ok || (!all && in.Tenant != tenant) {
+	if !ok || !c.readsOutputOf(in.Tenant) {
 		writeError(w, codeNotFound, "no intent "+id)
 		return
 	}

@@ -335,8 +335,14 @@ func TestDevFromLoneBinary(t *testing.T) {
 		t.Fatalf("intent sign: exit %d", code)
 	}
 	answer, code := run(t, intent, "intent", "submit", "--server", "http://"+addr, "--wait", "30s")
-	if code != 0 || !strings.Contains(answer, `"state":"completed"`) || !strings.Contains(answer, `{\"msg\":\"alone\"}`) {
-		t.Fatalf("submit echo: %q exit %d, want completed with the params as output", answer, code)
+	var r struct{ IntentID, State string }
+	if code != 0 || json.Unmarshal([]byte(answer), &r) != nil || r.State != "completed" {
+		t.Fatalf("submit echo: %q exit %d, want completed", answer, code)
+	}
+	got, code := run(t, "", "-o", "text", "intent", "get", r.IntentID, "--server", "http://"+addr, "--tenant", creds.Tenant,
+		"--key", creds.Orchestrator.KeyID+"="+filepath.Join(dir, "orchestrator.key"))
+	if code != 0 || !strings.Contains(got, `{"msg":"alone"}`) {
+		t.Fatalf("intent get: %q exit %d, want the params back as the output", got, code)
 	}
 }
 
