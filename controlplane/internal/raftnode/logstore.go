@@ -133,8 +133,12 @@ func (s *LogStore) DeleteRange(min, max uint64) error {
 		return nil
 	}
 	return s.db.Update(func(tx *bolt.Tx) error {
+		// Seek again after each Delete: Next after Delete steps over the
+		// leaf as it was read, which is right only while the transaction
+		// has not changed that leaf before; a Seek does not depend on it.
 		c := tx.Bucket(logsBucket).Cursor()
-		for k, _ := c.Seek(logKey(min)); k != nil && binary.BigEndian.Uint64(k) <= max; k, _ = c.Next() {
+		from := logKey(min)
+		for k, _ := c.Seek(from); k != nil && binary.BigEndian.Uint64(k) <= max; k, _ = c.Seek(from) {
 			if err := c.Delete(); err != nil {
 				return err
 			}

@@ -201,3 +201,32 @@ func TestLogCodec(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteRangeAcrossPages: deletions that span many bbolt pages, of
+// entries of every size up to several pages, leave nothing of the range.
+func TestDeleteRangeAcrossPages(t *testing.T) {
+	s, _ := openTestStore(t)
+	var logs []*raft.Log
+	for i := uint64(1); i <= 600; i++ {
+		logs = append(logs, &raft.Log{Index: i, Term: 1, Data: bytes.Repeat([]byte{byte(i)}, int(i*37%9000))})
+	}
+	if err := s.StoreLogs(logs); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range [][2]uint64{{1, 250}, {500, 600}, {251, 260}} {
+		if err := s.DeleteRange(r[0], r[1]); err != nil {
+			t.Fatal(err)
+		}
+		for i := r[0]; i <= r[1]; i++ {
+			var l raft.Log
+			if err := s.GetLog(i, &l); !errors.Is(err, raft.ErrLogNotFound) {
+				t.Fatalf("after DeleteRange(%d, %d), entry %d: got %v, want ErrLogNotFound", r[0], r[1], i, err)
+			}
+		}
+	}
+	first, _ := s.FirstIndex()
+	last, _ := s.LastIndex()
+	if first != 261 || last != 499 {
+		t.Fatalf("got %d..%d, want 261..499", first, last)
+	}
+}

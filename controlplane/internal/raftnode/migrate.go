@@ -11,8 +11,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
-	"github.com/hashicorp/raft-wal/metadb"
 	walfs "github.com/hashicorp/raft-wal/fs"
+	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/hashicorp/raft-wal/segment"
 	"github.com/hashicorp/raft-wal/types"
 	bolt "go.etcd.io/bbolt"
