@@ -6,11 +6,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	wal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/metadb"
+	bolt "go.etcd.io/bbolt"
 )
 
 // logStore is the log and stable store a Node runs on.
@@ -33,8 +36,14 @@ func openLogStore(cfg Config, hl hclog.Logger) (logStore, error) {
 	if err := os.MkdirAll(raftDir, 0o700); err != nil {
 		return nil, err
 	}
-	if cfg.LogStore == LogStoreWAL {
+	switch cfg.LogStore {
+	case LogStoreWAL:
 		return openWAL(WALDir(cfg.Dir), hl)
+	case LogStoreRaftBoltDB:
+		return raftboltdb.New(raftboltdb.Options{
+			Path:        filepath.Join(raftDir, "raft-boltdb.db"),
+			BoltOptions: &bolt.Options{Timeout: time.Second},
+		})
 	}
 	path, walDir := LogStorePath(cfg.Dir), WALDir(cfg.Dir)
 	if _, err := os.Stat(walDir); err == nil {

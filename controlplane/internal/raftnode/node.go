@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -36,8 +37,9 @@ type Config struct {
 	// GroupSizes, when set, is told the number of commands of every entry
 	// Propose puts through Raft.
 	GroupSizes func(commands int)
-	// LogStore is LogStoreBolt (the default, "") or LogStoreWAL, which
-	// exists only so that benchmarks can compare the two in one run.
+	// LogStore is LogStoreBolt (the default, ""); LogStoreWAL and
+	// LogStoreRaftBoltDB exist only so that benchmarks can compare the
+	// stores in one run.
 	LogStore string
 }
 
@@ -50,7 +52,13 @@ const (
 	// crash during a tail truncation at a segment boundary can leave
 	// unopenable (hashicorp/raft-wal#31): for benchmarks only.
 	LogStoreWAL = "raft-wal"
+	// LogStoreRaftBoltDB is hashicorp/raft-boltdb/v2 in DIR/raft/raft-boltdb.db:
+	// for benchmarks only.
+	LogStoreRaftBoltDB = "raft-boltdb"
 )
+
+// LogStores are the values Config.LogStore takes.
+var LogStores = []string{LogStoreBolt, LogStoreWAL, LogStoreRaftBoltDB}
 
 // DefaultCommitTimeout is Raft's own. A follower learns that an entry
 // committed only from the leader's next AppendEntries; the commit beacon
@@ -73,8 +81,8 @@ func (c *Config) Validate() error {
 		return errors.New("raftnode: a bind address is required")
 	case c.TLS == nil:
 		return errors.New("raftnode: TLS is required; Raft traffic is never plaintext")
-	case c.LogStore != "" && c.LogStore != LogStoreBolt && c.LogStore != LogStoreWAL:
-		return fmt.Errorf("raftnode: unknown log store %q (%s or %s)", c.LogStore, LogStoreBolt, LogStoreWAL)
+	case c.LogStore != "" && !slices.Contains(LogStores, c.LogStore):
+		return fmt.Errorf("raftnode: unknown log store %q (one of %v)", c.LogStore, LogStores)
 	case c.Group != GroupConfig{}:
 		return c.Group.Validate()
 	}
