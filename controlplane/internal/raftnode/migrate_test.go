@@ -11,6 +11,8 @@ import (
 	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/metadb"
+	"github.com/writhq/writ/controlplane/internal/fsm"
+	"github.com/writhq/writ/controlplane/internal/pki"
 )
 
 // writeWAL makes a raft-wal v0.4.0 directory with real entries: small
@@ -167,5 +169,39 @@ func TestMigrateRefuses(t *testing.T) {
 		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("%s exists after a refused migration: %v", p, err)
 		}
+	}
+}
+
+// TestStartRefusesUnmigratable: a server whose raft-wal log cannot be
+// migrated does not start, says why and what to run, and leaves it as it was.
+func TestStartRefusesUnmigratable(t *testing.T) {
+	dir := t.TempDir()
+	walDir := WALDir(dir)
+	writeWAL(t, walDir)
+	segs, _ := filepath.Glob(filepath.Join(walDir, "*.wal"))
+	if len(segs) < 3 {
+		t.Fatalf("got %d segments, want several", len(segs))
+	}
+	if err := os.Truncate(segs[1], 64); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fsm.New(fsm.DefaultConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := newTestCA(t)
+	n, err := Start(Config{ID: "s1", Dir: dir, Bind: "127.0.0.1:0", TLS: ca.tls(t, pki.RoleServer, "s1"), Bootstrap: true, Logger: quiet()}, f)
+	if err == nil {
+		n.Shutdown()
+		t.Fatal("a server started on a log that could not be migrated")
+	}
+	if !errors.Is(err, ErrMigrate) || !strings.Contains(err.Error(), "writ operator migrate-log --data-dir "+dir) {
+		t.Fatalf("got %v, want ErrMigrate naming writ operator migrate-log", err)
+	}
+	if _, err := os.Stat(filepath.Join(walDir, metadb.FileName)); err != nil {
+		t.Fatalf("the raft-wal directory was not left in place: %v", err)
+	}
+	if _, err := os.Stat(LogStorePath(dir)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a log store was made: %v", err)
 	}
 }
