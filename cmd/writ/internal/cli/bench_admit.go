@@ -380,6 +380,9 @@ func storeSummary(e *env, concs []int, modes, stores []string, results map[int]m
 			for i, r := range rs {
 				line += fmt.Sprintf("  %s %.0f/s %v %v %.0f%%", stores[i], r.perSec, r.p50.Round(10*time.Microsecond),
 					r.p99.Round(10*time.Microsecond), 100*r.perSec/rs[0].perSec)
+				if r.errors > 0 {
+					line += fmt.Sprintf(" (%d errors)", r.errors)
+				}
 			}
 			fmt.Fprintln(e.out, line)
 		}
