@@ -98,7 +98,14 @@ func readWALMeta(walDir string) (types.PersistentState, map[string][]byte, error
 	var state types.PersistentState
 	stable := map[string][]byte{}
 	path := filepath.Join(walDir, metadb.FileName)
-	if _, err := os.Stat(path); err != nil {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		// raft-wal writes its meta file before any segment: without it,
+		// the directory holds nothing (or nothing raft-wal would read).
+		if segs, _ := filepath.Glob(filepath.Join(walDir, "*.wal")); len(segs) > 0 {
+			return state, nil, fmt.Errorf("%w: %s has segments but no %s", ErrMigrate, walDir, metadb.FileName)
+		}
+		return state, stable, nil
+	} else if err != nil {
 		return state, nil, fmt.Errorf("%w: %v", ErrMigrate, err)
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})

@@ -205,3 +205,23 @@ func TestStartRefusesUnmigratable(t *testing.T) {
 		t.Fatalf("a log store was made: %v", err)
 	}
 }
+
+// TestMigrateEmptyWAL: a raft-wal directory raft-wal never wrote to
+// migrates to an empty store rather than keeping the server from starting.
+func TestMigrateEmptyWAL(t *testing.T) {
+	root := t.TempDir()
+	walDir, dst := filepath.Join(root, "wal"), filepath.Join(root, "raft.db")
+	if err := os.MkdirAll(walDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	m, err := MigrateWAL(walDir, dst)
+	if err != nil || m.Entries != 0 || len(m.Stable) != 0 {
+		t.Fatalf("got %+v, %v, want an empty migration", m, err)
+	}
+	s, err := OpenLogStore(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	checkLog(t, s, 0, 0)
+}
