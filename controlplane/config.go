@@ -73,6 +73,9 @@ type Config struct {
 	// anyway (raftnode's commit beacon); each idle follower costs an empty
 	// AppendEntries per one to two of these.
 	RaftCommitTimeout time.Duration
+	// RaftLogStore is raftnode.LogStoreBolt (the default, ""); the others
+	// (raftnode.LogStores) are there for writ bench admit to compare.
+	RaftLogStore string
 	// PublishInterval is how often the leader publishes a checkpoint when
 	// receipts were added (PROTOCOL: at most every 100 ms under load).
 	PublishInterval time.Duration

@@ -115,8 +115,8 @@ func New(cfg Config) (*Server, error) {
 	groupSize := newGroupSize()
 	node, err := raftnode.Start(raftnode.Config{
 		ID: cfg.ID, Dir: cfg.DataDir, Bind: cfg.RaftAddr, TLS: tlsCfg, Bootstrap: cfg.Bootstrap, Logger: log,
-		CommitTimeout: cfg.RaftCommitTimeout,
-		GroupSizes:    func(n int) { groupSize.Observe(float64(n)) },
+		CommitTimeout: cfg.RaftCommitTimeout, LogStore: cfg.RaftLogStore,
+		GroupSizes: func(n int) { groupSize.Observe(float64(n)) },
 	}, f)
 	if err != nil {
 		lg.Close()

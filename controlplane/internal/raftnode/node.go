@@ -7,20 +7,18 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/raft"
-	wal "github.com/hashicorp/raft-wal"
-	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/writhq/writ/controlplane/internal/fsm"
 )
 
 // Config describes one server's Raft.
 type Config struct {
 	ID        string
-	Dir       string      // data directory; Raft keeps raft/wal and raft/snapshots in it
+	Dir       string      // data directory; Raft keeps raft/raft.db and raft/snapshots in it
 	Bind      string      // host:port to listen on for Raft
 	Advertise net.Addr    // address peers dial; defaults to the bound address
 	TLS       *tls.Config // certificate (writ://server/ID), RootCAs and ClientCAs
@@ -39,7 +37,28 @@ type Config struct {
 	// GroupSizes, when set, is told the number of commands of every entry
 	// Propose puts through Raft.
 	GroupSizes func(commands int)
+	// LogStore is LogStoreBolt (the default, ""); LogStoreWAL and
+	// LogStoreRaftBoltDB exist only so that benchmarks can compare the
+	// stores in one run.
+	LogStore string
 }
+
+// The log stores Start can open.
+const (
+	// LogStoreBolt is LogStore, in DIR/raft/raft.db. A raft-wal directory
+	// found at DIR/raft/wal is migrated into it first (MigrateWAL).
+	LogStoreBolt = "bolt"
+	// LogStoreWAL is hashicorp/raft-wal v0.4.0 in DIR/raft/wal, which a
+	// crash during a tail truncation at a segment boundary can leave
+	// unopenable (hashicorp/raft-wal#31): for benchmarks only.
+	LogStoreWAL = "raft-wal"
+	// LogStoreRaftBoltDB is hashicorp/raft-boltdb/v2 in DIR/raft/raft-boltdb.db:
+	// for benchmarks only.
+	LogStoreRaftBoltDB = "raft-boltdb"
+)
+
+// LogStores are the values Config.LogStore takes.
+var LogStores = []string{LogStoreBolt, LogStoreWAL, LogStoreRaftBoltDB}
 
 // DefaultCommitTimeout is Raft's own. A follower learns that an entry
 // committed only from the leader's next AppendEntries; the commit beacon
@@ -62,6 +81,8 @@ func (c *Config) Validate() error {
 		return errors.New("raftnode: a bind address is required")
 	case c.TLS == nil:
 		return errors.New("raftnode: TLS is required; Raft traffic is never plaintext")
+	case c.LogStore != "" && !slices.Contains(LogStores, c.LogStore):
+		return fmt.Errorf("raftnode: unknown log store %q (one of %v)", c.LogStore, LogStores)
 	case c.Group != GroupConfig{}:
 		return c.Group.Validate()
 	}
@@ -80,8 +101,7 @@ const (
 type Node struct {
 	Raft   *raft.Raft
 	FSM    *fsm.FSM
-	log    *wal.WAL
-	meta   *metadb.BoltMetaDB
+	log    logStore
 	tr     *noticeTransport
 	group  *grouper
 	beacon *commitBeacon
@@ -95,23 +115,12 @@ func Start(cfg Config, f *fsm.FSM) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	walDir := filepath.Join(cfg.Dir, "raft", "wal")
-	if err := os.MkdirAll(walDir, 0o700); err != nil {
+	hl := hclogFor(cfg.Logger, "raft")
+	w, err := openLogStore(cfg, hl)
+	if err != nil {
 		return nil, err
 	}
-	hl := hclogFor(cfg.Logger, "raft")
-	// The WAL does not close a meta store it opened itself, which would leave
-	// its file locked after Shutdown: open it here and close it there.
-	meta := &metadb.BoltMetaDB{}
-	w, err := wal.Open(walDir, wal.WithLogger(hl), wal.WithMetaStore(meta))
-	if err != nil {
-		meta.Close()
-		return nil, fmt.Errorf("raftnode: opening the log: %w", err)
-	}
-	closeStores := func() {
-		w.Close()
-		meta.Close()
-	}
+	closeStores := func() { w.Close() }
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(filepath.Join(cfg.Dir, "raft"), 3, hl)
 	if err != nil {
 		closeStores()
@@ -170,7 +179,7 @@ func Start(cfg Config, f *fsm.FSM) (*Node, error) {
 		}
 	}
 	// The leader reads every new entry back to send it to each follower, and
-	// a follower to apply it: from memory, not with a read from the WAL each.
+	// a follower to apply it: from memory, not with a read from disk each.
 	cached, err := raft.NewLogCache(logCache, w)
 	if err != nil {
 		tr.Close()
@@ -191,7 +200,7 @@ func Start(cfg Config, f *fsm.FSM) (*Node, error) {
 	g := newGrouper(r, gc)
 	g.observe = cfg.GroupSizes
 	g.beacon = b
-	return &Node{Raft: r, FSM: f, log: w, meta: meta, tr: tr, group: g, beacon: b}, nil
+	return &Node{Raft: r, FSM: f, log: w, tr: tr, group: g, beacon: b}, nil
 }
 
 // Addr is the address peers reach this node's Raft at.
@@ -248,9 +257,6 @@ func (n *Node) Shutdown() error {
 	n.beacon.close()
 	n.tr.Close()
 	if cerr := n.log.Close(); err == nil {
-		err = cerr
-	}
-	if cerr := n.meta.Close(); err == nil {
 		err = cerr
 	}
 	return err

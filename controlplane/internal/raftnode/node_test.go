@@ -5,10 +5,12 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -56,6 +58,11 @@ func startNode(t *testing.T, ca *testCA, id, dir string, bootstrap bool) *Node {
 
 func startNodeWith(t *testing.T, ca *testCA, id, dir string, bootstrap bool, commitTimeout time.Duration) *Node {
 	t.Helper()
+	return startNodeStore(t, ca, id, dir, bootstrap, commitTimeout, "")
+}
+
+func startNodeStore(t *testing.T, ca *testCA, id, dir string, bootstrap bool, commitTimeout time.Duration, store string) *Node {
+	t.Helper()
 	f, err := fsm.New(fsm.DefaultConfig(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +70,7 @@ func startNodeWith(t *testing.T, ca *testCA, id, dir string, bootstrap bool, com
 	n, err := Start(Config{
 		ID: id, Dir: dir, Bind: "127.0.0.1:0", TLS: ca.tls(t, pki.RoleServer, id), Bootstrap: bootstrap,
 		Logger: quiet(), HeartbeatTimeout: time.Second, ElectionTimeout: time.Second,
-		LeaderLeaseTimeout: 500 * time.Millisecond, CommitTimeout: commitTimeout,
+		LeaderLeaseTimeout: 500 * time.Millisecond, CommitTimeout: commitTimeout, LogStore: store,
 	}, f)
 	if err != nil {
 		t.Fatalf("start %s: %v", id, err)
@@ -162,11 +169,18 @@ func TestPeerAuthorization(t *testing.T) {
 // TestRestartKeepsState: the log is durable; a restarted server rebuilds the
 // same state from it.
 func TestRestartKeepsState(t *testing.T) {
+	// From raft-wal, the restart migrates the log (MigrateWAL).
+	for _, store := range []string{LogStoreBolt, LogStoreWAL} {
+		t.Run(store, func(t *testing.T) { testRestartKeepsState(t, store) })
+	}
+}
+
+func testRestartKeepsState(t *testing.T, store string) {
 	ca := newTestCA(t)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	n := startNode(t, ca, "s1", dir, true)
+	n := startNodeStore(t, ca, "s1", dir, true, 0, store)
 	n.WaitLeader(ctx)
 	for i := 0; i < 20; i++ {
 		if _, _, err := n.Apply(ctx, fsm.MsgAdmit, admitCmd(i)); err != nil {
@@ -190,6 +204,9 @@ func TestRestartKeepsState(t *testing.T) {
 	m.WaitLeader(ctx)
 	if err := m.Raft.Barrier(10 * time.Second).Error(); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Stat(WALDir(dir)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the raft-wal directory is still in place after the restart: %v", err)
 	}
 	got, _ := m.FSM.Encode()
 	if !bytes.Equal(got, want) {

@@ -32,9 +32,9 @@ func newBenchAdmit(e *env) *cobra.Command {
 	var n, paramBytes int
 	var prof benchProfiles
 	var concs []int
-	var modes []string
+	var modes, stores []string
 	admit := &cobra.Command{
-		Use:   "admit [--n N] [--concurrency 64,256] [--params-bytes 512] [--modes raft-apply,raft-grouped,admit-leader,admit-spread]",
+		Use:   "admit [--n N] [--concurrency 64,256] [--params-bytes 512] [--modes raft-apply,raft-grouped,admit-leader,admit-spread] [--log-stores bolt,raft-wal]",
 		Short: "Admissions per second of a 3-server loopback cluster, beside raw Raft applies of entries of the same size",
 		Long: `Start a 3-server cluster in this process on loopback (Raft over mutual TLS, the
 API over TLS, memberlist discovery: the servers of writ server), record a ready
@@ -56,7 +56,13 @@ operations each:
                answers a fixed intent response, and does nothing else
 and print operations per second, p50 and p99 latency, the ratios to raft-apply
 and raft-grouped, the commands per Raft entry the leader proposed, and the CPU
-time of this whole process (servers and clients) per operation.`,
+time of this whole process (servers and clients) per operation.
+
+With --log-stores, one cluster per Raft log store runs (all started first),
+each concurrency measures every store in turn, and a summary gives each
+store's throughput as a ratio to the first's: bolt is the store servers run
+on; raft-wal (hashicorp/raft-wal v0.4.0, which servers used before) and
+raft-boltdb (hashicorp/raft-boltdb/v2) are there only to compare.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			for _, m := range modes {
@@ -69,13 +75,17 @@ time of this whole process (servers and clients) per operation.`,
 				return err
 			}
 			defer stop()
-			return benchAdmit(e, n, paramBytes, concs, modes)
+			if len(stores) == 0 {
+				return fmt.Errorf("--log-stores: at least one")
+			}
+			return benchAdmit(e, n, paramBytes, concs, modes, stores)
 		},
 	}
 	admit.Flags().IntVar(&n, "n", 20000, "operations per measurement")
 	admit.Flags().IntSliceVar(&concs, "concurrency", []int{64, 256}, "concurrent clients")
 	admit.Flags().IntVar(&paramBytes, "params-bytes", 512, "size of each intent's params")
 	admit.Flags().StringSliceVar(&modes, "modes", benchModes, "what to measure")
+	admit.Flags().StringSliceVar(&stores, "log-stores", []string{"bolt"}, "Raft log stores to measure, a cluster each, in the same run: bolt (Writ's), raft-wal, raft-boltdb; the first is the baseline of the summary")
 	admit.Flags().StringVar(&prof.cpu, "cpuprofile", "", "write a CPU profile of the run to this file")
 	admit.Flags().StringVar(&prof.block, "blockprofile", "", "write a profile of where goroutines blocked to this file")
 	admit.Flags().StringVar(&prof.mutex, "mutexprofile", "", "write a profile of mutex contention to this file")
@@ -136,45 +146,60 @@ type benchResult struct {
 	firstErr string
 }
 
-func benchAdmit(e *env, n, paramBytes int, concs []int, modes []string) error {
-	dir, err := os.MkdirTemp("", "writ-bench-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
+// benchCluster is one 3-server cluster of the run, on one log store.
+type benchCluster struct {
+	store     string
+	dir       string
+	servers   []*controlplane.Server
+	leader    *controlplane.Server
+	leaderURL string
+	urls      []string
+	clients   map[string]*client.Client
+	sign      func(i int, tag string) []byte
+}
+
+// startBenchCluster starts a cluster whose Raft runs on the log store named
+// store, in a directory under dir, and records the bench node.
+func startBenchCluster(dir, store string, paramBytes int) (*benchCluster, error) {
+	c := &benchCluster{store: store, dir: filepath.Join(dir, store), clients: map[string]*client.Client{}}
 	base := controlplane.DefaultConfig()
 	base.Logger = slog.New(slog.DiscardHandler)
 	base.MaxInFlight = 8192
+	base.RaftLogStore = store
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	servers, creds, err := controlplane.StartLocalCluster(ctx, dir, 3, base)
+	servers, creds, err := controlplane.StartLocalCluster(ctx, c.dir, 3, base)
 	cancel()
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("log store %s: %w", store, err)
 	}
-	defer func() {
-		for _, s := range servers {
-			s.Close(context.Background())
-		}
-	}()
-	var leader *controlplane.Server
-	var urls []string
+	c.servers = servers
 	for _, s := range servers {
 		if s.IsLeader() {
-			leader = s
+			c.leader = s
 		}
-		urls = append(urls, "https://"+s.Addr().String())
+		c.urls = append(c.urls, "https://"+s.Addr().String())
 	}
-	leaderURL := "https://" + leader.Addr().String()
-	if err := leader.AddBenchNode(context.Background()); err != nil {
-		return err
+	c.leaderURL = "https://" + c.leader.Addr().String()
+	if err := c.leader.AddBenchNode(context.Background()); err != nil {
+		c.close()
+		return nil, err
 	}
-	caPEM, err := os.ReadFile(filepath.Join(dir, "pki", "ca.pem"))
+	caPEM, err := os.ReadFile(filepath.Join(c.dir, "pki", "ca.pem"))
 	if err != nil {
-		return err
+		c.close()
+		return nil, err
+	}
+	for _, u := range append([]string{c.leaderURL}, c.urls...) {
+		cl := client.New(u, "")
+		if err := cl.TrustCA(caPEM); err != nil {
+			c.close()
+			return nil, err
+		}
+		c.clients[u] = cl
 	}
 	secret, _ := base64.StdEncoding.DecodeString(creds.Orchestrator.Secret)
 	params := `{"msg":"` + strings.Repeat("x", max(paramBytes-10, 0)) + `"}`
-	sign := func(i int, tag string) []byte {
+	c.sign = func(i int, tag string) []byte {
 		now := time.Now().UTC()
 		in := &protocol.Intent{
 			Type: "writ.intent/v1", ID: fmt.Sprintf("bench-%s-%d", tag, i), Tenant: creds.Tenant, Principal: "bench", RunID: "bench",
@@ -191,94 +216,70 @@ func benchAdmit(e *env, n, paramBytes int, concs []int, modes []string) error {
 		}
 		return c
 	}
-	size, err := controlplane.AdmitEntrySize(sign(0, "size"))
+	return c, nil
+}
+
+func (c *benchCluster) close() {
+	for _, s := range c.servers {
+		s.Close(context.Background())
+	}
+}
+
+func benchAdmit(e *env, n, paramBytes int, concs []int, modes, stores []string) error {
+	dir, err := os.MkdirTemp("", "writ-bench-")
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.out, "writ bench admit: 3 servers on loopback, %d-byte params, entries of %d bytes, %d operations each, GOMAXPROCS %d\n",
-		paramBytes, size, n, runtimeProcs())
-	fmt.Fprintf(e.out, "%-6s %-13s %10s %10s %10s %8s %9s %9s %8s\n", "conc", "what", "ops/s", "p50", "p99", "x raft", "x grouped", "cmds/entry", "cpu/op")
-	clients := map[string]*client.Client{}
-	for _, u := range append([]string{leaderURL}, urls...) {
-		c := client.New(u, "")
-		if err := c.TrustCA(caPEM); err != nil {
+	defer os.RemoveAll(dir)
+	// One cluster per log store, all started first, so that each
+	// concurrency measures every store at nearly the same time.
+	var clusters []*benchCluster
+	defer func() {
+		for _, c := range clusters {
+			c.close()
+		}
+	}()
+	for _, store := range stores {
+		c, err := startBenchCluster(dir, store, paramBytes)
+		if err != nil {
 			return err
 		}
-		clients[u] = c
+		clusters = append(clusters, c)
 	}
+	first := clusters[0]
+	size, err := controlplane.AdmitEntrySize(first.sign(0, "size"))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.out, "writ bench admit: 3 servers on loopback, %d-byte params, entries of %d bytes, %d operations each, GOMAXPROCS %d, log stores %s\n",
+		paramBytes, size, n, runtimeProcs(), strings.Join(stores, ", "))
+	fmt.Fprintf(e.out, "%-6s %-11s %-13s %10s %10s %10s %8s %9s %9s %8s\n", "conc", "log store", "what", "ops/s", "p50", "p99", "x raft", "x grouped", "cmds/entry", "cpu/op")
 	var bare *client.Client
 	if slices.Contains(modes, "https-post") {
-		url, stop, err := bareHTTPS(dir)
+		url, stop, err := bareHTTPS(first.dir)
 		if err != nil {
 			return err
 		}
 		defer stop()
+		caPEM, err := os.ReadFile(filepath.Join(first.dir, "pki", "ca.pem"))
+		if err != nil {
+			return err
+		}
 		if bare = client.New(url, ""); bare.TrustCA(caPEM) != nil {
 			return fmt.Errorf("https-post: the cluster CA does not load")
 		}
 	}
+	// results[conc][what] holds each store's measurement, for the summary.
+	results := map[int]map[string][]benchResult{}
 	for _, conc := range concs {
-		var raw, grouped benchResult
-		for _, m := range []struct {
-			name    string
-			grouped bool
-			out     *benchResult
-		}{{"raft-apply", false, &raw}, {"raft-grouped", true, &grouped}} {
-			if !slices.Contains(modes, m.name) {
-				continue
-			}
-			if err := settle(servers, leader); err != nil {
+		results[conc] = map[string][]benchResult{}
+		for _, c := range clusters {
+			if err := benchCluster1(e, c, n, conc, size, modes, results[conc]); err != nil {
 				return err
 			}
-			e0, c0 := leader.GroupStats()
-			*m.out = measure(n, conc, func(int) error { return leader.ApplyNoop(context.Background(), size, m.grouped) })
-			e1, c1 := leader.GroupStats()
-			if m.grouped {
-				m.out.perEntry = float64(c1-c0) / float64(max(e1-e0, 1))
-			}
-			row(e, conc, m.name, *m.out, raw, grouped)
-		}
-		for _, mode := range []string{"leader", "spread"} {
-			if !slices.Contains(modes, "admit-"+mode) {
-				continue
-			}
-			// The first 2×conc submissions warm up: they open the clients'
-			// (and forwarding followers') TLS connections, which an
-			// orchestrator keeps open, so that handshakes are not counted
-			// as the cost of admissions.
-			warm := 2 * conc
-			bodies := make([][]byte, warm+n)
-			for i := range bodies {
-				bodies[i] = sign(i, fmt.Sprintf("%s%d", mode, conc))
-			}
-			submit := func(i int) error {
-				u := leaderURL
-				if mode == "spread" {
-					u = urls[i%len(urls)]
-				}
-				resp, err := clients[u].Submit(context.Background(), bodies[i], nil, 0)
-				if err != nil {
-					return err
-				}
-				if resp.State != "dispatched" {
-					return fmt.Errorf("intent %s is %s, not dispatched", resp.IntentID, resp.State)
-				}
-				return nil
-			}
-			if w := measure(warm, conc, submit); w.errors > 0 {
-				return fmt.Errorf("warming up: %d errors; first: %s", w.errors, w.firstErr)
-			}
-			if err := settle(servers, leader); err != nil {
-				return err
-			}
-			e0, c0 := leader.GroupStats()
-			r := measure(n, conc, func(i int) error { return submit(warm + i) })
-			e1, c1 := leader.GroupStats()
-			r.perEntry = float64(c1-c0) / float64(max(e1-e0, 1))
-			row(e, conc, "admit-"+mode, r, raw, grouped)
 		}
 		if bare != nil {
-			body := sign(0, "bare")
+			body := first.sign(0, "bare")
 			post := func(int) error {
 				_, err := bare.Submit(context.Background(), body, nil, 0)
 				return err
@@ -286,13 +287,106 @@ func benchAdmit(e *env, n, paramBytes int, concs []int, modes []string) error {
 			if w := measure(2*conc, conc, post); w.errors > 0 {
 				return fmt.Errorf("https-post warming up: %d errors; first: %s", w.errors, w.firstErr)
 			}
-			if err := settle(servers, leader); err != nil {
+			if err := settle(first.servers, first.leader); err != nil {
 				return err
 			}
-			row(e, conc, "https-post", measure(n, conc, post), raw, grouped)
+			row(e, conc, "-", "https-post", measure(n, conc, post), benchResult{}, benchResult{})
 		}
 	}
+	if len(clusters) > 1 {
+		storeSummary(e, concs, modes, stores, results)
+	}
 	return nil
+}
+
+// benchCluster1 measures the modes on one cluster at one concurrency, and
+// adds each measurement to results.
+func benchCluster1(e *env, c *benchCluster, n, conc, size int, modes []string, results map[string][]benchResult) error {
+	var raw, grouped benchResult
+	for _, m := range []struct {
+		name    string
+		grouped bool
+		out     *benchResult
+	}{{"raft-apply", false, &raw}, {"raft-grouped", true, &grouped}} {
+		if !slices.Contains(modes, m.name) {
+			continue
+		}
+		if err := settle(c.servers, c.leader); err != nil {
+			return err
+		}
+		e0, c0 := c.leader.GroupStats()
+		*m.out = measure(n, conc, func(int) error { return c.leader.ApplyNoop(context.Background(), size, m.grouped) })
+		e1, c1 := c.leader.GroupStats()
+		if m.grouped {
+			m.out.perEntry = float64(c1-c0) / float64(max(e1-e0, 1))
+		}
+		row(e, conc, c.store, m.name, *m.out, raw, grouped)
+		results[m.name] = append(results[m.name], *m.out)
+	}
+	for _, mode := range []string{"leader", "spread"} {
+		if !slices.Contains(modes, "admit-"+mode) {
+			continue
+		}
+		// The first 2×conc submissions warm up: they open the clients'
+		// (and forwarding followers') TLS connections, which an
+		// orchestrator keeps open, so that handshakes are not counted
+		// as the cost of admissions.
+		warm := 2 * conc
+		bodies := make([][]byte, warm+n)
+		for i := range bodies {
+			bodies[i] = c.sign(i, fmt.Sprintf("%s%d", mode, conc))
+		}
+		submit := func(i int) error {
+			u := c.leaderURL
+			if mode == "spread" {
+				u = c.urls[i%len(c.urls)]
+			}
+			resp, err := c.clients[u].Submit(context.Background(), bodies[i], nil, 0)
+			if err != nil {
+				return err
+			}
+			if resp.State != "dispatched" {
+				return fmt.Errorf("intent %s is %s, not dispatched", resp.IntentID, resp.State)
+			}
+			return nil
+		}
+		if w := measure(warm, conc, submit); w.errors > 0 {
+			return fmt.Errorf("warming up: %d errors; first: %s", w.errors, w.firstErr)
+		}
+		if err := settle(c.servers, c.leader); err != nil {
+			return err
+		}
+		e0, c0 := c.leader.GroupStats()
+		r := measure(n, conc, func(i int) error { return submit(warm + i) })
+		e1, c1 := c.leader.GroupStats()
+		r.perEntry = float64(c1-c0) / float64(max(e1-e0, 1))
+		row(e, conc, c.store, "admit-"+mode, r, raw, grouped)
+		results["admit-"+mode] = append(results["admit-"+mode], r)
+	}
+	return nil
+}
+
+// storeSummary prints, for each concurrency and mode, every log store's
+// throughput as a ratio to the first store's, measured in the same run.
+func storeSummary(e *env, concs []int, modes, stores []string, results map[int]map[string][]benchResult) {
+	fmt.Fprintf(e.out, "\nlog stores against %s (ops/s, p50, p99; ratio of ops/s):\n", stores[0])
+	for _, conc := range concs {
+		for _, m := range modes {
+			rs := results[conc][m]
+			if len(rs) != len(stores) {
+				continue
+			}
+			line := fmt.Sprintf("%-6d %-13s", conc, m)
+			for i, r := range rs {
+				line += fmt.Sprintf("  %s %.0f/s %v %v %.0f%%", stores[i], r.perSec, r.p50.Round(10*time.Microsecond),
+					r.p99.Round(10*time.Microsecond), 100*r.perSec/rs[0].perSec)
+				if r.errors > 0 {
+					line += fmt.Sprintf(" (%d errors)", r.errors)
+				}
+			}
+			fmt.Fprintln(e.out, line)
+		}
+	}
 }
 
 // settle waits until every server has applied the leader's whole log, so
@@ -340,7 +434,7 @@ func bareHTTPS(dir string) (url string, stop func(), err error) {
 
 // row prints one measurement with its ratios to the raw baselines of the
 // same concurrency.
-func row(e *env, conc int, what string, r, raw, grouped benchResult) {
+func row(e *env, conc int, store, what string, r, raw, grouped benchResult) {
 	ratio := func(base benchResult) string {
 		if base.perSec == 0 {
 			return "-"
@@ -351,7 +445,7 @@ func row(e *env, conc int, what string, r, raw, grouped benchResult) {
 	if r.perEntry > 0 {
 		per = fmt.Sprintf("%.1f", r.perEntry)
 	}
-	fmt.Fprintf(e.out, "%-6d %-13s %10.0f %10s %10s %8s %9s %9s %8s\n", conc, what, r.perSec, r.p50.Round(10*time.Microsecond),
+	fmt.Fprintf(e.out, "%-6d %-11s %-13s %10.0f %10s %10s %8s %9s %9s %8s\n", conc, store, what, r.perSec, r.p50.Round(10*time.Microsecond),
 		r.p99.Round(10*time.Microsecond), ratio(raw), ratio(grouped), per, r.cpuPerOp.Round(time.Microsecond))
 	if r.errors > 0 {
 		fmt.Fprintf(e.out, "       %d errors; first: %s\n", r.errors, r.firstErr)
