@@ -122,7 +122,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, log: log, fsm: f, node: node, ledger: lg, keys: kr, verifier: v, catalog: newCatalog(f), stop: make(chan struct{}),
-		gate: make(gate, cfg.MaxInFlight), fails: newFailLimiter(cfg.FailuresPerSecond, cfg.FailureBurst, 100_000),
+		gate: make(gate, cfg.MaxInFlight), fails: newFailLimiter(cfg.FailuresPerSecond, cfg.FailureBurst, cfg.FailureHeld, 100_000),
 		metrics: newMetrics(node.Raft, groupSize),
 	}
 	if cfg.AgentAddr != "" {
