@@ -66,6 +66,10 @@ type Config struct {
 	FailureBurst      int
 	FailureDelay      time.Duration
 	FailureHeld       int
+	// MaxSessionsPerUser caps each dashboard user's open sessions (a
+	// configured admin token counts as one user); signing in once more
+	// closes the user's oldest session.
+	MaxSessionsPerUser int
 	// LedgerSigner signs the receipt log's checkpoints, whose verifier key is
 	// LedgerVerifierKey; the signer's name is the log's origin.
 	LedgerSigner      note.Signer
@@ -101,6 +105,7 @@ func DefaultConfig() Config {
 		Verify: protocol.DefaultConfig(), FSM: fsm.DefaultConfig(),
 		MaxWait: 60 * time.Second, TickInterval: time.Second,
 		MaxInFlight: 1024, FailuresPerSecond: 5, FailureBurst: 20, FailureDelay: time.Second, FailureHeld: 64,
+		MaxSessionsPerUser: 10,
 		PublishInterval:  100 * time.Millisecond,
 		NodeCertValidity: 24 * time.Hour, AgentHeartbeat: 10 * time.Second,
 	}
@@ -119,6 +124,8 @@ func (c *Config) Validate() error {
 		return errors.New("controlplane: TickInterval must be positive")
 	case c.MaxInFlight <= 0 || c.FailuresPerSecond <= 0 || c.FailureBurst <= 0 || c.FailureHeld <= 0:
 		return errors.New("controlplane: MaxInFlight, FailuresPerSecond, FailureBurst and FailureHeld must be positive")
+	case c.MaxSessionsPerUser < 1 || c.MaxSessionsPerUser > fsm.MaxSessions:
+		return errors.New("controlplane: MaxSessionsPerUser must be between 1 and 10,000")
 	case c.FailureDelay < 0 || c.FailureDelay > 10*time.Second:
 		return errors.New("controlplane: FailureDelay must be between 0 and 10s")
 	case c.LedgerSigner == nil || c.LedgerVerifierKey == "":
