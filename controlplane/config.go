@@ -106,8 +106,8 @@ func DefaultConfig() Config {
 		MaxWait: 60 * time.Second, TickInterval: time.Second,
 		MaxInFlight: 1024, FailuresPerSecond: 5, FailureBurst: 20, FailureDelay: time.Second, FailureHeld: 64,
 		MaxSessionsPerUser: 10,
-		PublishInterval:  100 * time.Millisecond,
-		NodeCertValidity: 24 * time.Hour, AgentHeartbeat: 10 * time.Second,
+		PublishInterval:    100 * time.Millisecond,
+		NodeCertValidity:   24 * time.Hour, AgentHeartbeat: 10 * time.Second,
 	}
 }
 
