@@ -88,7 +88,7 @@ func newToken(e *env) *cobra.Command {
 	dash.register(create)
 	create.Flags().StringSliceVar(&labels, "labels", nil, "labels the node gets, k=v (repeat or comma-separate)")
 	create.Flags().DurationVar(&ttl, "ttl", time.Hour, "how long the token may be used (dashboard tokens: default 30 days)")
-	cmd.AddCommand(create, newTokenRevoke(e, &a))
+	cmd.AddCommand(create, newTokenRevoke(e, &a), newTokenList(e, &a))
 	return cmd
 }
 
