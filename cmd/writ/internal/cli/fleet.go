@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -15,12 +14,9 @@ import (
 
 // adminClient returns a client with the admin token of a.
 func (a *adminFlags) client(e *env) (*client.Client, error) {
-	token := a.token
-	if token == "" {
-		token = os.Getenv("WRIT_TOKEN")
-	}
-	if token == "" {
-		return nil, errors.New("an admin token is required: --token or WRIT_TOKEN")
+	token, err := a.token.require(e)
+	if err != nil {
+		return nil, err
 	}
 	return e.client(a.server, token)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -47,15 +46,17 @@ func newIntentSubmit(e *env) *cobra.Command {
 }
 
 func newIntentGet(e *env) *cobra.Command {
-	var server, key, tenant, token string
+	var server, key, tenant string
+	tokenFlag := adminTokenFlag()
 	var wait time.Duration
 	cmd := &cobra.Command{
 		Use:   "get ID --tenant T --key ID=SECRET_FILE [--server URL] [--wait 30s]",
 		Short: "Print an intent's state (a read signed with an orchestrator key, or with --token)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			if token == "" {
-				token = os.Getenv("WRIT_TOKEN")
+			token, err := tokenFlag.get(e)
+			if err != nil {
+				return err
 			}
 			c, err := e.client(server, token)
 			if err != nil {
@@ -75,7 +76,7 @@ func newIntentGet(e *env) *cobra.Command {
 				}
 				c.SignReads(tenant, ref.id, secret)
 			} else if token == "" {
-				return errors.New("reads are signed: give --tenant and --key ID=SECRET_FILE, or an admin --token")
+				return errors.New("reads are signed: give --tenant and --key ID=SECRET_FILE, or an admin token (--token-file FILE or $WRIT_TOKEN)")
 			}
 			r, err := c.Intent(context.Background(), args[0], wait)
 			return e.answer(r, err)
@@ -85,7 +86,7 @@ func newIntentGet(e *env) *cobra.Command {
 	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for a final state (at most 60s)")
 	cmd.Flags().StringVar(&tenant, "tenant", "", "the intent's tenant")
 	cmd.Flags().StringVar(&key, "key", "", "ID=SECRET_FILE: an orchestrator key of the tenant, to sign the read")
-	cmd.Flags().StringVar(&token, "token", "", "an admin token instead (default: $WRIT_TOKEN)")
+	tokenFlag.register(cmd.Flags())
 	return cmd
 }
 
