@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/controlplane"
 	"github.com/writhq/writ/protocol"
 )
@@ -118,6 +119,19 @@ func TestFailuresNeverBlockValid(t *testing.T) {
 	failed, limited := metricValue(m, "writ_auth_failures_total"), metricValue(m, "writ_auth_failures_limited_total")
 	if limited < float64(flood429.Load()) || failed < limited {
 		t.Errorf("metrics: %v failures, %v limited; the flood saw %d 429s", failed, limited, flood429.Load())
+	}
+
+	// Admin calls: a wrong token is a failure like any other (this source is
+	// past its budget: 429), and the right one from the same address is
+	// served.
+	if err := client.New(base, "wrong").Admin(context.Background(), "PUT", "tenants/nat", []byte(`{}`)); apiCode(err) != "overloaded" {
+		t.Errorf("a wrong admin token from a source past its budget: got %v, want overloaded", err)
+	}
+	if after := metricValue(metricsText(t, base), "writ_auth_failures_total"); after != failed+1 {
+		t.Errorf("a wrong admin token: %v failures counted, want %v", after, failed+1)
+	}
+	if err := d.admin.Admin(context.Background(), "PUT", "tenants/nat", []byte(`{}`)); err != nil {
+		t.Errorf("the admin token from the same address: %v", err)
 	}
 }
 
