@@ -82,10 +82,9 @@ type submitBody struct {
 	Approval jsontext.Value `json:"approval,omitzero"`
 }
 
-// enter admits a request to verification and proposal: sources that keep
-// failing authentication are refused before any work, and past MaxInFlight
-// requests are refused at once. Waiting for an outcome (?wait=) happens after
-// leave, so long polls do not hold capacity.
+// enter admits a request to proposal: past MaxInFlight requests are
+// refused at once. Waiting for an outcome (?wait=) happens after leave, so
+// long polls do not hold capacity.
 func (s *Server) enter(w http.ResponseWriter, r *http.Request) (leave func(), ok bool) {
 	if !s.gate.enter() {
 		s.metrics.refused.WithLabelValues(string(codeOverloaded)).Inc()
@@ -96,23 +95,12 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) (leave func(), ok
 	return func() { s.metrics.inFlight.Dec(); s.gate.leave() }, true
 }
 
-// blocked refuses, before reading anything, a source that keeps failing
-// authentication.
-func (s *Server) blocked(w http.ResponseWriter, r *http.Request) bool {
-	if !s.fails.blocked(source(r)) {
-		return false
-	}
-	s.metrics.refused.WithLabelValues(string(codeOverloaded)).Inc()
-	writeOverloaded(w, "too many requests from this address failed authentication")
-	return true
-}
-
-// refuse answers a request refused without recording anything, and counts
-// authentication failures against their source.
+// refuse answers a request refused without recording anything. A failed
+// authentication is counted against its source, and past the source's budget
+// answered overloaded instead (limitFailure).
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, aerr *apiError) {
-	switch aerr.code {
-	case protocol.CodeMalformed, protocol.CodeUnknownKey, protocol.CodeBadSignature, protocol.CodeApprovalInvalid, codeUnauthorized:
-		s.fails.failed(source(r))
+	if authFailure(aerr.code) && s.limitFailure(w, r) {
+		return
 	}
 	s.metrics.refused.WithLabelValues(string(aerr.code)).Inc()
 	s.log.Info("request refused", "path", r.URL.Path, "code", aerr.code)
@@ -120,9 +108,6 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, aerr *apiError) 
 }
 
 func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
-	if s.blocked(w, r) {
-		return
-	}
 	wait, aerr := s.waitFor(r)
 	if aerr != nil {
 		writeError(w, aerr.code, aerr.msg)
@@ -201,9 +186,6 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, wait
 // tenant, or an admin. An intent of another tenant is not found, as one that
 // does not exist is: a read learns nothing about other tenants.
 func (s *Server) handleGetIntent(w http.ResponseWriter, r *http.Request) {
-	if s.blocked(w, r) {
-		return
-	}
 	tenant, all, aerr := s.reader(r)
 	if aerr != nil {
 		s.refuse(w, r, aerr)
@@ -244,9 +226,6 @@ func (s *Server) reader(r *http.Request) (tenant string, all bool, aerr *apiErro
 }
 
 func (s *Server) handleApproval(w http.ResponseWriter, r *http.Request) {
-	if s.blocked(w, r) {
-		return
-	}
 	body, aerr := readBody(w, r, s.verifier.Config().MaxBytes)
 	if aerr != nil {
 		s.refuse(w, r, aerr)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/writhq/writ/controlplane/internal/pki"
+	"github.com/writhq/writ/internal/secretfile"
 )
 
 // CreateCA writes a new cluster CA to dir: ca.pem, and ca.key (mode 0600).
@@ -57,14 +58,8 @@ func IssueServerCert(caDir, id string, hosts []string, validity time.Duration, o
 	return writeNew(filepath.Join(outDir, id+".pem"), cert, 0o644)
 }
 
+// writeNew creates path with perm (secretfile: never through a symbolic
+// link, whole or not at all); it never replaces a file.
 func writeNew(path string, b []byte, perm os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return secretfile.CreateMode(path, b, perm)
 }

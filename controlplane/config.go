@@ -57,11 +57,19 @@ type Config struct {
 	// MaxInFlight bounds admissions and approvals being processed; past it
 	// requests get 429 overloaded at once.
 	MaxInFlight int
-	// FailuresPerSecond and FailureBurst limit, per source address, requests
-	// that fail authentication; past them the source gets 429 before any
-	// verification work.
+	// FailuresPerSecond and FailureBurst limit, per source address, answers
+	// to requests that fail authentication; past them a failure is answered
+	// 429 overloaded, held FailureDelay, with at most FailureHeld held per
+	// source at once. Requests that verify are never refused for their
+	// source's failures (docs/controlplane.md, "Failed authentication").
 	FailuresPerSecond float64
 	FailureBurst      int
+	FailureDelay      time.Duration
+	FailureHeld       int
+	// MaxSessionsPerUser caps each dashboard user's open sessions (a
+	// configured admin token counts as one user); signing in once more
+	// closes the user's oldest session.
+	MaxSessionsPerUser int
 	// LedgerSigner signs the receipt log's checkpoints, whose verifier key is
 	// LedgerVerifierKey; the signer's name is the log's origin.
 	LedgerSigner      note.Signer
@@ -99,8 +107,10 @@ func DefaultConfig() Config {
 		HTTPAddr: "127.0.0.1:7070", RaftAddr: "127.0.0.1:7071",
 		Verify: protocol.DefaultConfig(), FSM: fsm.DefaultConfig(),
 		MaxWait: 60 * time.Second, TickInterval: time.Second,
-		MaxInFlight: 1024, FailuresPerSecond: 5, FailureBurst: 20, PublishInterval: 100 * time.Millisecond,
-		NodeCertValidity: 24 * time.Hour, AgentHeartbeat: 10 * time.Second,
+		MaxInFlight: 1024, FailuresPerSecond: 5, FailureBurst: 20, FailureDelay: time.Second, FailureHeld: 64,
+		MaxSessionsPerUser: 10,
+		PublishInterval:    100 * time.Millisecond,
+		NodeCertValidity:   24 * time.Hour, AgentHeartbeat: 10 * time.Second,
 	}
 }
 
@@ -115,8 +125,12 @@ func (c *Config) Validate() error {
 		return errors.New("controlplane: MaxWait must be in (0, 60s]")
 	case c.TickInterval <= 0:
 		return errors.New("controlplane: TickInterval must be positive")
-	case c.MaxInFlight <= 0 || c.FailuresPerSecond <= 0 || c.FailureBurst <= 0:
-		return errors.New("controlplane: MaxInFlight, FailuresPerSecond and FailureBurst must be positive")
+	case c.MaxInFlight <= 0 || c.FailuresPerSecond <= 0 || c.FailureBurst <= 0 || c.FailureHeld <= 0:
+		return errors.New("controlplane: MaxInFlight, FailuresPerSecond, FailureBurst and FailureHeld must be positive")
+	case c.MaxSessionsPerUser < 1 || c.MaxSessionsPerUser > fsm.MaxSessions:
+		return errors.New("controlplane: MaxSessionsPerUser must be between 1 and 10,000")
+	case c.FailureDelay < 0 || c.FailureDelay > 10*time.Second:
+		return errors.New("controlplane: FailureDelay must be between 0 and 10s")
 	case c.LedgerSigner == nil || c.LedgerVerifierKey == "":
 		return errors.New("controlplane: the ledger needs a checkpoint signer and its verifier key")
 	case c.PublishInterval <= 0:

@@ -46,6 +46,8 @@ type File struct {
 		Skew         string `json:"skew,omitzero"`
 		MaxBodyBytes int    `json:"max_body_bytes,omitzero"`
 		MaxInFlight  int    `json:"max_in_flight,omitzero"`
+		// MaxSessionsPerUser caps each dashboard user's sessions.
+		MaxSessionsPerUser int `json:"max_sessions_per_user,omitzero"`
 	} `json:"limits,omitzero"`
 }
 
@@ -116,6 +118,9 @@ func (f *File) Apply(cfg *Config) error {
 	}
 	if f.Limits.MaxInFlight > 0 {
 		cfg.MaxInFlight = f.Limits.MaxInFlight
+	}
+	if f.Limits.MaxSessionsPerUser > 0 {
+		cfg.MaxSessionsPerUser = f.Limits.MaxSessionsPerUser
 	}
 	if f.Ledger.SeedFile != "" {
 		signer, vkey, err := LedgerKey(f.Ledger.Origin, f.Ledger.SeedFile)

@@ -40,6 +40,7 @@ func (s *Server) dashboardRoutes(mux *routeMux) {
 	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusSeeOther))
 	mux.HandleFunc("POST /v1/admin/tokens", s.adminJSON(s.handleCreateToken))
 	mux.HandleFunc("DELETE /v1/admin/tokens/{id}", s.admin(s.handleDeleteToken))
+	s.sessionRoutes(mux)
 }
 
 // dashboardFront serves the dashboard in front of the API's forwarding to
@@ -94,7 +95,7 @@ func webError(aerr *apiError) *web.Error {
 func (b dashBackend) SignIn(ctx context.Context, token string, ttl time.Duration) (string, web.Principal, error) {
 	s := b.s
 	now := s.now()
-	cmd := fsm.OpenSession{At: now, User: fsm.AdminTokenUser, ExpiresAt: now.Add(ttl)}
+	cmd := fsm.OpenSession{At: now, User: fsm.AdminTokenUser, ExpiresAt: now.Add(ttl), MaxPerUser: s.cfg.MaxSessionsPerUser}
 	if !s.adminToken(token) {
 		id, secret, ok := parseUserToken(token)
 		if !ok {
@@ -109,6 +110,9 @@ func (b dashBackend) SignIn(ctx context.Context, token string, ttl time.Duration
 	res, err := s.applyAnywhere(ctx, fsm.MsgOpenSession, cmd)
 	if err != nil {
 		return "", web.Principal{}, webError(raftError(err))
+	}
+	if res.Err != nil && res.Err.Code == fsm.CodeTooManySessions {
+		return "", web.Principal{}, &web.Error{Status: http.StatusServiceUnavailable, Code: string(res.Err.Code), Message: res.Err.Message}
 	}
 	if res.Err != nil {
 		return "", web.Principal{}, &web.Error{Status: http.StatusUnauthorized, Code: string(codeUnauthorized), Message: res.Err.Message}
@@ -186,7 +190,7 @@ func relayedDashboardCommand(s *Server, t fsm.MsgType, raw []byte) (any, error) 
 	case fsm.MsgOpenSession:
 		c := &fsm.OpenSession{}
 		err := json.Unmarshal(raw, c)
-		c.At = s.now()
+		c.At, c.MaxPerUser = s.now(), s.cfg.MaxSessionsPerUser
 		return c, err
 	case fsm.MsgCloseSession:
 		c := &fsm.CloseSession{}

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/writhq/writ/controlplane/internal/policy"
+	"github.com/writhq/writ/internal/secretfile"
 	"github.com/writhq/writ/ledger"
 	"github.com/writhq/writ/protocol"
 )
@@ -259,18 +260,11 @@ func newDevCredentials(addr string) (*DevCredentials, error) {
 	}, nil
 }
 
-// writeCredentials creates path (mode 0600); it never replaces a file.
+// writeCredentials creates path (mode 0600, secretfile); it never replaces
+// a file.
 func writeCredentials(path string, c *DevCredentials) error {
 	out, _ := json.MarshalIndent(c, "", "  ")
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(append(out, '\n')); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return secretfile.Create(path, append(out, '\n'))
 }
 
 // DevPolicyInstalled reports whether the installed policy is the dev policy

@@ -121,13 +121,10 @@ func (s *Server) handleCA(w http.ResponseWriter, r *http.Request) {
 // handleEnroll consumes a join token through Raft and certifies the node's
 // TLS key. A wrong token counts as an authentication failure of its source.
 func (s *Server) handleEnroll(w http.ResponseWriter, r *http.Request) {
-	if s.blocked(w, r) {
-		return
-	}
 	resp, aerr := s.enroll(w, r)
 	if aerr != nil {
-		if aerr.code == fsm.CodeInvalidToken || aerr.code == protocol.CodeMalformed {
-			s.fails.failed(source(r))
+		if authFailure(aerr.code) && s.limitFailure(w, r) {
+			return
 		}
 		writeError(w, aerr.code, aerr.msg)
 		return

@@ -97,9 +97,6 @@ func (iw *indexWriter) Write(b []byte) (int, error) {
 // without it; once this server's FSM has applied what the leader answered,
 // the wait is served here from its own notifications.
 func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
-	if s.blocked(w, r) {
-		return
-	}
 	_, leader := s.node.Raft.LeaderWithID()
 	m, ok := s.cluster.g.member(string(leader))
 	if leader == "" || !ok {
@@ -132,7 +129,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.countForwardedFailure(r, status, out)
+	if s.countForwardedFailure(w, r, status, out) {
+		return
+	}
 	if submit && wait > 0 && status == http.StatusOK {
 		var ir struct {
 			ID string `json:"intent_id"`
@@ -222,20 +221,17 @@ func (s *Server) forwardAlone(w http.ResponseWriter, r *http.Request, api string
 }
 
 // countForwardedFailure counts, here too, a forwarded request that failed
-// authentication, so that this server refuses a guessing source before
-// forwarding anything more from it.
-func (s *Server) countForwardedFailure(r *http.Request, status int, body []byte) {
+// authentication, and holds the answer to a source past its budget as the
+// leader would have (limitFailure); it reports whether it answered.
+func (s *Server) countForwardedFailure(w http.ResponseWriter, r *http.Request, status int, body []byte) bool {
 	if status != http.StatusBadRequest && status != http.StatusUnauthorized {
-		return
+		return false
 	}
 	var e protocol.ErrorResponse
-	if json.Unmarshal(body, &e) != nil {
-		return
+	if json.Unmarshal(body, &e) != nil || !authFailure(e.Error.Code) {
+		return false
 	}
-	switch e.Error.Code {
-	case protocol.CodeMalformed, protocol.CodeUnknownKey, protocol.CodeBadSignature, protocol.CodeApprovalInvalid, codeUnauthorized:
-		s.fails.failed(source(r))
-	}
+	return s.limitFailure(w, r)
 }
 
 // forwardLimit is the largest body any write takes.

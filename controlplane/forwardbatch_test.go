@@ -619,9 +619,9 @@ func isCode(err error, code protocol.Code) bool {
 func failures(s *Server) int {
 	s.fails.mu.Lock()
 	defer s.fails.mu.Unlock()
-	lim := s.fails.sources["127.0.0.1"]
-	if lim == nil {
+	fs := s.fails.sources["127.0.0.1"]
+	if fs == nil {
 		return 0
 	}
-	return s.fails.burst - int(lim.Tokens()+0.5)
+	return s.fails.burst - int(fs.lim.Tokens()+0.5)
 }

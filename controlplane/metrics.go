@@ -17,6 +17,10 @@ type metrics struct {
 	inFlight     prometheus.Gauge
 	leaderChange prometheus.Counter
 	refused      *prometheus.CounterVec
+	// Failed authentications, and those answered overloaded past their
+	// source's budget.
+	authFailures    prometheus.Counter
+	failuresLimited prometheus.Counter
 	// Node sessions.
 	sessions       prometheus.Gauge
 	sessionRefused *prometheus.CounterVec
@@ -41,6 +45,12 @@ func newMetrics(node *raft.Raft, groupSize prometheus.Histogram) *metrics {
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "writ_requests_refused_total", Help: "Requests refused without recording anything, by code.",
 		}, []string{"code"}),
+		authFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "writ_auth_failures_total", Help: "Requests that failed authentication (malformed, unknown key, bad signature or token).",
+		}),
+		failuresLimited: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "writ_auth_failures_limited_total", Help: "Failed authentications past their source's budget, answered 429 overloaded after a delay.",
+		}),
 		applySeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "writ_raft_apply_seconds", Help: "Time from proposing an entry to its being applied here.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
@@ -71,7 +81,7 @@ func newMetrics(node *raft.Raft, groupSize prometheus.Histogram) *metrics {
 	raftIndex := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "writ_raft_applied_index", Help: "The last Raft index applied on this server.",
 	}, func() float64 { return float64(node.AppliedIndex()) })
-	m.reg.MustRegister(m.admissions, m.refused, m.applySeconds, m.groupSize, m.forwardBatch, m.inFlight, m.leaderChange, raftIndex,
+	m.reg.MustRegister(m.admissions, m.refused, m.authFailures, m.failuresLimited, m.applySeconds, m.groupSize, m.forwardBatch, m.inFlight, m.leaderChange, raftIndex,
 		m.sessions, m.sessionRefused, m.dispatchesSent, m.nodeReports,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

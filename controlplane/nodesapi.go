@@ -77,6 +77,9 @@ func (s *Server) adminJSON(h func(http.ResponseWriter, *http.Request) (any, *api
 	return func(w http.ResponseWriter, r *http.Request) {
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok || !s.adminToken(token) {
+			if s.limitFailure(w, r) { // counted as any failed authentication
+				return
+			}
 			writeError(w, codeUnauthorized, "an admin token is required")
 			return
 		}

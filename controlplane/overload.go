@@ -31,19 +31,30 @@ func (g gate) enter() bool {
 
 func (g gate) leave() { <-g }
 
-// failLimiter rate-limits sources whose requests fail authentication, so that
-// a guessing client costs little: once a source's budget of failures is spent,
-// its requests are refused before any verification work.
+// failLimiter counts, per source, requests that failed authentication. It
+// never refuses a request: every request is verified first, and one that
+// verifies is served whatever its address sent before, since behind a NAT or a
+// load balancer many clients share one address. What it decides is how a
+// failure is answered: with its own error while the source has failures to
+// spend, and past that with 429, held for a while (failure.go's
+// limitFailure), so that a guessing client gets few answers and little CPU.
 type failLimiter struct {
 	mu      sync.Mutex
 	limit   rate.Limit
 	burst   int
-	sources map[string]*rate.Limiter
+	maxHeld int // answers held at once per source
+	sources map[string]*failSource
 	max     int // sources tracked; past it the table is cleared
 }
 
-func newFailLimiter(perSecond float64, burst, maxSources int) *failLimiter {
-	return &failLimiter{limit: rate.Limit(perSecond), burst: burst, sources: map[string]*rate.Limiter{}, max: maxSources}
+// failSource is one source's failure budget and its answers being held.
+type failSource struct {
+	lim  *rate.Limiter
+	held int
+}
+
+func newFailLimiter(perSecond float64, burst, maxHeld, maxSources int) *failLimiter {
+	return &failLimiter{limit: rate.Limit(perSecond), burst: burst, maxHeld: maxHeld, sources: map[string]*failSource{}, max: maxSources}
 }
 
 // source names the requester for rate limiting: its IPv4 address, or the /64
@@ -63,29 +74,44 @@ func source(r *http.Request) string {
 	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
-// blocked reports whether src has no failures left to spend right now.
-func (l *failLimiter) blocked(src string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	lim := l.sources[src]
-	return lim != nil && lim.Tokens() < 1
-}
-
-// failed spends one of src's failures.
-func (l *failLimiter) failed(src string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	lim := l.sources[src]
-	if lim == nil {
+func (l *failLimiter) get(src string) *failSource {
+	fs := l.sources[src]
+	if fs == nil {
 		if len(l.sources) >= l.max {
 			// Forgetting everyone is safe: it only gives each source a fresh
 			// budget, and bounds memory whatever the number of sources.
-			l.sources = map[string]*rate.Limiter{}
+			// Answers being held keep their own entry and release it.
+			l.sources = map[string]*failSource{}
 		}
-		lim = rate.NewLimiter(l.limit, l.burst)
-		l.sources[src] = lim
+		fs = &failSource{lim: rate.NewLimiter(l.limit, l.burst)}
+		l.sources[src] = fs
 	}
-	lim.AllowN(time.Now(), 1)
+	return fs
+}
+
+// failed spends one of src's failures. It reports whether src had one to
+// spend; false means src is past its budget.
+func (l *failLimiter) failed(src string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.get(src).lim.AllowN(time.Now(), 1)
+}
+
+// hold takes one of src's slots for a held answer; false when src has
+// maxHeld answers held already. release gives the slot back.
+func (l *failLimiter) hold(src string) (release func(), ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fs := l.get(src)
+	if fs.held >= l.maxHeld {
+		return nil, false
+	}
+	fs.held++
+	return func() {
+		l.mu.Lock()
+		fs.held--
+		l.mu.Unlock()
+	}, true
 }
 
 func writeOverloaded(w http.ResponseWriter, msg string) {

@@ -60,10 +60,10 @@ func TestOverloadedAtCapacity(t *testing.T) {
 	}
 }
 
-// TestFailingSourceRateLimited: a source that keeps failing authentication is
-// refused before verification once its burst is spent.
+// TestFailingSourceRateLimited: the failures of a source that keeps failing
+// authentication are answered 429 once its burst is spent.
 func TestFailingSourceRateLimited(t *testing.T) {
-	_, addr := startTestDev(t, func(c *Config) { c.FailureBurst = 3; c.FailuresPerSecond = 0.5 })
+	_, addr := startTestDev(t, func(c *Config) { c.FailureBurst = 3; c.FailuresPerSecond = 0.5; c.FailureDelay = 10 * time.Millisecond })
 	var codes []int
 	for i := 0; i < 6; i++ {
 		resp, _ := post(t, addr+"/v1/intents", `{"intent":{"type":"nope"}}`)

@@ -53,7 +53,7 @@ func statusOf(code protocol.Code) int {
 		return http.StatusConflict
 	case protocol.CodeApprovalExpired, protocol.CodeExpired, protocol.CodeNotYetValid, protocol.CodeTTLTooLong, protocol.CodePayloadHashMismatch:
 		return http.StatusUnprocessableEntity
-	case codeNoLeader:
+	case codeNoLeader, fsm.CodeTooManySessions:
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError

@@ -20,6 +20,7 @@ import (
 	"github.com/writhq/writ/controlplane/internal/keyring"
 	"github.com/writhq/writ/controlplane/internal/pki"
 	"github.com/writhq/writ/controlplane/internal/raftnode"
+	"github.com/writhq/writ/internal/secretfile"
 	"github.com/writhq/writ/ledger"
 	"github.com/writhq/writ/protocol"
 	"github.com/writhq/writ/web"
@@ -124,7 +125,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, log: log, fsm: f, node: node, ledger: lg, keys: kr, verifier: v, catalog: newCatalog(f), stop: make(chan struct{}),
-		gate: make(gate, cfg.MaxInFlight), fails: newFailLimiter(cfg.FailuresPerSecond, cfg.FailureBurst, 100_000),
+		gate: make(gate, cfg.MaxInFlight), fails: newFailLimiter(cfg.FailuresPerSecond, cfg.FailureBurst, cfg.FailureHeld, 100_000),
 		metrics: newMetrics(node.Raft, groupSize),
 	}
 	if cfg.AgentAddr != "" {
@@ -210,7 +211,7 @@ func serverTLS(cfg Config) (*tls.Config, error) {
 			return nil, err
 		}
 		for path, b := range map[string][]byte{caPath: ca.PEM, caKey: caKeyPEM, certPath: certPEM, keyPath: keyPEM} {
-			if err := os.WriteFile(path, b, 0o600); err != nil {
+			if err := secretfile.Write(path, b); err != nil {
 				return nil, err
 			}
 		}

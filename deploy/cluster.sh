@@ -90,14 +90,18 @@ up() {
   fi
   local servers=() api=()
   for i in "${!SERVERS[@]}"; do servers+=("127.0.0.1:$(port "$i" 0)"); api+=("https://127.0.0.1:$(port "$i" 0)"); done
-  local admin; admin=$(sed -n 's/.*"admin_token": *"\([^"]*\)".*/\1/p' "$DIR/dev.json")
+  # The admin token, in a file the admin commands read (--token-file):
+  # never on a command line, where other users of the host could read it.
+  # printf is a shell builtin, so the token is on no process's argv here.
+  local admin="$DIR/admin.token"
+  (umask 077; printf '%s\n' "$(sed -n 's/.*"admin_token": *"\([^"]*\)".*/\1/p' "$DIR/dev.json")" >"$admin")
   for a in "${AGENTS[@]}"; do
     if running "$a"; then echo "cluster: agent $a is already running"; continue; fi
     local enroll=()
     if [ ! -f "$DIR/$a/node.json" ]; then
       # A one-time join token (it pins the cluster CA), in a file: never on
       # a command line, where other users could read it.
-      (umask 077; WRIT_TOKEN=$admin "$WRIT" token create --role node --labels "agent=$a" --ttl 10m \
+      (umask 077; "$WRIT" token create --token-file "$admin" --role node --labels "agent=$a" --ttl 10m \
         --server "$(IFS=,; echo "${api[*]}")" --ca "$DIR/pki/ca.pem" -o text >"$DIR/$a.token")
       enroll=(--token-file "$DIR/$a.token")
     fi
@@ -108,7 +112,7 @@ up() {
   # Wait until both nodes are ready: the first intent then has somewhere to run.
   local ready=0
   for _ in $(seq 100); do
-    ready=$(WRIT_TOKEN=$admin "$WRIT" nodes list --server "$(IFS=,; echo "${api[*]}")" --ca "$DIR/pki/ca.pem" 2>/dev/null |
+    ready=$("$WRIT" nodes list --token-file "$admin" --server "$(IFS=,; echo "${api[*]}")" --ca "$DIR/pki/ca.pem" 2>/dev/null |
       grep -o '"status": *"ready"' | wc -l) || true
     [ "$ready" -ge "${#AGENTS[@]}" ] && break
     for a in "${AGENTS[@]}"; do
@@ -135,7 +139,7 @@ It ends "completed" with the node's signed result; "dispatch" names the node. To
 on one agent, add --target-node a1 to intent sign. The nodes, and which server holds each
 one's session:
 
-  WRIT_TOKEN=\$(sed -n 's/.*"admin_token": *"\\([^"]*\\)".*/\\1/p' $DIR/dev.json) writ nodes list --server $all
+  writ nodes list --server $all --token-file $DIR/admin.token
 
 make cluster-down stops it; state stays in $DIR.
 TXT

@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/go-json-experiment/json"
+	"github.com/writhq/writ/internal/secretfile"
 	"github.com/writhq/writ/protocol"
 	"github.com/writhq/writ/sandbox/tiers"
 )
@@ -149,6 +150,11 @@ func ParseConfig(data []byte) (Config, error) {
 
 // LoadConfig reads and parses the configuration file at path.
 func LoadConfig(path string) (Config, error) {
+	// The configuration holds the tools' env, which carries their secrets:
+	// like ssh with a private key, refuse one that others can read.
+	if err := secretfile.Check(path); err != nil {
+		return Config{}, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("%w: %v", ErrConfig, err)

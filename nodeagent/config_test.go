@@ -56,13 +56,31 @@ func TestConfigParsesStrictlyOverDefaults(t *testing.T) {
 
 func TestLoadConfigNamesTheFile(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "agent.json")
-	os.WriteFile(p, []byte(`{"servers":[]}`), 0o644)
+	os.WriteFile(p, []byte(`{"servers":[]}`), 0o600)
 	if _, err := LoadConfig(p); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), p) {
 		t.Fatalf("got %v, want an error naming %s", err, p)
 	}
-	os.WriteFile(p, []byte(`{"servers":["a:1"],"data_dir":"/srv/writ"}`), 0o644)
+	os.WriteFile(p, []byte(`{"servers":["a:1"],"data_dir":"/srv/writ"}`), 0o600)
 	if c, err := LoadConfig(p); err != nil || c.DataDir != "/srv/writ" {
 		t.Fatalf("got %+v, %v", c, err)
+	}
+}
+
+// TestLoadConfigRefusesOpenFile: a configuration (it holds the tools' env)
+// that group or others can read is refused, naming the file and the fix.
+func TestLoadConfigRefusesOpenFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "agent.json")
+	os.WriteFile(p, []byte(`{"servers":["a:1"],"data_dir":"/srv/writ","env":{"TOKEN":"s3cret"}}`), 0o600)
+	for _, m := range []os.FileMode{0o644, 0o640, 0o604} {
+		os.Chmod(p, m)
+		_, err := LoadConfig(p)
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "chmod 600 "+p) {
+			t.Errorf("mode %04o: got %v, want ErrConfig naming the fix chmod 600 %s", m, err, p)
+		}
+	}
+	os.Chmod(p, 0o600)
+	if _, err := LoadConfig(p); err != nil {
+		t.Fatalf("mode 0600: %v", err)
 	}
 }
 

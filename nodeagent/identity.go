@@ -14,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/writhq/writ/internal/secretfile"
 )
 
 // Identity is what enrollment leaves in the data directory: the node's id,
@@ -49,6 +51,13 @@ func LoadIdentity(dir string) (*Identity, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	// The keys sign results and authenticate the node: refuse them, as ssh
+	// does, when others can read them.
+	for _, name := range []string{fileSignKey, fileTLSKey} {
+		if err := secretfile.Check(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("nodeagent: %w", err)
+		}
 	}
 	var meta struct {
 		Node string `json:"node"`
@@ -130,24 +139,10 @@ func saveCert(dir string, key *ecdsa.PrivateKey, chain [][]byte) (tls.Certificat
 	return pair, os.Rename(filepath.Join(dir, fileTLSCert+".next"), filepath.Join(dir, fileTLSCert))
 }
 
+// writeAtomic writes a file of the identity whole or not at all, never
+// through a symbolic link, owned by the agent (secretfile).
 func writeAtomic(path string, b []byte, perm os.FileMode) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return secretfile.WriteMode(path, b, perm)
 }
 
 func readKey(path string) (any, error) {

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/writhq/writ/internal/secretfile"
 	"github.com/writhq/writ/nodeagent/internal/store"
 	"github.com/writhq/writ/protocol"
 	"github.com/writhq/writ/sandbox/tiers"
@@ -113,6 +114,9 @@ func Run(ctx context.Context, rc RunConfig) error {
 func enrollFirst(ctx context.Context, rc RunConfig, log *slog.Logger) (*Identity, error) {
 	token := rc.Token
 	if token == "" && rc.TokenFile != "" {
+		if err := secretfile.Check(rc.TokenFile); err != nil {
+			return nil, fmt.Errorf("nodeagent: token file: %w", err)
+		}
 		b, err := os.ReadFile(rc.TokenFile)
 		if err != nil {
 			return nil, fmt.Errorf("nodeagent: token file: %w", err)

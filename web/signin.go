@@ -39,6 +39,10 @@ func (d *Dashboard) handleSignIn(w http.ResponseWriter, r *http.Request) {
 			fail(http.StatusUnauthorized, "That token is not valid: it may have expired or been revoked.")
 			return
 		}
+		if errors.As(err, &e) && e.Code == "too_many_sessions" {
+			fail(http.StatusServiceUnavailable, "The dashboard has as many sessions open as it keeps; an admin can list and end sessions (writ session list, writ session revoke).")
+			return
+		}
 		d.log.Warn("dashboard: sign-in", "err", err)
 		fail(http.StatusServiceUnavailable, "Signing in failed on the server; try again.")
 		return

@@ -24,8 +24,14 @@ func TestAdminCLI(t *testing.T) {
 	if err := json.Unmarshal(b, &creds); err != nil || creds.AdminToken == "" {
 		t.Fatalf("dev.json: %v", err)
 	}
+	// The admin token from the file writ dev writes: never on the command
+	// line.
+	tokenFile := filepath.Join(dir, "admin.token")
+	if b, err := os.ReadFile(tokenFile); err != nil || strings.TrimSpace(string(b)) != creds.AdminToken {
+		t.Fatalf("admin.token: %q %v", b, err)
+	}
 	admin := func(args ...string) (string, int) {
-		return run(t, "", append(args, "--server", server, "--token", creds.AdminToken)...)
+		return run(t, "", append(args, "--server", server, "--token-file", tokenFile)...)
 	}
 	keys := t.TempDir()
 	if _, code := run(t, "", "keygen", "hmac", "--id", "acme-orch", "--dir", keys); code != 0 {
@@ -48,6 +54,21 @@ when { principal.tenant == "acme" };
 	}
 	if out, code := run(t, "", "tenant", "put", "x", "--server", server, "--token", "wrong"); code != 1 || !strings.Contains(out, "unauthorized") {
 		t.Fatalf("wrong token: %q exit %d", out, code)
+	}
+	// Tokens and sessions: a viewer token is listed (without its secret),
+	// and no session is open yet.
+	viewer, code := admin("token", "create", "--role", "viewer", "-o", "text")
+	if code != 0 || !strings.HasPrefix(viewer, "wu1.") {
+		t.Fatalf("token create: %q exit %d", viewer, code)
+	}
+	if out, code := admin("token", "list"); code != 0 || !strings.Contains(out, `"role":"viewer"`) || strings.Contains(out, strings.TrimSpace(viewer)) {
+		t.Fatalf("token list: %q exit %d", out, code)
+	}
+	if out, code := admin("session", "list"); code != 0 || !strings.Contains(out, `"sessions":[]`) {
+		t.Fatalf("session list: %q exit %d", out, code)
+	}
+	if out, code := admin("session", "revoke", "0123456789abcdef"); code != 1 || !strings.Contains(out, "not_found") {
+		t.Fatalf("session revoke of no session: %q exit %d", out, code)
 	}
 	if out, code := admin("policy", "apply", "-f", tool); code != 1 || !strings.Contains(out, "malformed") {
 		t.Fatalf("a policy that does not parse: %q exit %d", out, code)

@@ -54,6 +54,18 @@ func (f *FSM) JoinToken(id string) (JoinToken, bool) {
 	return *t, true
 }
 
+// JoinTokens returns the unused join tokens, by id.
+func (f *FSM) JoinTokens() []JoinToken {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make([]JoinToken, 0, len(f.state.JoinTokens))
+	for _, t := range f.state.JoinTokens {
+		out = append(out, *t)
+	}
+	slices.SortFunc(out, func(a, b JoinToken) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
 // Dispatch returns a copy of a dispatch record.
 func (f *FSM) Dispatch(id string) (Dispatch, bool) {
 	f.mu.RLock()

@@ -1,7 +1,10 @@
 package fsm
 
 import (
+	"cmp"
 	"crypto/subtle"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/writhq/writ/protocol"
@@ -34,11 +37,18 @@ const (
 const AdminTokenUser = "admin-token"
 
 // MaxSessions bounds the open sessions; past it, after pruning the expired
-// ones, sign-in is refused.
+// ones and the user's oldest past its own cap, sign-in is refused. The
+// per-user cap (OpenSession.MaxPerUser) keeps any one token from filling
+// the table: 10,000 sessions take more than 1,000 tokens at the default cap.
 const MaxSessions = 10_000
 
 // CodeTooManySessions refuses a sign-in while MaxSessions are open.
 const CodeTooManySessions protocol.Code = "too_many_sessions"
+
+// SessionIDLen is the length of a session's id: the first hex digits of the
+// hash of its cookie's secret, enough to name it to an admin and nothing a
+// browser could sign in with.
+const SessionIDLen = 16
 
 // User is a dashboard user: a token issued by an admin. An approver is bound
 // to an approver identity of one tenant; a viewer may be limited to one
@@ -72,6 +82,11 @@ type OpenSession struct {
 	User      string    `json:"user"`
 	TokenHash string    `json:"token_hash,omitzero"`
 	ExpiresAt time.Time `json:"expires_at"`
+	// MaxPerUser is the leader's cap of sessions per user: opening one more
+	// closes the user's oldest. 0, as in entries written before the cap,
+	// is no cap; the value travels in the entry so that every server and
+	// every replay applies the same cap.
+	MaxPerUser int `json:"max_per_user,omitzero"`
 }
 
 // CloseSession ends a session (sign-out).
@@ -87,6 +102,15 @@ type Session struct {
 	Tenant    string    `json:"tenant,omitzero"`
 	Approver  string    `json:"approver,omitzero"`
 	ExpiresAt time.Time `json:"expires_at"`
+	// OpenedAt orders a user's sessions for eviction (zero in sessions
+	// opened before it was kept: those go first).
+	OpenedAt time.Time `json:"opened_at,omitzero"`
+}
+
+// SessionInfo is an open session as an admin lists it.
+type SessionInfo struct {
+	Session
+	ID string `json:"id"`
 }
 
 func (f *FSM) applyPutUser(c *PutUser) Result {
@@ -126,7 +150,7 @@ func (f *FSM) applyDeleteUser(c *DeleteUser) Result {
 
 func (f *FSM) applyOpenSession(c *OpenSession) Result {
 	now := f.advance(c.At)
-	s := &Session{User: c.User, Role: RoleAdmin, ExpiresAt: c.ExpiresAt.UTC()}
+	s := &Session{User: c.User, Role: RoleAdmin, ExpiresAt: c.ExpiresAt.UTC(), OpenedAt: now}
 	if c.User != AdminTokenUser {
 		u := f.state.Users[c.User]
 		if u == nil || subtle.ConstantTimeCompare([]byte(u.Hash), []byte(c.TokenHash)) != 1 || !u.ExpiresAt.After(now) {
@@ -144,11 +168,37 @@ func (f *FSM) applyOpenSession(c *OpenSession) Result {
 		return refuse(CodeIdempotencyConflict, "session exists")
 	}
 	f.pruneSessions(now)
+	if c.MaxPerUser > 0 {
+		f.evictOldest(c.User, c.MaxPerUser-1)
+	}
 	if len(f.state.Sessions) >= MaxSessions {
 		return refuse(CodeTooManySessions, "%d sessions are open", MaxSessions)
 	}
 	f.state.Sessions[c.Hash] = s
 	return Result{}
+}
+
+// evictOldest closes user's oldest sessions until keep are left. Ties on
+// OpenedAt are broken by hash, so every server closes the same ones.
+func (f *FSM) evictOldest(user string, keep int) {
+	var mine []string
+	for h, s := range f.state.Sessions {
+		if s.User == user {
+			mine = append(mine, h)
+		}
+	}
+	if len(mine) <= keep {
+		return
+	}
+	slices.SortFunc(mine, func(a, b string) int {
+		if c := f.state.Sessions[a].OpenedAt.Compare(f.state.Sessions[b].OpenedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	for _, h := range mine[:len(mine)-keep] {
+		delete(f.state.Sessions, h)
+	}
 }
 
 // pruneSessions forgets expired sessions and users, at each sign-in: the
@@ -189,6 +239,62 @@ func (f *FSM) Session(hash string) (Session, bool) {
 		return Session{}, false
 	}
 	return *s, true
+}
+
+// Users returns the dashboard users, by id.
+func (f *FSM) Users() []User {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make([]User, 0, len(f.state.Users))
+	for _, u := range f.state.Users {
+		out = append(out, *u)
+	}
+	slices.SortFunc(out, func(a, b User) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+// Sessions returns the open sessions, oldest first, each with its id
+// (SessionID). The caller drops the expired ones by its own clock.
+func (f *FSM) Sessions() []SessionInfo {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make([]SessionInfo, 0, len(f.state.Sessions))
+	for h, s := range f.state.Sessions {
+		out = append(out, SessionInfo{Session: *s, ID: SessionID(h)})
+	}
+	slices.SortFunc(out, func(a, b SessionInfo) int {
+		if c := a.OpenedAt.Compare(b.OpenedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	return out
+}
+
+// SessionHash returns the hash of the open session whose id is id; false
+// when none or more than one has it.
+func (f *FSM) SessionHash(id string) (string, bool) {
+	if len(id) != SessionIDLen {
+		return "", false
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	found := ""
+	for h := range f.state.Sessions {
+		if SessionID(h) == id {
+			if found != "" {
+				return "", false
+			}
+			found = h
+		}
+	}
+	return found, found != ""
+}
+
+// SessionID is the id of the session whose cookie secret hashes to hash.
+func SessionID(hash string) string {
+	h := strings.TrimPrefix(hash, "sha256:")
+	return h[:min(len(h), SessionIDLen)]
 }
 
 func (f *FSM) applyUsers(t MsgType, decode func(any)) Result {

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -101,5 +102,60 @@ func TestAuditorUser(t *testing.T) {
 	}
 	if _, ok := f.Session("sess-a"); ok {
 		t.Fatal("an auditor session is open")
+	}
+}
+
+// TestSessionCapPerUser: opening a session past the user's cap closes that
+// user's oldest, never another user's, and a full table refuses with its
+// own code.
+func TestSessionCapPerUser(t *testing.T) {
+	f := newFSM(t)
+	b := &logBuilder{t: t}
+	apply(t, f, b, MsgPutUser, PutUser{ID: "v", Hash: "sha256:v", Role: RoleViewer, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)})
+	open := func(hash, user, token string, at time.Time, max int) Result {
+		return apply(t, f, b, MsgOpenSession, OpenSession{At: at, Hash: hash, User: user, TokenHash: token,
+			ExpiresAt: at.Add(time.Hour), MaxPerUser: max})
+	}
+	if r := open("sha256:aaaa0000000000000000admin", AdminTokenUser, "", t0, 3); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	for i := range 10 {
+		// Hashes in the reverse order of opening: eviction goes by time.
+		h := fmt.Sprintf("sha256:%016d", 100-i)
+		if r := open(h, "v", "sha256:v", t0.Add(time.Duration(i)*time.Second), 3); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	var viewer []string
+	for _, s := range f.Sessions() {
+		if s.User == "v" {
+			viewer = append(viewer, s.ID)
+		}
+	}
+	if want := []string{"0000000000000093", "0000000000000092", "0000000000000091"}; !slices.Equal(viewer, want) {
+		t.Fatalf("the viewer's sessions: got %v, want its 3 newest %v", viewer, want)
+	}
+	if _, ok := f.Session("sha256:aaaa0000000000000000admin"); !ok {
+		t.Fatal("the viewer's sessions closed the admin's")
+	}
+	if h, ok := f.SessionHash("0000000000000092"); !ok || h != "sha256:0000000000000092" {
+		t.Fatalf("SessionHash: got %q %v", h, ok)
+	}
+	// Entries without a cap (written before it) keep every session.
+	for i := range 3 {
+		open(fmt.Sprintf("sha256:%016d", 200+i), "v", "sha256:v", t0.Add(time.Minute), 0)
+	}
+	if n := len(f.Sessions()); n != 7 {
+		t.Fatalf("uncapped opens: %d sessions, want 7", n)
+	}
+	// A full table refuses with too_many_sessions, and closes nothing.
+	for i := len(f.state.Sessions); i < MaxSessions; i++ {
+		f.state.Sessions[fmt.Sprintf("sha256:f%015d", i)] = &Session{User: fmt.Sprintf("u%d", i), ExpiresAt: t0.Add(time.Hour)}
+	}
+	if r := open("sha256:new", AdminTokenUser, "", t0.Add(time.Minute), 3); r.Err == nil || r.Err.Code != CodeTooManySessions {
+		t.Fatalf("a sign-in into a full table: %+v, want %s", r, CodeTooManySessions)
+	}
+	if n := len(f.state.Sessions); n != MaxSessions {
+		t.Fatalf("a refused sign-in left %d sessions, want %d", n, MaxSessions)
 	}
 }

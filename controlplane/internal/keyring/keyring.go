@@ -16,6 +16,8 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+
+	"github.com/writhq/writ/internal/secretfile"
 )
 
 // KeySize is the size of the cluster key: AES-256.
@@ -56,16 +58,8 @@ func Load(path string, create bool) (*Keyring, error) {
 		if _, err := rand.Read(key); err != nil {
 			return nil, err
 		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
+		if err := secretfile.Create(path, []byte(base64.StdEncoding.EncodeToString(key)+"\n")); err != nil {
 			return nil, err
-		}
-		_, werr := f.WriteString(base64.StdEncoding.EncodeToString(key) + "\n")
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			return nil, werr
 		}
 		return New(key)
 	}

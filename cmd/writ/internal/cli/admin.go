@@ -12,11 +12,15 @@ import (
 )
 
 // adminFlags are the flags every admin command takes.
-type adminFlags struct{ server, token string }
+type adminFlags struct {
+	server string
+	token  secretFlag
+}
 
 func (a *adminFlags) register(cmd *cobra.Command) {
 	cmd.PersistentFlags().StringVar(&a.server, "server", defaultServer(), "the control plane's API address")
-	cmd.PersistentFlags().StringVar(&a.token, "token", "", "admin token (default: $WRIT_TOKEN)")
+	a.token = adminTokenFlag()
+	a.token.register(cmd.PersistentFlags())
 }
 
 // call sends one admin call and reports it.

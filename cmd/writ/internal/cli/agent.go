@@ -15,12 +15,13 @@ import (
 )
 
 func newAgent(e *env) *cobra.Command {
-	var configFile, token, tokenFile, dataDir, toolsDir, name, runcRoot string
+	var configFile, dataDir, toolsDir, name, runcRoot string
+	joinToken := joinTokenFlag()
 	var servers, processRW []string
 	var concurrency int
 	var labels map[string]string
 	cmd := &cobra.Command{
-		Use:   "agent --server ADDR[,ADDR...] --token T --data-dir DIR",
+		Use:   "agent --server ADDR[,ADDR...] --token-file FILE --data-dir DIR",
 		Short: "Run a node agent: enroll once, then run what the control plane dispatches",
 		Long: `Run a node agent. On first start it enrolls with a one-time join token (writ token
 create): it generates its keys here, checks the cluster CA against the token's pin,
@@ -56,7 +57,18 @@ enrolls over plain HTTP, for a dev server on loopback only.`,
 			}
 			set("data-dir", &cfg.DataDir, dataDir)
 			set("tools-dir", &cfg.ToolsDir, toolsDir)
-			set("token-file", &cfg.TokenFile, tokenFile)
+			set("token-file", &cfg.TokenFile, joinToken.file)
+			// The token file is read by the agent, and only until it is
+			// enrolled; --token (which warns) or $WRIT_JOIN_TOKEN otherwise.
+			token := ""
+			if joinToken.value != "" {
+				var err error
+				if token, err = joinToken.get(e); err != nil {
+					return err
+				}
+			} else if joinToken.file == "" {
+				token = os.Getenv(joinToken.env)
+			}
 			set("runc-rootfs", &cfg.RuncRootFS, runcRoot)
 			if c.Flags().Changed("process-read-write") {
 				cfg.ProcessReadWrite = processRW
@@ -84,8 +96,7 @@ enrolls over plain HTTP, for a dev server on loopback only.`,
 	f := cmd.Flags()
 	f.StringVar(&configFile, "config", "", "agent configuration file (JSON, docs/agent.md); flags override it")
 	f.StringSliceVar(&servers, "server", nil, "control-plane servers, host:port (repeat or comma-separate)")
-	f.StringVar(&token, "token", "", "one-time join token (only for the first start)")
-	f.StringVar(&tokenFile, "token-file", "", "file holding the join token")
+	joinToken.register(f) // --token, --token-file: the one-time join token, only for the first start
 	f.StringVar(&dataDir, "data-dir", "", "state directory: keys, certificate, journal and outbox")
 	f.StringVar(&toolsDir, "tools-dir", "", "the tool allowlist: one sandbox manifest per *.json file")
 	f.StringVar(&name, "name", "", "node name (default: the host name)")

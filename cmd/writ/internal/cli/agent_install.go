@@ -14,6 +14,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/spf13/cobra"
 	"github.com/writhq/writ/deploy"
+	"github.com/writhq/writ/internal/secretfile"
 	"github.com/writhq/writ/nodeagent"
 )
 
@@ -38,13 +39,15 @@ type agentInstall struct {
 // newAgentInstall is `writ agent install`; the lead's `writ agent` adds it
 // as a subcommand.
 func newAgentInstall(e *env) *cobra.Command {
-	var servers, token, dataDir, toolsDir, root, config, binary, labels, platform string
+	var servers, dataDir, toolsDir, root, config, binary, labels, platform string
+	joinToken := joinTokenFlag()
 	var concurrency int
 	d := nodeagent.DefaultConfig()
 	cmd := &cobra.Command{
-		Use:   "install --server ADDR[,ADDR] --token T [--data-dir D] [--tools DIR] [--root DIR]",
+		Use:   "install --server ADDR[,ADDR] --token-file FILE [--data-dir D] [--tools DIR] [--root DIR]",
 		Short: "Install writ agent as a service (systemd on Linux, launchd on macOS) and start it",
-		Long: `Write the agent's configuration file, its join token (0600) in a new 0700 data
+		Long: `Write the agent's configuration file (0600: it holds the tools' env), its join
+token (0600, read from --token-file or $WRIT_JOIN_TOKEN) in a new 0700 data
 directory, the tools directory (the node owner's allowlist, left as it is when it
 exists) and a systemd unit (Linux) or launchd plist (macOS) that runs
 "writ agent --config FILE"; then enable and start the service (systemctl, or
@@ -52,11 +55,14 @@ launchctl bootstrap). Must run as root. With --root DIR the files are written
 under DIR, for packaging or review, and no service is enabled. docs/agent.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
+			token, err := joinToken.require(e)
+			if err != nil {
+				return err
+			}
 			cfg := d
 			cfg.Servers = splitList(servers)
 			cfg.DataDir, cfg.ToolsDir, cfg.Concurrency = dataDir, toolsDir, concurrency
 			cfg.TokenFile = filepath.Join(dataDir, "join-token")
-			var err error
 			if cfg.Labels, err = parseLabels(labels); err != nil {
 				return err
 			}
@@ -94,7 +100,7 @@ under DIR, for packaging or review, and no service is enabled. docs/agent.md.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&servers, "server", "", "the control plane's session addresses, host:port, comma-separated")
-	f.StringVar(&token, "token", "", "the one-time join token (writ token create)")
+	joinToken.register(f)
 	f.StringVar(&dataDir, "data-dir", d.DataDir, "the agent's data directory (created 0700)")
 	f.StringVar(&toolsDir, "tools", d.ToolsDir, "the tool allowlist directory: one manifest per *.json file")
 	f.StringVar(&root, "root", "", "write the files under this directory and enable nothing")
@@ -105,7 +111,6 @@ under DIR, for packaging or review, and no service is enabled. docs/agent.md.`,
 	f.StringVar(&platform, "platform", runtime.GOOS, "linux or darwin: which service manager to write for")
 	f.MarkHidden("platform")
 	cmd.MarkFlagRequired("server")
-	cmd.MarkFlagRequired("token")
 	return cmd
 }
 
@@ -119,7 +124,7 @@ func planAgentInstall(platform string, cfg nodeagent.Config, config, token, bina
 		return nil, fmt.Errorf("--config %q must be a clean absolute path", config)
 	}
 	if token == "" || len(token) > 4096 || strings.ContainsFunc(token, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
-		return nil, errors.New("--token must be the join token, one word")
+		return nil, errors.New("the join token must be one word")
 	}
 	in := &agentInstall{platform: platform, cfg: cfg, config: config, token: token}
 	a := deploy.Agent{Binary: binary, Config: config, ReadWrite: []string{cfg.DataDir}}
@@ -174,44 +179,18 @@ func (in *agentInstall) write(root string) error {
 		data []byte
 		mode os.FileMode
 	}{
-		{at(in.cfg.TokenFile), []byte(in.token + "\n"), 0o600},
-		{at(in.config), append(cfgJSON, '\n'), 0o644},
+		{at(in.cfg.TokenFile), []byte(in.token + "\n"), secretfile.Mode},
+		{at(in.config), append(cfgJSON, '\n'), secretfile.Mode}, // the tools' env holds their secrets
 		{at(in.unitPath), in.unit, 0o644},
 	} {
 		if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
 			return err
 		}
-		if err := writeFileAtomic(f.path, f.data, f.mode); err != nil {
+		if err := secretfile.WriteMode(f.path, f.data, f.mode); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// writeFileAtomic writes data to a new file beside path with mode, then
-// renames it over path: a reader sees the old file or the new, never half.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // serviceCommands are the commands that enable and (re)start the installed

@@ -15,13 +15,20 @@ import (
 // runCmd runs a command built by newCmd with args, in-process.
 func runCmd(t *testing.T, newCmd func(*env) *cobra.Command, args ...string) (string, error) {
 	t.Helper()
+	out, _, err := runCmdStderr(t, newCmd, args...)
+	return out, err
+}
+
+// runCmdStderr is runCmd that returns standard error too.
+func runCmdStderr(t *testing.T, newCmd func(*env) *cobra.Command, args ...string) (string, string, error) {
+	t.Helper()
 	var out, errb bytes.Buffer
 	e := &env{in: strings.NewReader(""), out: &out, err: &errb, now: now, output: "json"}
 	cmd := newCmd(e)
 	cmd.SilenceUsage, cmd.SilenceErrors = true, true
 	cmd.SetArgs(args)
 	err := cmd.Execute()
-	return out.String(), err
+	return out.String(), errb.String(), err
 }
 
 func mode(t *testing.T, p string) os.FileMode {
@@ -35,14 +42,23 @@ func mode(t *testing.T, p string) os.FileMode {
 
 func TestAgentInstallWritesUnderRoot(t *testing.T) {
 	root := t.TempDir()
-	out, err := runCmd(t, newAgentInstall, "--platform", "linux", "--root", root, "--server", "s1:7443, s2:7443",
-		"--token", "wjt_abc.def", "--data-dir", "/var/lib/writ/agent", "--tools", "/etc/writ/tools",
+	tokenFile := filepath.Join(t.TempDir(), "join-token")
+	os.WriteFile(tokenFile, []byte("wjt_abc.def\n"), 0o600)
+	out, stderr, err := runCmdStderr(t, newAgentInstall, "--platform", "linux", "--root", root, "--server", "s1:7443, s2:7443",
+		"--token-file", tokenFile, "--data-dir", "/var/lib/writ/agent", "--tools", "/etc/writ/tools",
 		"--labels", "site=lab,gpu=none", "--binary", "/usr/local/bin/writ")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out, `"enabled":false`) {
 		t.Errorf("output %s: want enabled false under --root", out)
+	}
+	if stderr != "" {
+		t.Errorf("stderr %q: want nothing for a token read from a file", stderr)
+	}
+	// The configuration holds the tools' env (their secrets): 0600.
+	if m := mode(t, filepath.Join(root, "/etc/writ/agent.json")); m != 0o600 {
+		t.Errorf("config mode %v, want 0600", m)
 	}
 	cfg, err := nodeagent.LoadConfig(filepath.Join(root, "/etc/writ/agent.json"))
 	if err != nil {
@@ -74,11 +90,24 @@ func TestAgentInstallWritesUnderRoot(t *testing.T) {
 
 	// Installing again (a new token) replaces the files; manifests stay.
 	os.WriteFile(filepath.Join(root, "/etc/writ/tools/echo.json"), []byte("{}"), 0o644)
-	if _, err := runCmd(t, newAgentInstall, "--platform", "linux", "--root", root, "--server", "s1:7443", "--token", "second", "--binary", "/usr/local/bin/writ"); err != nil {
+	// A token on the command line still works, and warns.
+	_, stderr, err = runCmdStderr(t, newAgentInstall, "--platform", "linux", "--root", root, "--server", "s1:7443", "--token", "second", "--binary", "/usr/local/bin/writ")
+	if err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(tok); string(b) != "second\n" {
 		t.Errorf("token after reinstall: %q", b)
+	}
+	if !strings.Contains(stderr, "warning: --token puts the join token on the command line") {
+		t.Errorf("stderr %q: want a warning for --token", stderr)
+	}
+	// And from the environment.
+	t.Setenv("WRIT_JOIN_TOKEN", "third")
+	if _, err := runCmd(t, newAgentInstall, "--platform", "linux", "--root", root, "--server", "s1:7443", "--binary", "/usr/local/bin/writ"); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(tok); string(b) != "third\n" {
+		t.Errorf("token from $WRIT_JOIN_TOKEN: %q", b)
 	}
 	if _, err := os.Stat(filepath.Join(root, "/etc/writ/tools/echo.json")); err != nil {
 		t.Error("reinstall removed a manifest from the tools directory")

@@ -122,8 +122,16 @@ func devToolsDir(dataDir string) (string, error) {
 	return dir, os.WriteFile(filepath.Join(dir, "echo.wasm"), echowasm.Module(), 0o644)
 }
 
-// writeDevKeys writes the dev keys as key files the sign commands read.
+// devAdminTokenFile is the admin token of writ dev, for --token-file.
+const devAdminTokenFile = "admin.token"
+
+// writeDevKeys writes the dev keys as key files the sign commands read, and
+// the admin token as the file the admin commands read (--token-file), so
+// that no step the banner prints puts a secret on a command line.
 func writeDevKeys(dir string, c *controlplane.DevCredentials) error {
+	if err := writeKeyFile(filepath.Join(dir, devAdminTokenFile), []byte(c.AdminToken+"\n"), 0o600, true); err != nil {
+		return err
+	}
 	for name, b64 := range map[string]string{"orchestrator.key": c.Orchestrator.Secret, "approver.key": c.Approver.Seed} {
 		if _, err := base64.StdEncoding.DecodeString(b64); err != nil {
 			return err
@@ -148,6 +156,10 @@ func printDevSteps(e *env, dir string, c *controlplane.DevCredentials) {
 	w("  writ intent sign ... --tool echo_approval ... > pending.json && writ intent submit --server %s < pending.json", c.Addr)
 	w("  writ approval sign --intent pending.json --key %s=%s --approver %s > approval.json", c.Approver.KeyID, filepath.Join(dir, "approver.key"), c.Approver.Approver)
 	w("  writ approval submit --server %s < approval.json", c.Addr)
+	w("")
+	w("Admin commands read the admin token from a file, never from the command line:")
+	w("  writ token create --role admin --server %s --token-file %s -o text   # sign in with it at %s/ui/", c.Addr, filepath.Join(dir, devAdminTokenFile), c.Addr)
+	w("  writ session list --server %s --token-file %s", c.Addr, filepath.Join(dir, devAdminTokenFile))
 	w("")
 	w("A node agent runs in this process (state in %s); its allowlist holds the dev tools.", filepath.Join(dir, "agent"))
 	w("Ctrl-C stops the server and the agent; state stays in %s.", dir)

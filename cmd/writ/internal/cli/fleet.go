@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -15,12 +14,9 @@ import (
 
 // adminClient returns a client with the admin token of a.
 func (a *adminFlags) client(e *env) (*client.Client, error) {
-	token := a.token
-	if token == "" {
-		token = os.Getenv("WRIT_TOKEN")
-	}
-	if token == "" {
-		return nil, errors.New("an admin token is required: --token or WRIT_TOKEN")
+	token, err := a.token.require(e)
+	if err != nil {
+		return nil, err
 	}
 	return e.client(a.server, token)
 }
@@ -88,7 +84,7 @@ func newToken(e *env) *cobra.Command {
 	dash.register(create)
 	create.Flags().StringSliceVar(&labels, "labels", nil, "labels the node gets, k=v (repeat or comma-separate)")
 	create.Flags().DurationVar(&ttl, "ttl", time.Hour, "how long the token may be used (dashboard tokens: default 30 days)")
-	cmd.AddCommand(create, newTokenRevoke(e, &a))
+	cmd.AddCommand(create, newTokenRevoke(e, &a), newTokenList(e, &a))
 	return cmd
 }
 

@@ -12,7 +12,8 @@ import (
 )
 
 func newIntentOutput(e *env) *cobra.Command {
-	var server, key, tenant, token, file string
+	var server, key, tenant, file string
+	tokenFlag := readTokenFlag()
 	cmd := &cobra.Command{
 		Use:   "output ID --tenant T --key ID=SECRET_FILE [--server URL] [--file OUT]",
 		Short: "Print an intent's output with its hashes (a read signed with an orchestrator key, or with --token)",
@@ -22,6 +23,10 @@ and sizes the node's signed result commits to, checked against them. With
 writ verify receipt --output.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
+			token, err := tokenFlag.get(e)
+			if err != nil {
+				return err
+			}
 			c, err := e.readClient(server, token, tenant, key)
 			if err != nil {
 				return err
@@ -54,7 +59,7 @@ writ verify receipt --output.`,
 	cmd.Flags().StringVar(&server, "server", defaultServer(), "the control plane's API address")
 	cmd.Flags().StringVar(&tenant, "tenant", "", "the intent's tenant")
 	cmd.Flags().StringVar(&key, "key", "", "ID=SECRET_FILE: an orchestrator key of the tenant, to sign the read")
-	cmd.Flags().StringVar(&token, "token", "", "an admin token instead (default: $WRIT_TOKEN)")
+	tokenFlag.register(cmd.Flags())
 	cmd.Flags().StringVar(&file, "file", "", "also write the output's bytes to this file")
 	return cmd
 }

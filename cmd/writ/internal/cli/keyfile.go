@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+
+	"github.com/writhq/writ/internal/secretfile"
 )
 
 // maxKeyFile bounds what is read as a key file; real ones are under 100 bytes.
@@ -67,35 +69,18 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// writeKeyFile creates path with mode perm and writes data; it never replaces
-// an existing file unless force is set.
+// writeKeyFile writes a key file with mode perm, whole or not at all and
+// never through a symbolic link (secretfile); it never replaces an existing
+// file unless force is set.
 func writeKeyFile(path string, data []byte, perm os.FileMode, force bool) error {
-	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
 	if force {
-		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+		return secretfile.WriteMode(path, data, perm)
 	}
-	f, err := os.OpenFile(path, flags, perm)
+	err := secretfile.CreateMode(path, data, perm)
 	if errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("%s exists; use --force to replace it", path)
 	}
-	if err != nil {
-		return err
-	}
-	// An existing file keeps its mode through O_TRUNC, and the umask may have
-	// narrowed a new one: set it exactly.
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return err
 }
 
 // keyRef is an ID=VALUE pair from a flag such as --key orch-1=orch-1.key.

@@ -24,18 +24,20 @@ func newLedger(e *env) *cobra.Command {
 
 func newLedgerExport(e *env, server *string) *cobra.Command {
 	var from, to int64
-	var out, token string
+	var out string
+	tokenFlag := readTokenFlag()
 	cmd := &cobra.Command{
-		Use:   "export --from N --to M [--out FILE] [--token TOKEN]",
+		Use:   "export --from N --to M [--out FILE] [--token-file FILE]",
 		Short: "Write a bundle of receipts N..M-1 with their proofs and checkpoint, for writ verify bundle (an auditor or admin token)",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			ctx := context.Background()
-			if token == "" {
-				token = os.Getenv("WRIT_TOKEN")
+			token, err := tokenFlag.get(e)
+			if err != nil {
+				return err
 			}
 			if token == "" {
-				return errors.New("receipts are read with an auditor or admin token: --token or WRIT_TOKEN (writ token create --role auditor)")
+				return errors.New("receipts are read with an auditor or admin token: --token-file FILE or $WRIT_TOKEN (writ token create --role auditor)")
 			}
 			c, err := e.client(*server, token)
 			if err != nil {
@@ -85,7 +87,7 @@ func newLedgerExport(e *env, server *string) *cobra.Command {
 	cmd.Flags().Int64Var(&from, "from", 0, "the first receipt index")
 	cmd.Flags().Int64Var(&to, "to", 0, "one past the last receipt index (default: the latest checkpoint's size)")
 	cmd.Flags().StringVar(&out, "out", "", "write the bundle to this file instead of standard output")
-	cmd.Flags().StringVar(&token, "token", "", "an auditor or admin token (default: $WRIT_TOKEN)")
+	tokenFlag.register(cmd.Flags())
 	return cmd
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -13,14 +12,15 @@ import (
 )
 
 func newReceipt(e *env) *cobra.Command {
-	var server, key, tenant, token string
+	var server, key, tenant string
+	tokenFlag := readTokenFlag()
 	cmd := &cobra.Command{Use: "receipt", Short: "Fetch receipts from the ledger"}
 	get := &cobra.Command{
-		Use:   "get INDEX [--server URL] [--tenant T --key ID=SECRET_FILE | --token TOKEN]",
+		Use:   "get INDEX [--server URL] [--tenant T --key ID=SECRET_FILE | --token-file FILE]",
 		Short: "Print a receipt with its inclusion proof and checkpoint, ready for writ verify receipt",
 		Long: `Print a receipt with its inclusion proof and checkpoint, ready for writ verify
 receipt. The receipt is read with a signed read of its tenant (--tenant, --key), or an
-auditor or admin token (--token, default $WRIT_TOKEN). Without credentials the server
+auditor or admin token (--token-file FILE, or $WRIT_TOKEN). Without credentials the server
 answers only the leaf's hash, its proof and the checkpoint.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
@@ -28,26 +28,16 @@ answers only the leaf's hash, its proof and the checkpoint.`,
 			if err != nil {
 				return fmt.Errorf("INDEX %q is not a receipt index", args[0])
 			}
-			if token == "" && key == "" {
-				token = os.Getenv("WRIT_TOKEN")
-			}
-			c, err := e.client(server, token)
+			token, err := tokenFlag.get(e)
 			if err != nil {
 				return err
 			}
-			if key != "" {
-				ref, err := parseKeyRef("key", key)
-				if err != nil {
-					return err
-				}
-				secret, err := readKeyFile(ref.value)
-				if err != nil {
-					return err
-				}
-				if tenant == "" {
-					return errors.New("--tenant is required with --key")
-				}
-				c.SignReads(tenant, ref.id, secret)
+			c, err := e.client(server, "")
+			if token != "" || key != "" {
+				c, err = e.readClient(server, token, tenant, key)
+			}
+			if err != nil {
+				return err
 			}
 			body, err := c.Receipt(context.Background(), i)
 			var ae *client.Error
@@ -65,7 +55,7 @@ answers only the leaf's hash, its proof and the checkpoint.`,
 	get.Flags().StringVar(&server, "server", defaultServer(), "the control plane's API address")
 	get.Flags().StringVar(&tenant, "tenant", "", "the receipt's tenant")
 	get.Flags().StringVar(&key, "key", "", "ID=SECRET_FILE: an orchestrator key of the tenant, to sign the read")
-	get.Flags().StringVar(&token, "token", "", "an auditor or admin token instead (default: $WRIT_TOKEN)")
+	tokenFlag.register(get.Flags())
 	cmd.AddCommand(get)
 	return cmd
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -45,13 +44,18 @@ func newIntentSubmit(e *env) *cobra.Command {
 }
 
 func newIntentGet(e *env) *cobra.Command {
-	var server, key, tenant, token string
+	var server, key, tenant string
+	tokenFlag := adminTokenFlag()
 	var wait time.Duration
 	cmd := &cobra.Command{
 		Use:   "get ID --tenant T --key ID=SECRET_FILE [--server URL] [--wait 30s]",
 		Short: "Print an intent's state (a read signed with an orchestrator key, or with --token)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
+			token, err := tokenFlag.get(e)
+			if err != nil {
+				return err
+			}
 			c, err := e.readClient(server, token, tenant, key)
 			if err != nil {
 				return err
@@ -64,7 +68,7 @@ func newIntentGet(e *env) *cobra.Command {
 	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for a final state (at most 60s)")
 	cmd.Flags().StringVar(&tenant, "tenant", "", "the intent's tenant")
 	cmd.Flags().StringVar(&key, "key", "", "ID=SECRET_FILE: an orchestrator key of the tenant, to sign the read")
-	cmd.Flags().StringVar(&token, "token", "", "an admin token instead (default: $WRIT_TOKEN)")
+	tokenFlag.register(cmd.Flags())
 	return cmd
 }
 
@@ -91,13 +95,10 @@ func newApprovalSubmit(e *env) *cobra.Command {
 	return cmd
 }
 
-// readClient is a client for a read of a tenant's intent: signed with the
-// tenant's orchestrator key (--tenant, --key ID=SECRET_FILE), or carrying an
-// admin token (--token, default $WRIT_TOKEN).
+// readClient is a client for a read of a tenant's objects: signed with the
+// tenant's orchestrator key (--tenant, --key ID=SECRET_FILE), or carrying a
+// token (readTokenFlag: an admin's, or an auditor's where it may read).
 func (e *env) readClient(server, token, tenant, key string) (*client.Client, error) {
-	if token == "" {
-		token = os.Getenv("WRIT_TOKEN")
-	}
 	c, err := e.client(server, token)
 	if err != nil {
 		return nil, err
@@ -116,7 +117,7 @@ func (e *env) readClient(server, token, tenant, key string) (*client.Client, err
 		}
 		c.SignReads(tenant, ref.id, secret)
 	} else if token == "" {
-		return nil, errors.New("reads are signed: give --tenant and --key ID=SECRET_FILE, or an admin --token")
+		return nil, errors.New("reads are signed: give --tenant and --key ID=SECRET_FILE, or a token (--token-file FILE or $WRIT_TOKEN)")
 	}
 	return c, nil
 }

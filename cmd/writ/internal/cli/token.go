@@ -74,3 +74,56 @@ func newTokenRevoke(e *env, a *adminFlags) *cobra.Command {
 		},
 	}
 }
+
+func newTokenList(e *env, a *adminFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the dashboard tokens and unused join tokens, with each token's open sessions (no secret is shown)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			return a.list(e, "tokens")
+		},
+	}
+}
+
+// newSession is `writ session list|revoke`: the dashboard's open sessions.
+func newSession(e *env) *cobra.Command {
+	var a adminFlags
+	cmd := &cobra.Command{Use: "session", Short: "List and end dashboard sessions (admin)"}
+	a.register(cmd)
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the open dashboard sessions: id, user (token id), role, opened and expiry times",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			return a.list(e, "sessions")
+		},
+	}
+	revoke := &cobra.Command{
+		Use:   "revoke ID",
+		Short: "End a dashboard session (its browser is signed out at its next request)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return a.call(e, "DELETE", "sessions/"+url.PathEscape(args[0]), nil)
+		},
+	}
+	cmd.AddCommand(list, revoke)
+	return cmd
+}
+
+// list prints an admin list (GET /v1/admin/PATH) as the server answers it.
+func (a *adminFlags) list(e *env, path string) error {
+	c, err := a.client(e)
+	if err != nil {
+		return err
+	}
+	var out json.RawMessage
+	if err := c.AdminJSON(context.Background(), "GET", path, nil, &out); err != nil {
+		return e.apiFailure(err)
+	}
+	var v any
+	if err := json.Unmarshal(out, &v); err != nil {
+		return err
+	}
+	return e.printJSON(v)
+}

@@ -1,0 +1,7 @@
+//go:build unix
+
+package secretfile
+
+import "syscall"
+
+const noFollow = syscall.O_NOFOLLOW
