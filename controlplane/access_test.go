@@ -50,6 +50,9 @@ var probes = map[string]probe{
 	"GET /v1/tools":                                     {method: "GET", path: "/v1/tools", status: 200},
 	"GET /v1/health":                                    {method: "GET", path: "/v1/health", status: 200},
 	"GET /v1/version":                                   {method: "GET", path: "/v1/version", status: 200},
+	"GET /v1/admin/tokens":                              {method: "GET", path: "/v1/admin/tokens", status: 200},
+	"GET /v1/admin/sessions":                            {method: "GET", path: "/v1/admin/sessions", status: 200},
+	"DELETE /v1/admin/sessions/{id}":                    {method: "DELETE", path: "/v1/admin/sessions/0123456789abcdef", status: 404},
 	"GET /metrics":                                      {method: "GET", path: "/metrics", status: 200},
 	"PUT /v1/admin/tenants/{tenant}":                    {method: "PUT", path: "/v1/admin/tenants/acme", body: `{"run_budget":"x"}`, status: 400},
 	"PUT /v1/admin/tenants/{tenant}/keys/{key}":         {method: "PUT", path: "/v1/admin/tenants/acme/keys/k", body: `{"secret":1}`, status: 400},
@@ -354,8 +357,9 @@ func (w *accessWorld) get(t *testing.T, kind, path string) (int, string) {
 // TestNoContentWithoutEntitlement: params and output of a tenant's intent
 // reach no one the matrix does not entitle: not the public receipt, the
 // event stream of a viewer of another tenant or of the admin (events carry
-// summaries), metrics, the tool catalog, nor another tenant's overview; an
-// auditor gets a receipt that carries output only with the outputs grant.
+// summaries), metrics, the tool catalog, nor another tenant's overview; no
+// receipt carries them (result v2), and the output route serves the output
+// only to the tenant, the admin and an auditor granted outputs.
 func TestNoContentWithoutEntitlement(t *testing.T) {
 	w := newAccessWorld(t)
 	ctx := context.Background()
@@ -377,18 +381,21 @@ func TestNoContentWithoutEntitlement(t *testing.T) {
 	if err != nil || r.State != "completed" || r.ReceiptIndex == nil || r.Checkpoint == "" {
 		t.Fatalf("submit: %+v %v", r, err)
 	}
-	if !strings.Contains(string(r.Receipt), marker) {
-		t.Fatal("the receipt does not carry the output: this test cannot tell a leak")
+	if strings.Contains(string(r.Receipt), marker) {
+		t.Fatal("the receipt carries the output (a writ.result/v2 commits to it by hash only)")
 	}
 	pending := w.d.intent(t, "echo_approval", `{"msg":"`+marker+`"}`)
 	if _, err := w.d.c.Submit(ctx, pending, nil, 0); err != nil {
 		t.Fatal(err)
 	}
 	receipt := fmt.Sprintf("/v1/receipts/%d", *r.ReceiptIndex)
+	output := "/v1/intents/" + r.IntentID + "/output"
 	for _, c := range []struct{ kind, path string }{
 		{controlplane.KindNone, receipt},
 		{controlplane.KindViewerOther, receipt},
-		{controlplane.KindAuditor, receipt}, // no outputs grant
+		{controlplane.KindAuditor, receipt},
+		{controlplane.KindTenant, receipt},
+		{controlplane.KindAdmin, receipt},
 		{controlplane.KindNone, "/metrics"},
 		{controlplane.KindNone, "/v1/tools"},
 		{controlplane.KindNone, "/v1/health"},
@@ -401,10 +408,15 @@ func TestNoContentWithoutEntitlement(t *testing.T) {
 			t.Errorf("%s, %s: status %d, output or params in the answer: %v", c.path, c.kind, status, strings.Contains(body, marker))
 		}
 	}
-	// Those entitled get it.
-	for _, kind := range []string{controlplane.KindTenant, controlplane.KindViewer, controlplane.KindAdmin} {
-		if status, body := w.get(t, kind, receipt); status != 200 || !strings.Contains(body, marker) {
-			t.Errorf("%s, %s: status %d, want the receipt with its output", receipt, kind, status)
+	// The output route: those entitled get it, the others nothing of it.
+	for _, kind := range []string{controlplane.KindTenant, controlplane.KindAdmin} {
+		if status, body := w.get(t, kind, output); status != 200 || !strings.Contains(body, marker) {
+			t.Errorf("%s, %s: status %d, want the output", output, kind, status)
+		}
+	}
+	for _, kind := range []string{controlplane.KindNone, controlplane.KindOtherTenant, controlplane.KindViewer, controlplane.KindAuditor, controlplane.KindAuditorOther} {
+		if status, body := w.get(t, kind, output); status == 200 || strings.Contains(body, marker) {
+			t.Errorf("%s, %s: status %d, the output reached a caller not entitled to it", output, kind, status)
 		}
 	}
 	ctxT, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -413,7 +425,7 @@ func TestNoContentWithoutEntitlement(t *testing.T) {
 	if err := w.d.admin.AdminJSON(ctxT, "POST", "tokens", []byte(`{"role":"auditor","outputs":true}`), &tok); err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequest("GET", w.base+receipt, nil)
+	req, _ := http.NewRequest("GET", w.base+output, nil)
 	req.Header.Set("Authorization", "Bearer "+tok.Token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

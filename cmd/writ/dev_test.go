@@ -484,3 +484,99 @@ when { principal.tenant == "dev" && principal.name == "ops-bot" };
 		t.Fatalf("after --reset-policy, support-bot's intent is %q, want completed", got)
 	}
 }
+
+// TestDevStepsRun runs every command writ dev's banner prints, as printed
+// and in order, in a shell against that writ dev; then the commands of the
+// README's "Try it" (with the test server's address for writ dev's default
+// one, and bin/ and .dev/ linked to this test's binary and state).
+func TestDevStepsRun(t *testing.T) {
+	dir := t.TempDir()
+	addr, raftAddr := freePort(t), freePort(t)
+	cmd := exec.Command(writBin, "dev", "--data-dir", dir, "--addr", addr, "--raft-addr", raftAddr, "--tools-dir", toolsDir)
+	cmd.Env = withoutWritEnv()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stopWritDev(t, cmd)
+	banner := make(chan []string, 1)
+	go func() {
+		var lines []string
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+			if strings.HasPrefix(sc.Text(), "A node agent runs") {
+				banner <- lines
+			}
+		}
+	}()
+	var lines []string
+	select {
+	case lines = <-banner:
+	case <-time.After(60 * time.Second):
+		t.Fatal("writ dev printed no banner within 60s")
+	}
+	var steps []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "  ") {
+			steps = append(steps, strings.TrimSpace(l))
+		}
+	}
+	if len(steps) < 10 {
+		t.Fatalf("the banner has %d commands:\n%s", len(steps), strings.Join(lines, "\n"))
+	}
+	runSteps(t, t.TempDir(), steps)
+
+	// The README's Try it.
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(readme), "## Try it\n")
+	_, block, ok2 := strings.Cut(after, "```sh\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("README.md has no sh block under ## Try it")
+	}
+	block = strings.ReplaceAll(block, "http://127.0.0.1:7070", "http://"+addr)
+	work := t.TempDir()
+	os.Mkdir(filepath.Join(work, "bin"), 0o755)
+	if err := os.Symlink(writBin, filepath.Join(work, "bin", "writ")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(dir, filepath.Join(work, ".dev")); err != nil {
+		t.Fatal(err)
+	}
+	runSteps(t, work, []string{block})
+}
+
+// runSteps runs commands in bash, in dir, stopping at the first that fails.
+func runSteps(t *testing.T, dir string, commands []string) {
+	t.Helper()
+	script := "set -euo pipefail\n" + strings.Join(commands, "\n") + "\n"
+	sh := exec.Command("bash", "-c", script)
+	sh.Dir, sh.Env = dir, withoutWritEnv()
+	out, err := sh.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the steps failed (%v):\n%s\n--- output:\n%s", err, script, out)
+	}
+	if !strings.Contains(string(out), `"valid":true`) {
+		t.Fatalf("no receipt verified:\n%s", out)
+	}
+}
+
+// withoutWritEnv is the environment without WRIT_ variables, as a new
+// user's shell has it.
+func withoutWritEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "WRIT_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}

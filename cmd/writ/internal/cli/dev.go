@@ -83,6 +83,7 @@ permissive dev policy. Stop it with Ctrl-C; state persists in DIR.`,
 			} else {
 				fmt.Fprintf(e.out, "Policy: the policy you applied is kept (%s); writ dev --reset-policy puts the dev policy back.\n", hash)
 			}
+			fmt.Fprintf(e.out, "A node agent runs in this process (state in %s). Ctrl-C stops both; state stays in %s.\n", filepath.Join(abs, "agent"), abs)
 			select {
 			case <-ctx.Done():
 			case err := <-agentDone:
@@ -132,6 +133,10 @@ func writeDevKeys(dir string, c *controlplane.DevCredentials) error {
 	if err := writeKeyFile(filepath.Join(dir, devAdminTokenFile), []byte(c.AdminToken+"\n"), 0o600, true); err != nil {
 		return err
 	}
+	// The ledger's verifier key is public: writ verify reads it with --key-file.
+	if err := os.WriteFile(filepath.Join(dir, devLedgerKeyFile), []byte(c.LedgerKey+"\n"), 0o644); err != nil {
+		return err
+	}
 	for name, b64 := range map[string]string{"orchestrator.key": c.Orchestrator.Secret, "approver.key": c.Approver.Seed} {
 		if _, err := base64.StdEncoding.DecodeString(b64); err != nil {
 			return err
@@ -143,26 +148,43 @@ func writeDevKeys(dir string, c *controlplane.DevCredentials) error {
 	return nil
 }
 
+// devLedgerKeyFile holds the ledger's note verifier key, for --key-file.
+const devLedgerKeyFile = "ledger.pub"
+
+// printDevSteps prints the banner: commands to paste, in order, into any
+// shell, each runnable as printed (a test runs them all); no secret is on
+// any of their command lines.
 func printDevSteps(e *env, dir string, c *controlplane.DevCredentials) {
 	w := func(format string, a ...any) { fmt.Fprintf(e.out, format+"\n", a...) }
-	w("Writ dev server on %s (tenant %q); credentials in %s", c.Addr, c.Tenant, filepath.Join(dir, "dev.json"))
+	bin := "writ"
+	if exe, err := os.Executable(); err == nil {
+		bin = exe
+	}
+	orch := c.Orchestrator.KeyID + "=" + filepath.Join(dir, "orchestrator.key")
+	w("Writ dev server on %s (tenant %q), ready; credentials in %s", c.Addr, c.Tenant, filepath.Join(dir, "dev.json"))
 	w("")
-	w("Submit an intent:")
-	w("  writ intent sign --key %s=%s --tenant %s --principal support-bot --run run-1 \\", c.Orchestrator.KeyID, filepath.Join(dir, "orchestrator.key"), c.Tenant)
-	w("      --tool echo --params '{\"msg\":\"hello\"}' > intent.json")
-	w("  writ intent submit --server %s --wait 5s < intent.json", c.Addr)
+	w("Point a shell at it (the CLI reads the server and the admin token's file from these):")
+	w("  export PATH=%s:\"$PATH\"", filepath.Dir(bin))
+	w("  export WRIT_SERVER=%s WRIT_TOKEN_FILE=%s", c.Addr, filepath.Join(dir, devAdminTokenFile))
+	w("")
+	w("Submit an intent, read its output, and verify its receipt offline:")
+	w("  writ intent sign --key %s --tenant %s --principal support-bot --run run-1 --tool echo --params '{\"msg\":\"hello\"}' > intent.json", orch, c.Tenant)
+	w("  writ intent submit --wait 10s < intent.json")
+	w("  writ -o text intent get --intent intent.json --key %s", orch)
+	w("  writ receipt get --intent intent.json --key %s > receipt.json", orch)
+	w("  writ verify receipt receipt.json --key-file %s", filepath.Join(dir, devLedgerKeyFile))
 	w("")
 	w("An intent that needs approval (tool echo_approval), and its approval:")
-	w("  writ intent sign ... --tool echo_approval ... > pending.json && writ intent submit --server %s < pending.json", c.Addr)
+	w("  writ intent sign --key %s --tenant %s --principal support-bot --run run-1 --tool echo_approval --params '{\"msg\":\"hi\"}' > pending.json", orch, c.Tenant)
+	w("  writ intent submit < pending.json")
 	w("  writ approval sign --intent pending.json --key %s=%s --approver %s > approval.json", c.Approver.KeyID, filepath.Join(dir, "approver.key"), c.Approver.Approver)
-	w("  writ approval submit --server %s < approval.json", c.Addr)
+	w("  writ approval submit < approval.json")
+	w("  writ intent get --intent pending.json --key %s --wait 10s", orch)
 	w("")
-	w("Admin commands read the admin token from a file, never from the command line:")
-	w("  writ token create --role admin --server %s --token-file %s -o text   # sign in with it at %s/ui/", c.Addr, filepath.Join(dir, devAdminTokenFile), c.Addr)
-	w("  writ session list --server %s --token-file %s", c.Addr, filepath.Join(dir, devAdminTokenFile))
+	w("The dashboard is %s/ui/; sign in with a token this prints:", c.Addr)
+	w("  writ -o text token create --role admin")
+	w("  writ session list")
 	w("")
-	w("A node agent runs in this process (state in %s); its allowlist holds the dev tools.", filepath.Join(dir, "agent"))
-	w("Ctrl-C stops the server and the agent; state stays in %s.", dir)
 }
 
 // startDevAgent runs a node agent in this process, enrolled on first start

@@ -12,17 +12,21 @@ import (
 )
 
 func newIntentOutput(e *env) *cobra.Command {
-	var server, key, tenant, file string
+	var server, key, tenant, file, intentFile string
 	tokenFlag := readTokenFlag()
 	cmd := &cobra.Command{
-		Use:   "output ID --tenant T --key ID=SECRET_FILE [--server URL] [--file OUT]",
+		Use:   "output (ID | --intent FILE) --tenant T --key ID=SECRET_FILE [--server URL] [--file OUT]",
 		Short: "Print an intent's output with its hashes (a read signed with an orchestrator key, or with --token)",
 		Long: `Print GET /v1/intents/{id}/output: the tool's captured output with the hashes
 and sizes the node's signed result commits to, checked against them. With
 --file, write the output's bytes to that file (mode 0600), for
 writ verify receipt --output.`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
+			id, err := intentArg(args, intentFile, &tenant)
+			if err != nil {
+				return err
+			}
 			token, err := tokenFlag.get(e)
 			if err != nil {
 				return err
@@ -31,7 +35,7 @@ writ verify receipt --output.`,
 			if err != nil {
 				return err
 			}
-			o, err := c.Output(context.Background(), args[0])
+			o, err := c.Output(context.Background(), id)
 			var ae *client.Error
 			if errors.As(err, &ae) {
 				if e.output == "text" {
@@ -61,5 +65,6 @@ writ verify receipt --output.`,
 	cmd.Flags().StringVar(&key, "key", "", "ID=SECRET_FILE: an orchestrator key of the tenant, to sign the read")
 	tokenFlag.register(cmd.Flags())
 	cmd.Flags().StringVar(&file, "file", "", "also write the output's bytes to this file")
+	cmd.Flags().StringVar(&intentFile, "intent", "", "the signed intent's file, instead of its ID")
 	return cmd
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/writhq/writ/client"
@@ -12,21 +13,36 @@ import (
 )
 
 func newReceipt(e *env) *cobra.Command {
-	var server, key, tenant string
+	var server, key, tenant, intentFile string
+	var wait time.Duration
 	tokenFlag := readTokenFlag()
 	cmd := &cobra.Command{Use: "receipt", Short: "Fetch receipts from the ledger"}
 	get := &cobra.Command{
-		Use:   "get INDEX [--server URL] [--tenant T --key ID=SECRET_FILE | --token-file FILE]",
+		Use:   "get (INDEX | --intent FILE) [--server URL] [--tenant T --key ID=SECRET_FILE | --token-file FILE]",
 		Short: "Print a receipt with its inclusion proof and checkpoint, ready for writ verify receipt",
 		Long: `Print a receipt with its inclusion proof and checkpoint, ready for writ verify
 receipt. The receipt is read with a signed read of its tenant (--tenant, --key), or an
 auditor or admin token (--token-file FILE, or $WRIT_TOKEN). Without credentials the server
-answers only the leaf's hash, its proof and the checkpoint.`,
-		Args: cobra.ExactArgs(1),
+answers only the leaf's hash, its proof and the checkpoint. --intent FILE names
+the receipt by the signed intent it ended (waiting up to --wait for it), read
+with the intent's tenant's key.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			i, err := strconv.ParseUint(args[0], 10, 64)
-			if err != nil {
-				return fmt.Errorf("INDEX %q is not a receipt index", args[0])
+			var i uint64
+			var id string
+			if intentFile != "" {
+				var err error
+				if id, err = intentArg(args, intentFile, &tenant); err != nil {
+					return err
+				}
+			} else {
+				var err error
+				if len(args) != 1 {
+					return errors.New("name the receipt: its INDEX, or --intent FILE (the signed intent it ended)")
+				}
+				if i, err = strconv.ParseUint(args[0], 10, 64); err != nil {
+					return fmt.Errorf("INDEX %q is not a receipt index", args[0])
+				}
 			}
 			token, err := tokenFlag.get(e)
 			if err != nil {
@@ -39,7 +55,12 @@ answers only the leaf's hash, its proof and the checkpoint.`,
 			if err != nil {
 				return err
 			}
-			body, err := c.Receipt(context.Background(), i)
+			var body []byte
+			if id != "" {
+				body, err = receiptOf(context.Background(), c, id, wait)
+			} else {
+				body, err = c.Receipt(context.Background(), i)
+			}
 			var ae *client.Error
 			if errors.As(err, &ae) {
 				e.printJSON(protocol.ErrorResponse{Error: protocol.ErrorBody{Code: ae.Code, Message: ae.Message}})
@@ -56,6 +77,8 @@ answers only the leaf's hash, its proof and the checkpoint.`,
 	get.Flags().StringVar(&tenant, "tenant", "", "the receipt's tenant")
 	get.Flags().StringVar(&key, "key", "", "ID=SECRET_FILE: an orchestrator key of the tenant, to sign the read")
 	tokenFlag.register(get.Flags())
+	get.Flags().StringVar(&intentFile, "intent", "", "the signed intent whose final receipt to get, instead of INDEX")
+	get.Flags().DurationVar(&wait, "wait", 30*time.Second, "with --intent: how long to wait for the intent's final state")
 	cmd.AddCommand(get)
 	return cmd
 }

@@ -27,8 +27,9 @@ func (s *secretFlag) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.file, s.name+"-file", "", "file holding the "+s.what)
 }
 
-// get returns the secret, "" when none was given; the file wins over the
-// environment, and giving both --NAME and --NAME-file is an error.
+// get returns the secret, "" when none was given: from --NAME-file, --NAME,
+// the file named by $ENV_FILE, or $ENV, in that order; giving both --NAME and
+// --NAME-file is an error.
 func (s *secretFlag) get(e *env) (string, error) {
 	switch {
 	case s.value != "" && s.file != "":
@@ -47,6 +48,13 @@ func (s *secretFlag) get(e *env) (string, error) {
 		fmt.Fprintf(e.err, "writ: warning: --%s puts the %s on the command line, where any user of this host can read it; use --%s-file FILE or $%s\n",
 			s.name, s.what, s.name, s.env)
 		return s.value, nil
+	}
+	if f := os.Getenv(s.env + "_FILE"); f != "" {
+		b, err := readSmallFile(f, maxSecretFile)
+		if err != nil {
+			return "", fmt.Errorf("$%s_FILE: %w", s.env, err)
+		}
+		return strings.TrimSpace(string(b)), nil
 	}
 	return strings.TrimSpace(os.Getenv(s.env)), nil
 }

@@ -12,7 +12,8 @@ import (
 
 // TestDevBannerHasNoSecret: every command writ dev prints as a next step
 // would show no secret in a process listing: no secret value in its argv,
-// and secrets passed as files (--token-file), never as --token VALUE.
+// and secrets passed as files (WRIT_TOKEN_FILE, --token-file), never as
+// --token VALUE.
 func TestDevBannerHasNoSecret(t *testing.T) {
 	dir := t.TempDir()
 	creds := &controlplane.DevCredentials{Addr: "http://127.0.0.1:7070", Tenant: "dev",
@@ -39,7 +40,7 @@ func TestDevBannerHasNoSecret(t *testing.T) {
 			}
 		}
 	}
-	if commands < 5 || !strings.Contains(out.String(), "--token-file "+filepath.Join(dir, devAdminTokenFile)) {
+	if commands < 5 || !strings.Contains(out.String(), "WRIT_TOKEN_FILE="+filepath.Join(dir, devAdminTokenFile)) {
 		t.Fatalf("the banner lacks its commands or the admin token file:\n%s", out.String())
 	}
 	// The file the banner names holds the token, 0600.
@@ -60,11 +61,13 @@ func TestSecretFlag(t *testing.T) {
 	empty := filepath.Join(t.TempDir(), "empty")
 	os.WriteFile(empty, []byte("\n"), 0o600)
 	for _, c := range []struct {
-		name, value, file, env string
-		want, warn, err        string
+		name, value, file, env, envFile string
+		want, warn, err                 string
 	}{
 		{name: "file", file: file, env: "from-env", want: "from-file"},
 		{name: "env", env: "from-env", want: "from-env"},
+		{name: "env file", envFile: file, env: "from-env", want: "from-file"},
+		{name: "env file missing", envFile: file + ".missing", err: "$WRIT_TOKEN_FILE"},
 		{name: "flag", value: "from-flag", env: "from-env", want: "from-flag", warn: "warning: --token puts the admin token on the command line"},
 		{name: "both", value: "x", file: file, err: "not both"},
 		{name: "empty file", file: empty, err: "empty"},
@@ -73,6 +76,7 @@ func TestSecretFlag(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv("WRIT_TOKEN", c.env)
+			t.Setenv("WRIT_TOKEN_FILE", c.envFile)
 			var errb bytes.Buffer
 			f := adminTokenFlag()
 			f.value, f.file = c.value, c.file
@@ -91,6 +95,8 @@ func TestSecretFlag(t *testing.T) {
 			}
 		})
 	}
+	t.Setenv("WRIT_TOKEN", "")
+	t.Setenv("WRIT_TOKEN_FILE", "")
 	f := adminTokenFlag()
 	if _, err := f.require(&env{}); err == nil || !strings.Contains(err.Error(), "--token-file") {
 		t.Fatalf("require with nothing given: %v", err)

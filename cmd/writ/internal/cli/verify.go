@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/writhq/writ/ledger"
@@ -44,9 +45,9 @@ func (e *env) ledgerReport(c ledger.Checkpoint, err error) error {
 }
 
 func newVerifyReceipt(e *env) *cobra.Command {
-	var key, outputFile string
+	var key, keyFile, outputFile string
 	cmd := &cobra.Command{
-		Use:   "receipt FILE --key VERIFIER_KEY [--output OUTPUT_FILE]",
+		Use:   "receipt FILE (--key VERIFIER_KEY | --key-file FILE) [--output OUTPUT_FILE]",
 		Short: "Verify a receipt, its inclusion proof and its signed checkpoint, and an output against it",
 		Long: `Verify a receipt as GET /v1/receipts/{index} returns it ({"receipt", "index",
 "proof", "checkpoint"}): the checkpoint's signature with the note verifier key,
@@ -58,8 +59,9 @@ the tool wrote (output_hash and output_bytes). Prints {"valid":true,…} or
 {"valid":false,"error":"<code>","message":…}; exits 0 or 1.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			if key == "" {
-				return fmt.Errorf("--key VERIFIER_KEY is required")
+			key, err := verifierKey(key, keyFile)
+			if err != nil {
+				return err
 			}
 			v, err := ledger.NewVerifier(key)
 			if err != nil {
@@ -93,6 +95,7 @@ the tool wrote (output_hash and output_bytes). Prints {"valid":true,…} or
 		},
 	}
 	cmd.Flags().StringVar(&key, "key", "", "the ledger's note verifier key")
+	cmd.Flags().StringVar(&keyFile, "key-file", "", "a file holding the ledger's note verifier key (writ dev: DIR/ledger.pub)")
 	cmd.Flags().StringVar(&outputFile, "output", "", "a file to check against the output the receipt's result commits to")
 	// --output names the file here, which hides the global output format
 	// flag: -o and --format set the format instead.
@@ -144,17 +147,18 @@ func (e *env) outputReport(err error) error {
 }
 
 func newVerifyBundle(e *env) *cobra.Command {
-	var key string
+	var key, keyFile string
 	cmd := &cobra.Command{
-		Use:   "bundle FILE --key VERIFIER_KEY",
+		Use:   "bundle FILE (--key VERIFIER_KEY | --key-file FILE)",
 		Short: "Verify an exported ledger bundle with no server",
 		Long: `Verify a bundle (receipts, inclusion proofs, checkpoints and the consistency
 proofs between them): every checkpoint's signature, every consistency proof, and
 every receipt's inclusion. The bundle's own key must be the one given.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			if key == "" {
-				return fmt.Errorf("--key VERIFIER_KEY is required")
+			key, err := verifierKey(key, keyFile)
+			if err != nil {
+				return err
 			}
 			b, err := readSmallFile(args[0], 256<<20)
 			if err != nil {
@@ -168,5 +172,24 @@ every receipt's inclusion. The bundle's own key must be the one given.`,
 		},
 	}
 	cmd.Flags().StringVar(&key, "key", "", "the ledger's note verifier key")
+	cmd.Flags().StringVar(&keyFile, "key-file", "", "a file holding the ledger's note verifier key (writ dev: DIR/ledger.pub)")
 	return cmd
+}
+
+// verifierKey is the ledger's note verifier key from --key or --key-file
+// (a public key: a file only spares copying it).
+func verifierKey(key, file string) (string, error) {
+	switch {
+	case key != "" && file != "":
+		return "", fmt.Errorf("give --key or --key-file, not both")
+	case file != "":
+		b, err := readSmallFile(file, 4<<10)
+		if err != nil {
+			return "", err
+		}
+		return strings.TrimSpace(string(b)), nil
+	case key == "":
+		return "", fmt.Errorf("the ledger's verifier key is required: --key VERIFIER_KEY or --key-file FILE")
+	}
+	return key, nil
 }
