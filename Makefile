@@ -58,11 +58,12 @@ test: deps rootfs ## run every test, then each fuzz target for 30,000 executions
 	WRIT_TEST_ROOTFS=$(ROOTFS) $(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=30000x FUZZTIME_DISK=2000x
 
-check: deps ## vet, staticcheck, gofmt, dependency boundaries, darwin and linux/arm64 builds
+check: deps ## vet, staticcheck, gofmt, dependency boundaries, docs' links and named files, darwin and linux/arm64 builds
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 	$(GO) test -count=1 -run 'TestDependency' ./cmd/writ/
+	$(GO) test -count=1 ./internal/docscheck/
 	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./cmd/writ
 	GOOS=darwin GOARCH=amd64 $(GO) build -o /dev/null ./cmd/writ
 	GOOS=linux GOARCH=arm64 $(GO) build -o /dev/null ./cmd/writ
