@@ -83,6 +83,18 @@ func TestOutputOnlyToEntitled(t *testing.T) {
 		t.Fatalf("the receipt carries the output, or not its hash: %s", receipt)
 	}
 
+	// The table's size is in the metrics, its content is not.
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !bytes.Contains(metrics, []byte("writ_outputs_kept 1\n")) ||
+		!bytes.Contains(metrics, []byte(fmt.Sprintf("writ_outputs_kept_bytes %d\n", len(params)))) || bytes.Contains(metrics, []byte(secretText)) {
+		t.Errorf("metrics do not count the one output of %d bytes:\n%s", len(params), metrics)
+	}
+
 	anon := client.New(base, "")
 	if _, err := anon.Output(ctx, sub.IntentID); apiCode(err) != "unauthorized" {
 		t.Fatalf("unsigned output read: got %v, want unauthorized", err)

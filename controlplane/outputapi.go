@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/writhq/writ/controlplane/internal/fsm"
 	"github.com/writhq/writ/protocol"
 )
@@ -80,4 +82,17 @@ func (s *Server) handleGetOutput(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, protocol.OutputResponse{IntentID: in.ID, DispatchID: res.DispatchID, Output: text,
 		OutputEncoding: enc, OutputHash: res.OutputHash, OutputBytes: res.OutputBytes,
 		CapturedHash: res.CapturedHash, CapturedBytes: *res.CapturedBytes, Truncated: res.Truncated})
+}
+
+// outputMetrics are gauges of the output table: how many outputs this
+// replica keeps and their total size (at most output_max_bytes).
+func outputMetrics(f *fsm.FSM) []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "writ_outputs_kept", Help: "Tool outputs kept beside the intents on this server.",
+		}, func() float64 { n, _ := f.OutputUsage(); return float64(n) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "writ_outputs_kept_bytes", Help: "Total size of the tool outputs kept on this server.",
+		}, func() float64 { _, b := f.OutputUsage(); return float64(b) }),
+	}
 }

@@ -140,6 +140,7 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
+	s.metrics.reg.MustRegister(outputMetrics(f)...)
 	s.observeLeader()
 	if !cfg.Dev {
 		ln = tls.NewListener(ln, apiTLS)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/ledger"
+	"github.com/writhq/writ/protocol"
 )
 
 // TestClusterReceiptsEqualAttempts is the ledger's acceptance on 3 servers:
@@ -129,6 +130,26 @@ func TestClusterReceiptsEqualAttempts(t *testing.T) {
 			last = cp
 		}
 		roots = append(roots, last)
+	}
+	// Every server keeps the outputs beside the intents: each answers
+	// with the same bytes for every completed run, the ones the node's
+	// signed result commits to, and no receipt holds them.
+	for id, r := range answers {
+		if r.State != "completed" {
+			continue
+		}
+		res, err := protocol.DecodeResult(r.Result, 0)
+		if err != nil || res.Version() != 2 {
+			t.Fatalf("%s: result %s (%v), want a %s", id, r.Result, err, protocol.ResultTypeV2)
+		}
+		for i := range c.srv {
+			octx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			o, err := c.client(i).Output(octx, id)
+			cancel()
+			if err != nil || res.CheckCaptured(o.Data) != nil || o.DispatchID != res.DispatchID {
+				t.Errorf("%s: output of %s: %+v %v; want the captured output of its result", c.srv[i].id, id, o, err)
+			}
+		}
 	}
 	for i, cp := range roots {
 		if cp.Size == roots[0].Size && cp.Root != roots[0].Root {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/writhq/writ/client"
@@ -49,7 +50,7 @@ writ verify receipt --output.`,
 				return err
 			}
 			if file != "" {
-				if err := os.WriteFile(file, o.Data, 0o600); err != nil {
+				if err := writePrivate(file, o.Data); err != nil {
 					return err
 				}
 			}
@@ -67,4 +68,18 @@ writ verify receipt --output.`,
 	cmd.Flags().StringVar(&file, "file", "", "also write the output's bytes to this file")
 	cmd.Flags().StringVar(&intentFile, "intent", "", "the signed intent's file, instead of its ID")
 	return cmd
+}
+
+// writePrivate writes data to path, mode 0600, never through a symbolic link:
+// a tool's output is its tenant's data.
+func writePrivate(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
