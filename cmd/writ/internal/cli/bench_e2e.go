@@ -21,6 +21,7 @@ import (
 
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/controlplane"
+	"github.com/writhq/writ/internal/secretfile"
 	"github.com/writhq/writ/internal/simagent"
 	"github.com/writhq/writ/nodeagent"
 	"github.com/writhq/writ/protocol"
@@ -361,7 +362,7 @@ func startBenchAgent(ctx context.Context, leader *controlplane.Server, dir strin
 		return "", err
 	}
 	for name, m := range controlplane.DevManifests(filepath.Join(dir, "tools")) {
-		if err := os.WriteFile(filepath.Join(allow, name+".json"), m, 0o600); err != nil {
+		if err := secretfile.Write(filepath.Join(allow, name+".json"), m); err != nil {
 			return "", err
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/writhq/writ/controlplane"
+	"github.com/writhq/writ/internal/secretfile"
 	"github.com/writhq/writ/nodeagent"
 	"github.com/writhq/writ/sandbox/tiers"
 	"github.com/writhq/writ/sandbox/tools/echowasm"
@@ -197,7 +198,7 @@ func startDevAgent(ctx context.Context, s *controlplane.Server, dir, toolsDir st
 		return "", err
 	}
 	for name, m := range controlplane.DevManifests(toolsDir) {
-		if err := os.WriteFile(filepath.Join(allow, name+".json"), m, 0o600); err != nil {
+		if err := secretfile.Write(filepath.Join(allow, name+".json"), m); err != nil {
 			return "", err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/controlplane"
+	"github.com/writhq/writ/internal/secretfile"
 )
 
 // newDevCredentials is `writ dev credentials`: the credentials of a local
@@ -90,7 +91,7 @@ as registered, into DIR: the allowlist (tools_dir) of a node agent that is to ru
 					return err
 				}
 				for name, m := range controlplane.DevManifests(toolsDir) {
-					if err := os.WriteFile(filepath.Join(dir, name+".json"), m, 0o600); err != nil {
+					if err := secretfile.Write(filepath.Join(dir, name+".json"), m); err != nil {
 						return err
 					}
 				}
