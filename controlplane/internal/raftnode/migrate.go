@@ -205,11 +205,14 @@ func copyWAL(walDir string, state types.PersistentState, stable map[string][]byt
 			}
 			return true, nil
 		})
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrMigrate):
+			return err
+		case err != nil:
 			return fmt.Errorf("%w: reading segment %d: %v", ErrMigrate, si.ID, err)
-		}
-		if end != 0 && m.Last != end {
-			return fmt.Errorf("%w: sealed segment %d ends at entry %d, its metadata says %d", ErrMigrate, si.ID, m.Last, si.MaxIndex)
+		case end != 0 && m.Last != end:
+			return fmt.Errorf("%w: segment %d should hold entries %d to %d, and the last that could be read is entry %d",
+				ErrMigrate, si.ID, lo, end, m.Last)
 		}
 	}
 	if m.First != 0 {
