@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"testing"
 	"time"
@@ -121,11 +122,12 @@ func TestBenchE2E(t *testing.T) {
 	}
 }
 
-// TestBenchAdmit runs `writ bench admit` small: every row is printed, with
-// operations per second, and no operation failed (a failed submission or
-// bare post prints an errors line).
+// TestBenchAdmit runs `writ bench admit` small on two log stores: every row
+// is printed for each, with operations per second, and the summary compares
+// them; no operation failed (a failed submission or bare post prints an
+// errors line).
 func TestBenchAdmit(t *testing.T) {
-	cmd := exec.Command(writBin, "bench", "admit", "--n", "300", "--concurrency", "8", "-o", "text")
+	cmd := exec.Command(writBin, "bench", "admit", "--n", "300", "--concurrency", "8", "--log-stores", "bolt,raft-wal", "-o", "text")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
@@ -134,13 +136,18 @@ func TestBenchAdmit(t *testing.T) {
 	if bytes.Contains(out.Bytes(), []byte("errors; first")) {
 		t.Fatalf("operations failed:\n%s", out.String())
 	}
-	for _, mode := range []string{"raft-apply", "raft-grouped", "admit-leader", "admit-spread", "https-post"} {
+	for _, row := range []struct{ store, mode string }{
+		{"bolt", "raft-apply"}, {"bolt", "raft-grouped"}, {"bolt", "admit-leader"}, {"bolt", "admit-spread"},
+		{"raft-wal", "raft-apply"}, {"raft-wal", "raft-grouped"}, {"raft-wal", "admit-leader"}, {"raft-wal", "admit-spread"},
+		{"-", "https-post"},
+	} {
+		mode := row.store + " " + row.mode
 		found := false
 		for _, line := range bytes.Split(out.Bytes(), []byte("\n")) {
 			f := bytes.Fields(line)
-			if len(f) >= 3 && string(f[0]) == "8" && string(f[1]) == mode {
-				if v, err := strconv.ParseFloat(string(f[2]), 64); err != nil || v <= 0 {
-					t.Fatalf("%s: %q is no rate", mode, f[2])
+			if len(f) >= 4 && string(f[0]) == "8" && string(f[1]) == row.store && string(f[2]) == row.mode {
+				if v, err := strconv.ParseFloat(string(f[3]), 64); err != nil || v <= 0 {
+					t.Fatalf("%s: %q is no rate", mode, f[3])
 				}
 				found = true
 			}
@@ -148,5 +155,8 @@ func TestBenchAdmit(t *testing.T) {
 		if !found {
 			t.Fatalf("no %s row in:\n%s", mode, out.String())
 		}
+	}
+	if !bytes.Contains(out.Bytes(), []byte("log stores against bolt")) || !regexp.MustCompile(`(?m)^8 +admit-leader +bolt [0-9]+/s .* raft-wal [0-9]+/s .*%$`).Match(out.Bytes()) {
+		t.Fatalf("no summary of raft-wal against bolt in:\n%s", out.String())
 	}
 }

@@ -50,9 +50,11 @@ func openLogStore(cfg Config, hl hclog.Logger) (logStore, error) {
 		if _, err := os.Stat(path); err == nil {
 			// A migration renamed raft.db into place and stopped before
 			// moving the WAL aside: raft.db is complete.
-			if err := os.Rename(walDir, walDir+".migrated"); err != nil {
-				return nil, fmt.Errorf("raftnode: moving the migrated raft-wal directory aside: %w", err)
+			to, err := moveWALAside(walDir)
+			if err != nil {
+				return nil, err
 			}
+			cfg.Logger.Info("raft-wal directory moved aside after its migration", "old_log", to)
 		} else if errors.Is(err, fs.ErrNotExist) {
 			m, err := MigrateWAL(walDir, path)
 			if err != nil {

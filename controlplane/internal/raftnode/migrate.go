@@ -82,14 +82,21 @@ func MigrateWAL(walDir, dst string) (m Migration, err error) {
 	if err := syncDir(filepath.Dir(dst)); err != nil {
 		return m, err
 	}
-	m.MovedTo = walDir + ".migrated"
-	if _, err := os.Stat(m.MovedTo); err == nil {
-		m.MovedTo = walDir + ".migrated-" + time.Now().UTC().Format("20060102T150405Z")
+	m.MovedTo, err = moveWALAside(walDir)
+	return m, err
+}
+
+// moveWALAside renames a migrated raft-wal directory to walDir+".migrated",
+// or, if that exists, to a name with the time, and returns the new name.
+func moveWALAside(walDir string) (string, error) {
+	to := walDir + ".migrated"
+	if _, err := os.Stat(to); err == nil {
+		to = walDir + ".migrated-" + time.Now().UTC().Format("20060102T150405.000000000Z")
 	}
-	if err := os.Rename(walDir, m.MovedTo); err != nil {
-		return m, err
+	if err := os.Rename(walDir, to); err != nil {
+		return "", fmt.Errorf("raftnode: moving the migrated raft-wal directory aside: %w", err)
 	}
-	return m, syncDir(filepath.Dir(walDir))
+	return to, syncDir(filepath.Dir(walDir))
 }
 
 // readWALMeta reads raft-wal's segment list and stable store from its meta
@@ -198,11 +205,14 @@ func copyWAL(walDir string, state types.PersistentState, stable map[string][]byt
 			}
 			return true, nil
 		})
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrMigrate):
+			return err
+		case err != nil:
 			return fmt.Errorf("%w: reading segment %d: %v", ErrMigrate, si.ID, err)
-		}
-		if end != 0 && m.Last != end {
-			return fmt.Errorf("%w: sealed segment %d ends at entry %d, its metadata says %d", ErrMigrate, si.ID, m.Last, si.MaxIndex)
+		case end != 0 && m.Last != end:
+			return fmt.Errorf("%w: segment %d should hold entries %d to %d, and the last that could be read is entry %d",
+				ErrMigrate, si.ID, lo, end, m.Last)
 		}
 	}
 	if m.First != 0 {

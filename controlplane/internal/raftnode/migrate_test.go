@@ -225,3 +225,37 @@ func TestMigrateEmptyWAL(t *testing.T) {
 	defer s.Close()
 	checkLog(t, s, 0, 0)
 }
+
+// TestMigrationResumes: a migration that stopped after raft.db was renamed
+// into place, before the raft-wal directory was moved aside, is finished by
+// the next start, which opens raft.db as it is; a wal.migrated from an
+// earlier migration is kept.
+func TestMigrationResumes(t *testing.T) {
+	dir := t.TempDir()
+	walDir := WALDir(dir)
+	first, last := writeWAL(t, walDir)
+	m, err := MigrateWAL(walDir, LogStorePath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(m.MovedTo, walDir); err != nil { // as if the move never happened
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(walDir+".migrated", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s, err := openLogStore(Config{Dir: dir, Logger: quiet()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	checkLog(t, s, first, last)
+	checkStable(t, s)
+	if _, err := os.Stat(walDir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the raft-wal directory is still in place: %v", err)
+	}
+	moved, _ := filepath.Glob(walDir + ".migrated-*")
+	if len(moved) != 1 {
+		t.Fatalf("got %v, want the raft-wal directory beside the earlier wal.migrated", moved)
+	}
+}

@@ -28,6 +28,8 @@ type Config struct {
 	// Tuning; zero values take Raft's defaults, but for CommitTimeout.
 	HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout time.Duration
 	SnapshotThreshold                                     uint64
+	SnapshotInterval                                      time.Duration
+	TrailingLogs                                          uint64
 	// CommitTimeout is how long the leader lets a follower go without an
 	// AppendEntries when no entries flow. Default DefaultCommitTimeout.
 	CommitTimeout time.Duration
@@ -154,6 +156,12 @@ func Start(cfg Config, f *fsm.FSM) (*Node, error) {
 	}
 	if cfg.SnapshotThreshold > 0 {
 		rc.SnapshotThreshold = cfg.SnapshotThreshold
+	}
+	if cfg.SnapshotInterval > 0 {
+		rc.SnapshotInterval = cfg.SnapshotInterval
+	}
+	if cfg.TrailingLogs > 0 {
+		rc.TrailingLogs = cfg.TrailingLogs
 	}
 	rc.CommitTimeout = DefaultCommitTimeout
 	if cfg.CommitTimeout > 0 {
