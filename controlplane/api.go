@@ -148,6 +148,11 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 			code = string(in.Error.Code)
 		}
 		s.metrics.admissions.WithLabelValues(in.State, code).Inc()
+		// One line per admission with its decision: names and codes, never
+		// params or output.
+		s.log.Info("intent admitted", "intent_id", in.ID, "tenant", in.Tenant, "principal", in.Principal, "tool", in.Tool,
+			"state", in.State, "allow", in.Decision.Allow, "approval_required", in.Decision.ApprovalRequired,
+			"policies", in.Decision.Policies, "code", code)
 	}
 	s.answer(w, r, id, wait)
 }
@@ -178,7 +183,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, wait
 		}
 		s.attachReceipt(ctx, &resp, *in.Receipt, proofWait)
 	}
-	s.log.Info("intent", "intent_id", in.ID, "state", in.State)
+	s.log.Debug("intent answered", "intent_id", in.ID, "state", in.State)
 	writeJSON(w, http.StatusOK, resp)
 }
 
@@ -242,6 +247,13 @@ func (s *Server) handleApproval(w http.ResponseWriter, r *http.Request) {
 	if aerr != nil {
 		s.refuse(w, r, aerr)
 		return
+	}
+	if in, ok := s.fsm.Intent(id); ok {
+		approver := ""
+		if in.Approval != nil {
+			approver = in.Approval.Approver
+		}
+		s.log.Info("approval recorded", "intent_id", in.ID, "tenant", in.Tenant, "approver", approver, "state", in.State)
 	}
 	s.answer(w, r, id, 0)
 }

@@ -84,7 +84,10 @@ enrolls over plain HTTP, for a dev server on loopback only.`,
 			tc := cfg.Tiers()
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			log := slog.New(slog.NewTextHandler(e.err, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			log, lerr := e.logger(false, slog.LevelInfo)
+			if lerr != nil {
+				return lerr
+			}
 			err := nodeagent.Run(ctx, nodeagent.RunConfig{Config: cfg, Token: token, Name: name, PlainHTTP: plain, Tiers: tc, Logger: log})
 			if errors.Is(err, nodeagent.ErrRevoked) {
 				fmt.Fprintln(e.err, "writ agent: this node is revoked; enroll again with a new data directory and token")

@@ -47,7 +47,9 @@ permissive dev policy. Stop it with Ctrl-C; state persists in DIR.`,
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			base := controlplane.DefaultConfig()
-			base.Logger = slog.New(slog.NewTextHandler(e.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			if base.Logger, err = e.logger(false, slog.LevelInfo); err != nil {
+				return err
+			}
 			startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			s, creds, err := controlplane.StartDev(startCtx, controlplane.DevConfig{
 				DataDir: abs, HTTPAddr: addr, RaftAddr: raftAddr, ToolsDir: toolsDir, Base: base, ReadyLater: true, ResetPolicy: resetPolicy,

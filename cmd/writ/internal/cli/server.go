@@ -94,7 +94,11 @@ Without join or bootstrap_expect, the server forms a single-server cluster.
 			if cfg.LedgerSigner == nil {
 				return errors.New("the configuration needs ledger.origin and ledger.seed_file: every receipt is signed")
 			}
-			cfg.Logger = slog.New(slog.NewJSONHandler(e.err, nil))
+			logger, err := e.logger(true, slog.LevelInfo)
+			if err != nil {
+				return err
+			}
+			cfg.Logger = logger
 			s, err := controlplane.New(cfg)
 			if err != nil {
 				return err
