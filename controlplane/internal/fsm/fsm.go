@@ -25,13 +25,17 @@ type Config struct {
 	// timeout a silent node is waited for before its intent ends unknown.
 	DispatchTTL   time.Duration
 	DispatchGrace time.Duration
+	// NodeWait is how long an intent that no ready node may run stays
+	// queued for one to connect (never past its expiry) before it ends
+	// rejected no_eligible_node. 0: it ends so at once.
+	NodeWait time.Duration
 }
 
 // DefaultConfig keeps idempotency keys for 24 hours and nonces for 10 minutes
-// past their approval's expiry.
+// past their approval's expiry, and lets an intent wait 30 s for a node.
 func DefaultConfig() Config {
 	return Config{IdempotencyRetention: 24 * time.Hour, NonceMargin: 10 * time.Minute,
-		DispatchTTL: time.Minute, DispatchGrace: 30 * time.Second}
+		DispatchTTL: time.Minute, DispatchGrace: 30 * time.Second, NodeWait: 30 * time.Second}
 }
 
 // Validate reports settings that would break the guarantees.
@@ -47,6 +51,9 @@ func (c Config) Validate() error {
 	}
 	if c.DispatchGrace < time.Second {
 		return fmt.Errorf("fsm: dispatch grace %s is under a second", c.DispatchGrace)
+	}
+	if c.NodeWait < 0 || c.NodeWait > time.Hour {
+		return fmt.Errorf("fsm: node wait %s is not between 0 and 1h", c.NodeWait)
 	}
 	return nil
 }

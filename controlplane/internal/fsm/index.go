@@ -54,6 +54,9 @@ type indexes struct {
 	rejected timedHeap
 	// deadlines holds open dispatches by the time their node must report.
 	deadlines timedHeap
+	// waits holds queued intents with no eligible node by when their wait
+	// for one ends (Intent.WaitUntil).
+	waits timedHeap
 	// open holds the ids of each node's open dispatches, so that a server
 	// pushing a node's work reads that node's, not every dispatch.
 	open map[string]map[string]bool
@@ -94,6 +97,9 @@ func buildIndexes(s *State) *indexes {
 		if in.Unbound {
 			x.rejected = append(x.rejected, timedKey{in.AdmittedAt, id})
 		}
+		if in.State == StateQueued && !in.WaitUntil.IsZero() {
+			x.waits = append(x.waits, timedKey{in.WaitUntil, id})
+		}
 	}
 	for _, k := range sortedKeys(s.Idempotency) {
 		x.idem = append(x.idem, timedKey{s.Idempotency[k].At, k})
@@ -110,7 +116,7 @@ func buildIndexes(s *State) *indexes {
 	for _, k := range sortedKeys(s.Runs) {
 		x.runs = append(x.runs, timedKey{s.Runs[k].LastAt, k})
 	}
-	for _, h := range []*timedHeap{&x.expiry, &x.idem, &x.runs, &x.nonces, &x.rejected, &x.deadlines} {
+	for _, h := range []*timedHeap{&x.expiry, &x.idem, &x.runs, &x.nonces, &x.rejected, &x.deadlines, &x.waits} {
 		heap.Init(h)
 	}
 	return x
