@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -175,31 +173,28 @@ func (ss *session) handshake() error {
 	// heartbeat; pushes wait for the welcome).
 	ss.srv.fleet.attach(ss)
 	ss.attached = true
-	if n, _ := ss.srv.fsm.Node(ss.node); !sameSession(n, &cmd) {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		res, err := ss.srv.applyAnywhere(ctx, fsm.MsgNodeSession, cmd)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("recording the session: %w", err)
-		}
-		if res.Err != nil {
-			return errors.New(res.Err.Message)
-		}
+	// The hello is always recorded, never skipped because this server's
+	// view already says the same: that view may lag the committed log (a
+	// server replaying it after a restart, or a follower behind), and an
+	// entry still to be applied here — this server's own "session lost"
+	// from before it stopped, another server's "connected" — would leave
+	// the node down, or held elsewhere, while it is connected here. The
+	// entry is committed after all of those, so the node's record is decided
+	// in log order; recording what is already there changes nothing.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	res, err := ss.srv.applyAnywhere(ctx, fsm.MsgNodeSession, cmd)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("recording the session: %w", err)
+	}
+	if res.Err != nil {
+		return errors.New(res.Err.Message)
 	}
 	return ss.write(protocol.FrameWelcome, protocol.Welcome{
 		Server:      ss.srv.cfg.ID,
 		Keys:        []protocol.ServerKey{{KeyID: ss.srv.fleet.keyID, Cert: ss.srv.fleet.keyCert}},
 		HeartbeatMS: ss.srv.cfg.AgentHeartbeat.Milliseconds(),
 	})
-}
-
-// sameSession reports whether the FSM already holds what cmd would record, so
-// that a reconnection to the same server writes nothing to Raft.
-func sameSession(n fsm.Node, c *fsm.NodeSession) bool {
-	return n.Server == c.Server && n.Status != fsm.NodeDown && n.OS == c.OS && n.Arch == c.Arch &&
-		n.Version == c.Version && n.Concurrency == c.Concurrency &&
-		slices.Equal(n.Tiers, slices.Sorted(slices.Values(c.Tiers))) && maps.Equal(n.Tools, c.Tools) &&
-		maps.Equal(n.Labels, withToken(c.Labels, n.TokenLabels))
 }
 
 func (ss *session) log() *slog.Logger { return ss.srv.log.With("node", ss.node) }
@@ -298,26 +293,43 @@ func (ss *session) pushOpen() bool {
 		}
 		ss.sent = still
 	}
+	if ss.sent == nil {
+		ss.sent = map[string]bool{}
+	}
 	for _, d := range open {
 		if ss.sent[d.ID] {
 			continue
 		}
 		raw, err := ss.srv.signDispatch(d)
 		if err != nil {
-			ss.log().Error("cannot sign dispatch", "dispatch", d.ID, "err", err)
+			// Nothing it is made of will change: give it up at once, so
+			// that its slot is free and its intent ends with a receipt.
+			ss.log().Error("cannot sign dispatch; abandoning it", "dispatch", d.ID, "err", err)
+			ss.sent[d.ID] = true
+			go ss.abandon(d.ID)
 			continue
 		}
 		if err := ss.write(protocol.FrameDispatch, protocol.DispatchFrame{Dispatch: raw}); err != nil {
 			ss.close("write failed")
 			return false
 		}
-		if ss.sent == nil {
-			ss.sent = map[string]bool{}
-		}
 		ss.sent[d.ID] = true
 		ss.srv.metrics.dispatchesSent.Inc()
 	}
 	return true
+}
+
+// abandon records through Raft that this server could not sign a dispatch.
+func (ss *session) abandon(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := ss.srv.applyAnywhere(ctx, fsm.MsgAbandon, fsm.Abandon{At: ss.srv.now(), DispatchID: id, Server: ss.srv.cfg.ID})
+	if err == nil && res.Err != nil {
+		err = errors.New(res.Err.Message)
+	}
+	if err != nil {
+		ss.log().Warn("could not abandon a dispatch it cannot sign", "dispatch", id, "err", err)
+	}
 }
 
 // signDispatch makes the signed dispatch of a record: everything in it comes
@@ -362,15 +374,4 @@ func certificateRequest(der []byte) (*x509.CertificateRequest, error) {
 		return nil, fmt.Errorf("the certificate request's signature does not verify: %w", err)
 	}
 	return csr, nil
-}
-
-// withToken is a node's labels from its own and its token's, the token's
-// winning.
-func withToken(own, token map[string]string) map[string]string {
-	out := maps.Clone(own)
-	if out == nil {
-		out = map[string]string{}
-	}
-	maps.Copy(out, token)
-	return out
 }

@@ -68,6 +68,8 @@ func (t MsgType) String() string {
 		return "node_status"
 	case MsgResult:
 		return "result"
+	case MsgAbandon:
+		return "abandon"
 	case MsgPutUser, MsgDeleteUser, MsgOpenSession, MsgCloseSession:
 		return userMsgName(t)
 	}

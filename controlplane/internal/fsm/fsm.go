@@ -183,7 +183,8 @@ func (f *FSM) apply(index uint64, t MsgType, data []byte) (res Result, changed [
 		var c PutTool
 		decode(&c)
 		f.state.Tools[c.Name] = &c
-		f.idx.sched = buildSched(f.state) // which nodes may run it may have changed
+		f.idx.sched = buildSched(f.state)    // which nodes may run it may have changed
+		return Result{}, f.drainQueue(index) // and which queued intents may run
 	case MsgPutPolicy:
 		var c PutPolicy
 		decode(&c)
@@ -233,6 +234,10 @@ func (f *FSM) apply(index uint64, t MsgType, data []byte) (res Result, changed [
 		var c RecordResult
 		decode(&c)
 		return f.applyResult(index, &c)
+	case MsgAbandon:
+		var c Abandon
+		decode(&c)
+		return f.applyAbandon(index, &c)
 	default:
 		panic(fmt.Sprintf("fsm: unknown command type %d at index %d", t, index))
 	}

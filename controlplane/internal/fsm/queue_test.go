@@ -209,3 +209,56 @@ func TestNodeLostWhileQueued(t *testing.T) {
 		t.Fatalf("its node back: %+v", in)
 	}
 }
+
+// TestAbandonFreesTheSlot: a dispatch its server cannot sign, given up,
+// frees its node's slot at once for the next queued intent and ends its
+// intent with a receipt: rejected dispatch_unsignable, or expired when its
+// expiry has come. Giving it up again, or after a result, changes nothing.
+func TestAbandonFreesTheSlot(t *testing.T) {
+	l := memLedger(t)
+	f, b := withLedger(t, l), &logBuilder{t: t}
+	b.add(MsgPutTool, PutTool{Name: "echo", Hash: toolHash, Tier: "wasm", TimeoutMS: 1000})
+	enrollNode(b, "n1", 1)
+	for _, e := range b.logs {
+		f.Apply(e)
+	}
+	apply(t, f, b, MsgAdmit, admit("a", "ka", "pa", t0))
+	apply(t, f, b, MsgAdmit, admit("b", "kb", "pb", t0, func(a *Admit) { a.ExpiresAt = t0.Add(20 * time.Second) }))
+	apply(t, f, b, MsgAdmit, admit("c", "kc", "pc", t0))
+	a := state(t, f, "a")
+	if r := apply(t, f, b, MsgAbandon, Abandon{At: t0.Add(time.Second), DispatchID: a.Dispatch.ID, Server: "s1"}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	a = state(t, f, "a")
+	if a.State != StateRejected || a.Error.Code != CodeUnsignable {
+		t.Fatalf("abandoned: %+v", a)
+	}
+	if r := receiptOf(t, l, a); r.Outcome != protocol.OutcomeRejected || r.Error == nil || r.Error.Code != CodeUnsignable {
+		t.Fatalf("receipt of the abandoned intent: %+v", r)
+	}
+	bi := state(t, f, "b")
+	if bi.State != StateDispatched {
+		t.Fatalf("the freed slot: %+v, want b dispatched", bi)
+	}
+	if n, _ := f.Node("n1"); n.InFlight != 1 {
+		t.Fatalf("in flight %d, want 1", n.InFlight)
+	}
+	apply(t, f, b, MsgAbandon, Abandon{At: t0.Add(30 * time.Second), DispatchID: bi.Dispatch.ID, Server: "s1"})
+	if bi = state(t, f, "b"); bi.State != StateExpired || bi.Error.Code != protocol.CodeExpired || bi.Receipt == nil {
+		t.Fatalf("abandoned past its expiry: %+v, want expired", bi)
+	}
+	c := state(t, f, "c")
+	apply(t, f, b, MsgResult, result(c, protocol.StatusOK, t0.Add(31*time.Second)))
+	size := l.Size()
+	for _, id := range []string{a.Dispatch.ID, c.Dispatch.ID} {
+		if r := apply(t, f, b, MsgAbandon, Abandon{At: t0.Add(32 * time.Second), DispatchID: id, Server: "s1"}); r.Err != nil || !r.Duplicate {
+			t.Fatalf("abandoning a closed dispatch: %+v", r)
+		}
+	}
+	if c = state(t, f, "c"); c.State != StateCompleted || l.Size() != size {
+		t.Fatalf("after abandoning closed dispatches: %+v, %d receipts (was %d)", c, l.Size(), size)
+	}
+	if n, _ := f.Node("n1"); n.InFlight != 0 {
+		t.Fatalf("in flight %d, want 0", n.InFlight)
+	}
+}
