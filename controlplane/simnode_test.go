@@ -2,6 +2,7 @@ package controlplane_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -44,8 +45,10 @@ type simNode struct {
 	// hold, when set, keeps results back (a node that runs and goes silent)
 	// until release.
 	hold atomic.Bool
-	mu   sync.Mutex
-	held []*protocol.Dispatch
+	// concurrency is what its hello says (0: 64).
+	concurrency int
+	mu          sync.Mutex
+	held        []*protocol.Dispatch
 }
 
 func (n *simNode) SignerKey(id string) (ed25519.PublicKey, bool) { k, ok := n.keys[id]; return k, ok }
@@ -100,7 +103,7 @@ func (n *simNode) connect(t testing.TB, addr string, tools map[string]string) er
 		refs = append(refs, protocol.ToolRef{Name: name, Hash: hash})
 	}
 	n.write(protocol.FrameHello, protocol.Hello{Node: n.id, Version: "sim", OS: "linux", Arch: "amd64",
-		Tiers: []string{"wasm"}, Tools: refs, Concurrency: 64})
+		Tiers: []string{"wasm"}, Tools: refs, Concurrency: cmp.Or(n.concurrency, 64)})
 	f, err := protocol.ReadFrame(stream)
 	if err != nil {
 		return err
