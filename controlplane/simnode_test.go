@@ -56,6 +56,13 @@ func (n *simNode) SignerKey(id string) (ed25519.PublicKey, bool) { k, ok := n.ke
 // enrollSim enrolls a node through the API.
 func enrollSim(t testing.TB, s *controlplane.Server, base string) *simNode {
 	t.Helper()
+	return enrollSimVia(t, s, base, http.DefaultClient)
+}
+
+// enrollSimVia enrolls a node through the API with hc (one that trusts the
+// cluster CA for a server over TLS).
+func enrollSimVia(t testing.TB, s *controlplane.Server, base string, hc *http.Client) *simNode {
+	t.Helper()
 	tok, aerr := s.CreateJoinToken(context.Background(), map[string]string{"zone": "a"}, time.Hour)
 	if aerr != nil {
 		t.Fatal(aerr)
@@ -66,7 +73,7 @@ func enrollSim(t testing.TB, s *controlplane.Server, base string) *simNode {
 	n.tlsKey, _ = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	csr, _ := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{}, n.tlsKey)
 	body, _ := json.Marshal(map[string]any{"token": tok.Token, "name": "sim", "public": []byte(pub), "csr": csr})
-	resp, err := http.Post(base+"/v1/enroll", "application/json", bytes.NewReader(body))
+	resp, err := hc.Post(base+"/v1/enroll", "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,13 +201,18 @@ func (n *simNode) close() {
 // toolHashes reads the registered tools' manifest hashes from the API.
 func toolHashes(t testing.TB, base string) map[string]string {
 	t.Helper()
+	return toolHashesVia(t, base, http.DefaultClient)
+}
+
+func toolHashesVia(t testing.TB, base string, hc *http.Client) map[string]string {
+	t.Helper()
 	var out struct {
 		Tools []struct {
 			Name string `json:"name"`
 			Hash string `json:"manifest_hash"`
 		} `json:"tools"`
 	}
-	resp, err := http.Get(base + "/v1/tools")
+	resp, err := hc.Get(base + "/v1/tools")
 	if err != nil {
 		t.Fatal(err)
 	}
