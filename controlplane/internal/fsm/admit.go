@@ -88,7 +88,7 @@ func (f *FSM) applyAdmit(index uint64, c *Admit) (Result, []string) {
 	case budget > 0 && s.Runs[runKey] != nil && s.Runs[runKey].Used >= budget:
 		in.State, in.Error = StateRejected, &protocol.ErrorBody{Code: CodeBudgetExhausted,
 			Message: "run " + c.RunID + " has used its budget of intents"}
-	case !f.possible(in):
+	case !f.anyEligible(in) && !f.possible(in): // the index first: possible may walk the fleet
 		// Refused before it used budget or bound its key: a retry once a
 		// node can take it may proceed.
 		in.State, in.Error = StateRejected, &protocol.ErrorBody{Code: CodeNoEligibleNode,
@@ -123,4 +123,10 @@ func (f *FSM) applyAdmit(index uint64, c *Admit) (Result, []string) {
 		changed = append(changed, f.schedule(in, index)...)
 	}
 	return Result{IntentID: in.ID}, changed
+}
+
+// anyEligible reports whether a ready node may run in now, busy or not.
+func (f *FSM) anyEligible(in *Intent) bool {
+	_, ok := f.pick(in)
+	return ok
 }
