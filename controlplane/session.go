@@ -98,7 +98,11 @@ func (s *Server) serveSession(conn *quic.Conn) {
 	ss := &session{srv: s, node: id, conn: conn, stream: stream, closed: make(chan struct{}), lastSeen: time.Now()}
 	if err := ss.handshake(); err != nil {
 		ss.log().Warn("node session refused", "err", err)
-		ss.bye(protocol.ErrorBody{Code: protocol.CodeMalformed, Message: err.Error()}, closeProtocol)
+		code := protocol.CodeMalformed
+		if errors.Is(err, errNotRecorded) {
+			code = codeNoLeader // the agent tries again, here or elsewhere
+		}
+		ss.bye(protocol.ErrorBody{Code: code, Message: err.Error()}, closeProtocol)
 		if ss.attached {
 			ss.end()
 		}
@@ -133,6 +137,9 @@ func (ss *session) end() {
 	}
 	ss.log().Info("node session ended")
 }
+
+// errNotRecorded: the hello could not be committed (no leader in time).
+var errNotRecorded = errors.New("the session could not be recorded")
 
 // handshake reads hello, records the session through Raft when anything
 // changed, and answers welcome.
@@ -185,7 +192,7 @@ func (ss *session) handshake() error {
 	res, err := ss.srv.applyAnywhere(ctx, fsm.MsgNodeSession, cmd)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("recording the session: %w", err)
+		return fmt.Errorf("%w: %w", errNotRecorded, err)
 	}
 	if res.Err != nil {
 		return errors.New(res.Err.Message)

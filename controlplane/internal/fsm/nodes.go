@@ -156,7 +156,8 @@ func (f *FSM) applyNodeSession(index uint64, c *NodeSession) (Result, []string) 
 		}
 		n.Server, n.UpdatedAt = "", now
 		f.reschedule(n)
-		return Result{}, []string{NodeWatch(n.ID)}
+		// Intents queued for it alone begin their wait for a node.
+		return Result{}, append([]string{NodeWatch(n.ID)}, f.drainQueue(index)...)
 	}
 	n.OS, n.Arch, n.Version, n.Concurrency = c.OS, c.Arch, c.Version, max(c.Concurrency, 1)
 	n.Tiers = slices.Sorted(slices.Values(c.Tiers))
@@ -201,9 +202,7 @@ func (f *FSM) applyNodeStatus(index uint64, c *NodeStatus) (Result, []string) {
 	}
 	n.UpdatedAt = now
 	f.reschedule(n)
-	changed := []string{NodeWatch(n.ID)}
-	if n.Status == NodeReady {
-		changed = append(changed, f.drainQueue(index)...)
-	}
-	return Result{}, changed
+	// Ready: queued intents may go to it; else those that only it could
+	// run begin their wait for a node, or end if it is revoked.
+	return Result{}, append([]string{NodeWatch(n.ID)}, f.drainQueue(index)...)
 }

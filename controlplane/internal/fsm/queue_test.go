@@ -262,3 +262,37 @@ func TestAbandonFreesTheSlot(t *testing.T) {
 		t.Fatalf("in flight %d, want 0", n.InFlight)
 	}
 }
+
+// TestQueuedForARevokedNode: intents queued behind a busy node end
+// no_eligible_node as soon as it is revoked (no node could ever run them),
+// and begin a wait for a node as soon as it disconnects.
+func TestQueuedForARevokedNode(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		cmd   any
+		t     MsgType
+		state string
+	}{
+		{"revoked", NodeStatus{At: t0.Add(time.Second), Node: "n1", Status: NodeRevoked}, MsgNodeStatus, StateRejected},
+		{"disconnected", NodeSession{At: t0.Add(time.Second), Node: "n1", Server: "s1"}, MsgNodeSession, StateQueued},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, b, _ := waitFSM(t, DefaultConfig())
+			apply(t, f, b, MsgNodeSession, NodeSession{At: t0, Node: "n1", Server: "s1", Connected: true, Tiers: []string{"wasm"},
+				Tools: map[string]string{"echo": toolHash}, Concurrency: 1})
+			apply(t, f, b, MsgAdmit, admit("a", "ka", "pa", t0))
+			apply(t, f, b, MsgAdmit, admit("b", "kb", "pb", t0))
+			apply(t, f, b, c.t, c.cmd)
+			in := state(t, f, "b")
+			if in.State != c.state {
+				t.Fatalf("queued intent: %+v, want %s", in, c.state)
+			}
+			if c.state == StateQueued && !in.WaitUntil.Equal(t0.Add(31*time.Second)) {
+				t.Fatalf("queued intent: wait until %s, want t0+31s", in.WaitUntil)
+			}
+			if c.state == StateRejected && in.Error.Code != CodeNoEligibleNode {
+				t.Fatalf("queued intent: %+v", in.Error)
+			}
+		})
+	}
+}

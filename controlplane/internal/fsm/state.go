@@ -116,8 +116,9 @@ type Intent struct {
 	// SupersededBy is that receipt's index.
 	Superseding  bool    `json:"superseding,omitempty"`
 	SupersededBy *uint64 `json:"superseded_by,omitempty"`
-	// Unbound is set for an attempt refused before a decision: it holds no
-	// idempotency key and is pruned a retention after its admission.
+	// Unbound is set for an attempt refused before a decision, and for an
+	// intent rejected no_eligible_node (which gives its key back): it holds
+	// no idempotency key and is pruned a retention after its admission.
 	Unbound bool `json:"unbound,omitempty"`
 }
 
