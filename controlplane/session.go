@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -36,8 +37,11 @@ const (
 // costs one goroutine of its own (the reader) beside quic-go's: pushes run on
 // a goroutine started when the FSM tells of a change to the node (kick).
 type session struct {
-	srv    *Server
-	node   string
+	srv  *Server
+	node string
+	// id names the session in the log (fsm.NodeSession.Session), so that
+	// its end cannot end a newer session of the node.
+	id     string
 	conn   *quic.Conn
 	stream *quic.Stream
 
@@ -95,7 +99,7 @@ func (s *Server) serveSession(conn *quic.Conn) {
 		conn.CloseWithError(closeProtocol, "no session stream")
 		return
 	}
-	ss := &session{srv: s, node: id, conn: conn, stream: stream, closed: make(chan struct{}), lastSeen: time.Now()}
+	ss := &session{srv: s, node: id, id: rand.Text(), conn: conn, stream: stream, closed: make(chan struct{}), lastSeen: time.Now()}
 	if err := ss.handshake(); err != nil {
 		ss.log().Warn("node session refused", "err", err)
 		code := protocol.CodeMalformed
@@ -131,7 +135,7 @@ func (ss *session) end() {
 	if s.fleet.detach(ss) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if _, err := s.applyAnywhere(ctx, fsm.MsgNodeSession, fsm.NodeSession{At: s.now(), Node: ss.node, Server: s.cfg.ID}); err != nil {
+		if _, err := s.applyAnywhere(ctx, fsm.MsgNodeSession, fsm.NodeSession{At: s.now(), Node: ss.node, Server: s.cfg.ID, Session: ss.id}); err != nil {
 			ss.log().Warn("could not record the end of a node session", "err", err)
 		}
 	}
@@ -173,7 +177,7 @@ func (ss *session) handshake() error {
 	if err := protocol.CheckLabels(h.Labels); err != nil {
 		return fmt.Errorf("hello: %w", err)
 	}
-	cmd := fsm.NodeSession{At: ss.srv.now(), Node: ss.node, Server: ss.srv.cfg.ID, Connected: true,
+	cmd := fsm.NodeSession{At: ss.srv.now(), Node: ss.node, Server: ss.srv.cfg.ID, Session: ss.id, Connected: true,
 		OS: h.OS, Arch: h.Arch, Version: h.Version, Tiers: h.Tiers, Tools: tools, Concurrency: h.Concurrency, Labels: h.Labels}
 	// The session is this server's before the hello is recorded, so that
 	// whoever reads that this server holds the node finds it here (its last

@@ -37,8 +37,10 @@ type Node struct {
 	Tiers       []string          `json:"tiers"`
 	Tools       map[string]string `json:"tools"` // name → manifest hash
 	Concurrency int               `json:"concurrency"`
-	// Server holds the node's session (the last one to say so).
+	// Server holds the node's session (the last one to say so); Session
+	// names that session, so that the end of an older one changes nothing.
 	Server     string    `json:"server"`
+	Session    string    `json:"session,omitzero"`
 	InFlight   int       `json:"in_flight"`
 	EnrolledAt time.Time `json:"enrolled_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
@@ -84,6 +86,10 @@ type NodeSession struct {
 	Node      string    `json:"node"`
 	Server    string    `json:"server"`
 	Connected bool      `json:"connected"`
+	// Session names the session: random, made by its server when it
+	// began. The end of a session other than the node's current one is
+	// ignored; empty (older entries) matches any session of Server.
+	Session string `json:"session,omitzero"`
 	// Set when Connected.
 	OS          string            `json:"os,omitzero"`
 	Arch        string            `json:"arch,omitzero"`
@@ -146,15 +152,16 @@ func (f *FSM) applyNodeSession(index uint64, c *NodeSession) (Result, []string) 
 		return refuse(CodeNodeRevoked, "node %q is revoked", c.Node), nil
 	}
 	if !c.Connected {
-		// A server that lost the session says so only for itself: the node may
-		// already be connected to another one.
-		if n.Server != c.Server || n.Status == NodeDown {
+		// A server that lost the session says so only for itself and that
+		// session: the node may already be connected to another server, or
+		// again to this one.
+		if n.Server != c.Server || n.Status == NodeDown || (c.Session != "" && c.Session != n.Session) {
 			return Result{}, nil
 		}
 		if n.Status == NodeReady {
 			n.Status = NodeDown
 		}
-		n.Server, n.UpdatedAt = "", now
+		n.Server, n.Session, n.UpdatedAt = "", "", now
 		f.reschedule(n)
 		// Intents queued for it alone begin their wait for a node.
 		return Result{}, append([]string{NodeWatch(n.ID)}, f.drainQueue(index)...)
@@ -170,7 +177,7 @@ func (f *FSM) applyNodeSession(index uint64, c *NodeSession) (Result, []string) 
 		n.Labels = map[string]string{}
 	}
 	maps.Copy(n.Labels, n.TokenLabels)
-	n.Server, n.UpdatedAt = c.Server, now
+	n.Server, n.Session, n.UpdatedAt = c.Server, c.Session, now
 	if n.Status == NodeDown {
 		n.Status = NodeReady
 	}

@@ -296,3 +296,35 @@ func TestQueuedForARevokedNode(t *testing.T) {
 		})
 	}
 }
+
+// TestEndOfAnOlderSession: a server's "session lost" names the session; when
+// the node has reconnected to the same server since (its new hello applied
+// first), the end of the old session leaves it ready. The end of its
+// current session, or one naming none, marks it down.
+func TestEndOfAnOlderSession(t *testing.T) {
+	f, b, _ := waitFSM(t, DefaultConfig())
+	hello := func(session string) NodeSession {
+		c := connect(t0, "n1")
+		c.Session = session
+		return c
+	}
+	lost := func(session string) NodeSession { return NodeSession{At: t0, Node: "n1", Server: "s1", Session: session} }
+	for i, step := range []struct {
+		cmd  NodeSession
+		want string
+	}{
+		{hello("one"), NodeReady},
+		{hello("two"), NodeReady},
+		{lost("one"), NodeReady}, // the old session's end, applied after the new hello
+		{lost("two"), NodeDown},
+		{hello("three"), NodeReady},
+		{lost(""), NodeDown}, // an entry naming no session: any of s1's
+	} {
+		if r := apply(t, f, b, MsgNodeSession, step.cmd); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		if n, _ := f.Node("n1"); n.Status != step.want {
+			t.Fatalf("step %d (%+v): node %s, want %s", i, step.cmd, n.Status, step.want)
+		}
+	}
+}
