@@ -308,7 +308,9 @@ func TestEndOfAnOlderSession(t *testing.T) {
 		c.Session = session
 		return c
 	}
-	lost := func(session string) NodeSession { return NodeSession{At: t0, Node: "n1", Server: "s1", Session: session} }
+	lost := func(session string) NodeSession {
+		return NodeSession{At: t0, Node: "n1", Server: "s1", Session: session}
+	}
 	for i, step := range []struct {
 		cmd  NodeSession
 		want string
