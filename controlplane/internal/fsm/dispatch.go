@@ -152,8 +152,12 @@ func (f *FSM) possible(in *Intent) bool {
 		}
 		return false
 	}
-	for _, n := range s.Nodes { // any order gives the same answer
-		if could(n) {
+	x := f.idx.sched
+	if len(x.fresh) > 0 {
+		return true
+	}
+	for id := range x.listing[tool.Name] { // any order gives the same answer
+		if n := s.Nodes[id]; n != nil && could(n) {
 			return true
 		}
 	}

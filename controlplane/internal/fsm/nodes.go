@@ -139,6 +139,7 @@ func (f *FSM) applyEnroll(c *Enroll) Result {
 		Tools: map[string]string{}, EnrolledAt: now, UpdatedAt: now,
 	}
 	f.idx.names[c.Name] = append(f.idx.names[c.Name], c.Node)
+	f.reschedule(s.Nodes[c.Node])
 	return Result{}
 }
 

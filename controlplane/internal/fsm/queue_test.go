@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -328,5 +329,37 @@ func TestEndOfAnOlderSession(t *testing.T) {
 		if n, _ := f.Node("n1"); n.Status != step.want {
 			t.Fatalf("step %d (%+v): node %s, want %s", i, step.cmd, n.Status, step.want)
 		}
+	}
+}
+
+// BenchmarkNoEligibleNode: deciding that no node could ever run an intent
+// (its tool in no node's allowlist: the whole fleet is looked at), in fleets
+// of 1 and 10,000 nodes, beside the baseline of a pick in the same fleet.
+func BenchmarkNoEligibleNode(b *testing.B) {
+	for _, size := range []int{1, 10_000} {
+		f, lb := newFSM(b), &logBuilder{t: b}
+		lb.add(MsgPutTool, PutTool{Name: "echo", Hash: toolHash, Spec: []byte(`{"name":"echo"}`), Tier: "wasm", TimeoutMS: 1000})
+		lb.add(MsgPutTool, PutTool{Name: "other", Hash: toolHash, Spec: []byte(`{"name":"other"}`), Tier: "wasm", TimeoutMS: 1000})
+		for i := range size {
+			enrollNode(lb, fmt.Sprintf("node-%05d", i), 8)
+		}
+		for _, l := range lb.logs {
+			f.Apply(l)
+		}
+		b.Run(fmt.Sprintf("nodes=%d/baseline=pick", size), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if n, _ := f.pick(&Intent{ID: fmt.Sprintf("int-%d", i), Tool: "echo"}); n == nil {
+					b.Fatal("no node")
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("nodes=%d/possible", size), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				in := &Intent{ID: fmt.Sprintf("int-%d", i), Tool: "other"}
+				if f.anyEligible(in) || f.possible(in) {
+					b.Fatal("a node may run it")
+				}
+			}
+		})
 	}
 }
