@@ -145,8 +145,8 @@ func (ss *session) end() {
 // errNotRecorded: the hello could not be committed (no leader in time).
 var errNotRecorded = errors.New("the session could not be recorded")
 
-// handshake reads hello, records the session through Raft when anything
-// changed, and answers welcome.
+// handshake reads hello, records the session through Raft, and answers
+// welcome.
 func (ss *session) handshake() error {
 	ss.stream.SetReadDeadline(time.Now().Add(10 * time.Second))
 	f, err := protocol.ReadFrame(ss.stream)
