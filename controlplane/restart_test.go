@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,7 +83,12 @@ func TestReconnectToALaggingServer(t *testing.T) {
 		delete(running, i)
 	}
 	start := func(i int) *controlplane.Server {
+		// Its ports again: a socket just closed may take a moment to free.
 		s, err := controlplane.New(cfgs[i])
+		for deadline := time.Now().Add(15 * time.Second); err != nil && strings.Contains(err.Error(), "address already in use") && time.Now().Before(deadline); {
+			time.Sleep(200 * time.Millisecond)
+			s, err = controlplane.New(cfgs[i])
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
