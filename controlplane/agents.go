@@ -113,7 +113,10 @@ func (s *Server) watchSessions() {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			s.applyAnywhere(ctx, fsm.MsgNodeSession, fsm.NodeSession{At: s.now(), Node: id, Server: s.cfg.ID})
+			// The session this server's view holds: a newer one, whose
+			// hello this view has not applied yet, is left alone.
+			n, _ := s.fsm.Node(id)
+			s.applyAnywhere(ctx, fsm.MsgNodeSession, fsm.NodeSession{At: s.now(), Node: id, Server: s.cfg.ID, Session: n.Session})
 			cancel()
 		}
 	}

@@ -25,7 +25,10 @@ type File struct {
 	AgentAddr string `json:"agent_addr,omitzero"`
 	// AgentHeartbeat is how often agents report (a duration, 100ms to 25s);
 	// a session silent for three of them is over, on both sides.
-	AgentHeartbeat   string   `json:"agent_heartbeat,omitzero"`
+	AgentHeartbeat string `json:"agent_heartbeat,omitzero"`
+	// NodeWait is how long an intent no ready node may run waits queued for
+	// one (a duration, 0 to 1h; every server must agree).
+	NodeWait         string   `json:"node_wait,omitzero"`
 	Bootstrap        *bool    `json:"bootstrap,omitzero"`
 	GossipAddr       string   `json:"gossip_addr,omitzero"`
 	Join             []string `json:"join,omitzero"`
@@ -99,7 +102,7 @@ func (f *File) Apply(cfg *Config) error {
 		name, s string
 		dst     *time.Duration
 	}{{"limits.max_ttl", f.Limits.MaxTTL, &cfg.Verify.MaxTTL}, {"limits.skew", f.Limits.Skew, &cfg.Verify.Skew},
-		{"agent_heartbeat", f.AgentHeartbeat, &cfg.AgentHeartbeat},
+		{"agent_heartbeat", f.AgentHeartbeat, &cfg.AgentHeartbeat}, {"node_wait", f.NodeWait, &cfg.FSM.NodeWait},
 		{"output_retention", f.OutputRetention, &cfg.FSM.OutputRetention}} {
 		if d.s == "" {
 			continue

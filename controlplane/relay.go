@@ -19,7 +19,7 @@ import (
 // ended, a result) must be proposed by the leader. A follower relays the
 // command over the servers' mutual TLS to the leader's internal endpoint,
 // which accepts only these commands and only from a server certificate.
-var relayable = map[fsm.MsgType]bool{fsm.MsgNodeSession: true, fsm.MsgResult: true, fsm.MsgPutOutput: true,
+var relayable = map[fsm.MsgType]bool{fsm.MsgNodeSession: true, fsm.MsgResult: true, fsm.MsgPutOutput: true, fsm.MsgAbandon: true,
 	// The dashboard's sessions and node actions (dashboard.go), taken by any server.
 	fsm.MsgOpenSession: true, fsm.MsgCloseSession: true, fsm.MsgNodeStatus: true}
 
@@ -127,6 +127,10 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 		c.At, cmd = s.now(), c
 	case fsm.MsgResult:
 		c := &fsm.RecordResult{}
+		err = json.Unmarshal(rb.Cmd, c)
+		c.At, cmd = s.now(), c
+	case fsm.MsgAbandon:
+		c := &fsm.Abandon{}
 		err = json.Unmarshal(rb.Cmd, c)
 		c.At, cmd = s.now(), c
 	case fsm.MsgPutOutput:

@@ -2,12 +2,11 @@ package controlplane
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,8 +37,11 @@ const (
 // costs one goroutine of its own (the reader) beside quic-go's: pushes run on
 // a goroutine started when the FSM tells of a change to the node (kick).
 type session struct {
-	srv    *Server
-	node   string
+	srv  *Server
+	node string
+	// id names the session in the log (fsm.NodeSession.Session), so that
+	// its end cannot end a newer session of the node.
+	id     string
 	conn   *quic.Conn
 	stream *quic.Stream
 
@@ -97,10 +99,14 @@ func (s *Server) serveSession(conn *quic.Conn) {
 		conn.CloseWithError(closeProtocol, "no session stream")
 		return
 	}
-	ss := &session{srv: s, node: id, conn: conn, stream: stream, closed: make(chan struct{}), lastSeen: time.Now()}
+	ss := &session{srv: s, node: id, id: rand.Text(), conn: conn, stream: stream, closed: make(chan struct{}), lastSeen: time.Now()}
 	if err := ss.handshake(); err != nil {
 		ss.log().Warn("node session refused", "err", err)
-		ss.bye(protocol.ErrorBody{Code: protocol.CodeMalformed, Message: err.Error()}, closeProtocol)
+		code := protocol.CodeMalformed
+		if errors.Is(err, errNotRecorded) {
+			code = codeNoLeader // the agent tries again, here or elsewhere
+		}
+		ss.bye(protocol.ErrorBody{Code: code, Message: err.Error()}, closeProtocol)
 		if ss.attached {
 			ss.end()
 		}
@@ -129,15 +135,18 @@ func (ss *session) end() {
 	if s.fleet.detach(ss) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if _, err := s.applyAnywhere(ctx, fsm.MsgNodeSession, fsm.NodeSession{At: s.now(), Node: ss.node, Server: s.cfg.ID}); err != nil {
+		if _, err := s.applyAnywhere(ctx, fsm.MsgNodeSession, fsm.NodeSession{At: s.now(), Node: ss.node, Server: s.cfg.ID, Session: ss.id}); err != nil {
 			ss.log().Warn("could not record the end of a node session", "err", err)
 		}
 	}
 	ss.log().Info("node session ended")
 }
 
-// handshake reads hello, records the session through Raft when anything
-// changed, and answers welcome.
+// errNotRecorded: the hello could not be committed (no leader in time).
+var errNotRecorded = errors.New("the session could not be recorded")
+
+// handshake reads hello, records the session through Raft, and answers
+// welcome.
 func (ss *session) handshake() error {
 	ss.stream.SetReadDeadline(time.Now().Add(10 * time.Second))
 	f, err := protocol.ReadFrame(ss.stream)
@@ -168,38 +177,35 @@ func (ss *session) handshake() error {
 	if err := protocol.CheckLabels(h.Labels); err != nil {
 		return fmt.Errorf("hello: %w", err)
 	}
-	cmd := fsm.NodeSession{At: ss.srv.now(), Node: ss.node, Server: ss.srv.cfg.ID, Connected: true,
+	cmd := fsm.NodeSession{At: ss.srv.now(), Node: ss.node, Server: ss.srv.cfg.ID, Session: ss.id, Connected: true,
 		OS: h.OS, Arch: h.Arch, Version: h.Version, Tiers: h.Tiers, Tools: tools, Concurrency: h.Concurrency, Labels: h.Labels}
 	// The session is this server's before the hello is recorded, so that
 	// whoever reads that this server holds the node finds it here (its last
 	// heartbeat; pushes wait for the welcome).
 	ss.srv.fleet.attach(ss)
 	ss.attached = true
-	if n, _ := ss.srv.fsm.Node(ss.node); !sameSession(n, &cmd) {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		res, err := ss.srv.applyAnywhere(ctx, fsm.MsgNodeSession, cmd)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("recording the session: %w", err)
-		}
-		if res.Err != nil {
-			return errors.New(res.Err.Message)
-		}
+	// The hello is always recorded, never skipped because this server's
+	// view already says the same: that view may lag the committed log (a
+	// server replaying it after a restart, or a follower behind), and an
+	// entry still to be applied here — this server's own "session lost"
+	// from before it stopped, another server's "connected" — would leave
+	// the node down, or held elsewhere, while it is connected here. The
+	// entry is committed after all of those, so the node's record is decided
+	// in log order; recording what is already there changes nothing.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	res, err := ss.srv.applyAnywhere(ctx, fsm.MsgNodeSession, cmd)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("%w: %w", errNotRecorded, err)
+	}
+	if res.Err != nil {
+		return errors.New(res.Err.Message)
 	}
 	return ss.write(protocol.FrameWelcome, protocol.Welcome{
 		Server:      ss.srv.cfg.ID,
 		Keys:        []protocol.ServerKey{{KeyID: ss.srv.fleet.keyID, Cert: ss.srv.fleet.keyCert}},
 		HeartbeatMS: ss.srv.cfg.AgentHeartbeat.Milliseconds(),
 	})
-}
-
-// sameSession reports whether the FSM already holds what cmd would record, so
-// that a reconnection to the same server writes nothing to Raft.
-func sameSession(n fsm.Node, c *fsm.NodeSession) bool {
-	return n.Server == c.Server && n.Status != fsm.NodeDown && n.OS == c.OS && n.Arch == c.Arch &&
-		n.Version == c.Version && n.Concurrency == c.Concurrency &&
-		slices.Equal(n.Tiers, slices.Sorted(slices.Values(c.Tiers))) && maps.Equal(n.Tools, c.Tools) &&
-		maps.Equal(n.Labels, withToken(c.Labels, n.TokenLabels))
 }
 
 func (ss *session) log() *slog.Logger { return ss.srv.log.With("node", ss.node) }
@@ -298,26 +304,43 @@ func (ss *session) pushOpen() bool {
 		}
 		ss.sent = still
 	}
+	if ss.sent == nil {
+		ss.sent = map[string]bool{}
+	}
 	for _, d := range open {
 		if ss.sent[d.ID] {
 			continue
 		}
 		raw, err := ss.srv.signDispatch(d)
 		if err != nil {
-			ss.log().Error("cannot sign dispatch", "dispatch", d.ID, "err", err)
+			// Nothing it is made of will change: give it up at once, so
+			// that its slot is free and its intent ends with a receipt.
+			ss.log().Error("cannot sign dispatch; abandoning it", "dispatch", d.ID, "err", err)
+			ss.sent[d.ID] = true
+			go ss.abandon(d.ID)
 			continue
 		}
 		if err := ss.write(protocol.FrameDispatch, protocol.DispatchFrame{Dispatch: raw}); err != nil {
 			ss.close("write failed")
 			return false
 		}
-		if ss.sent == nil {
-			ss.sent = map[string]bool{}
-		}
 		ss.sent[d.ID] = true
 		ss.srv.metrics.dispatchesSent.Inc()
 	}
 	return true
+}
+
+// abandon records through Raft that this server could not sign a dispatch.
+func (ss *session) abandon(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := ss.srv.applyAnywhere(ctx, fsm.MsgAbandon, fsm.Abandon{At: ss.srv.now(), DispatchID: id, Server: ss.srv.cfg.ID})
+	if err == nil && res.Err != nil {
+		err = errors.New(res.Err.Message)
+	}
+	if err != nil {
+		ss.log().Warn("could not abandon a dispatch it cannot sign", "dispatch", id, "err", err)
+	}
 }
 
 // signDispatch makes the signed dispatch of a record: everything in it comes
@@ -362,15 +385,4 @@ func certificateRequest(der []byte) (*x509.CertificateRequest, error) {
 		return nil, fmt.Errorf("the certificate request's signature does not verify: %w", err)
 	}
 	return csr, nil
-}
-
-// withToken is a node's labels from its own and its token's, the token's
-// winning.
-func withToken(own, token map[string]string) map[string]string {
-	out := maps.Clone(own)
-	if out == nil {
-		out = map[string]string{}
-	}
-	maps.Copy(out, token)
-	return out
 }

@@ -2,6 +2,7 @@ package controlplane_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -44,8 +45,10 @@ type simNode struct {
 	// hold, when set, keeps results back (a node that runs and goes silent)
 	// until release.
 	hold atomic.Bool
-	mu   sync.Mutex
-	held []*protocol.Dispatch
+	// concurrency is what its hello says (0: 64).
+	concurrency int
+	mu          sync.Mutex
+	held        []*protocol.Dispatch
 	// badOutput, when set, is sent beside each result instead of the
 	// output it commits to; v1, when set, signs a writ.result/v1 with the
 	// output inside. errAcks receives the acks that refuse a result.
@@ -59,6 +62,13 @@ func (n *simNode) SignerKey(id string) (ed25519.PublicKey, bool) { k, ok := n.ke
 // enrollSim enrolls a node through the API.
 func enrollSim(t testing.TB, s *controlplane.Server, base string) *simNode {
 	t.Helper()
+	return enrollSimVia(t, s, base, http.DefaultClient)
+}
+
+// enrollSimVia enrolls a node through the API with hc (one that trusts the
+// cluster CA for a server over TLS).
+func enrollSimVia(t testing.TB, s *controlplane.Server, base string, hc *http.Client) *simNode {
+	t.Helper()
 	tok, aerr := s.CreateJoinToken(context.Background(), map[string]string{"zone": "a"}, time.Hour)
 	if aerr != nil {
 		t.Fatal(aerr)
@@ -69,7 +79,7 @@ func enrollSim(t testing.TB, s *controlplane.Server, base string) *simNode {
 	n.tlsKey, _ = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	csr, _ := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{}, n.tlsKey)
 	body, _ := json.Marshal(map[string]any{"token": tok.Token, "name": "sim", "public": []byte(pub), "csr": csr})
-	resp, err := http.Post(base+"/v1/enroll", "application/json", bytes.NewReader(body))
+	resp, err := hc.Post(base+"/v1/enroll", "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +116,7 @@ func (n *simNode) connect(t testing.TB, addr string, tools map[string]string) er
 		refs = append(refs, protocol.ToolRef{Name: name, Hash: hash})
 	}
 	n.write(protocol.FrameHello, protocol.Hello{Node: n.id, Version: "sim", OS: "linux", Arch: "amd64",
-		Tiers: []string{"wasm"}, Tools: refs, Concurrency: 64})
+		Tiers: []string{"wasm"}, Tools: refs, Concurrency: cmp.Or(n.concurrency, 64)})
 	f, err := protocol.ReadFrame(stream)
 	if err != nil {
 		return err
@@ -214,13 +224,18 @@ func (n *simNode) close() {
 // toolHashes reads the registered tools' manifest hashes from the API.
 func toolHashes(t testing.TB, base string) map[string]string {
 	t.Helper()
+	return toolHashesVia(t, base, http.DefaultClient)
+}
+
+func toolHashesVia(t testing.TB, base string, hc *http.Client) map[string]string {
+	t.Helper()
 	var out struct {
 		Tools []struct {
 			Name string `json:"name"`
 			Hash string `json:"manifest_hash"`
 		} `json:"tools"`
 	}
-	resp, err := http.Get(base + "/v1/tools")
+	resp, err := hc.Get(base + "/v1/tools")
 	if err != nil {
 		t.Fatal(err)
 	}

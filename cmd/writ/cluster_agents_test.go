@@ -459,7 +459,7 @@ func (c *testCluster) waitFinal(ids []string, d time.Duration) map[string]*clien
 }
 
 func final(state string) bool {
-	return state != "dispatched" && state != "pending_approval" && state != ""
+	return state != "queued" && state != "dispatched" && state != "pending_approval" && state != ""
 }
 
 // receiptsByIntent reads every receipt of server i's ledger once a checkpoint

@@ -88,11 +88,11 @@ func (f *FSM) applyAdmit(index uint64, c *Admit) (Result, []string) {
 	case budget > 0 && s.Runs[runKey] != nil && s.Runs[runKey].Used >= budget:
 		in.State, in.Error = StateRejected, &protocol.ErrorBody{Code: CodeBudgetExhausted,
 			Message: "run " + c.RunID + " has used its budget of intents"}
-	case !f.anyEligible(in):
+	case !f.anyEligible(in) && !f.possible(in): // the index first: possible may walk the fleet
 		// Refused before it used budget or bound its key: a retry once a
 		// node can take it may proceed.
 		in.State, in.Error = StateRejected, &protocol.ErrorBody{Code: CodeNoEligibleNode,
-			Message: "no ready node may run " + in.Tool + " for this intent"}
+			Message: "no registered node may run " + in.Tool + " for this intent"}
 	default:
 		run := s.Runs[runKey]
 		if run == nil {
@@ -102,7 +102,7 @@ func (f *FSM) applyAdmit(index uint64, c *Admit) (Result, []string) {
 		run.Used++
 		run.LastAt = now
 		f.idx.runs.add(now, runKey)
-		in.State = StateDispatched
+		in.State = StateQueued
 		if c.Decision.ApprovalRequired {
 			in.State = StatePendingApproval
 		}
@@ -110,9 +110,6 @@ func (f *FSM) applyAdmit(index uint64, c *Admit) (Result, []string) {
 	}
 	s.Intents[in.ID] = in
 	changed := []string{in.ID}
-	if in.State == StateDispatched {
-		changed = append(changed, f.schedule(in, index)...)
-	}
 	if in.State == StateRejected || in.State == StateExpired {
 		in.Unbound = true
 		f.idx.rejected.add(now, in.ID)
@@ -120,9 +117,15 @@ func (f *FSM) applyAdmit(index uint64, c *Admit) (Result, []string) {
 		s.Idempotency[idemKey] = &IdemEntry{IntentID: in.ID, PayloadHash: c.PayloadHash, At: now}
 		f.idx.idem.add(now, idemKey)
 	}
+	if in.State == StateQueued {
+		// With no eligible node and node_wait 0 it ends rejected here, and
+		// gives its key and budget back (noNode).
+		changed = append(changed, f.schedule(in, index)...)
+	}
 	return Result{IntentID: in.ID}, changed
 }
 
+// anyEligible reports whether a ready node may run in now, busy or not.
 func (f *FSM) anyEligible(in *Intent) bool {
 	_, ok := f.pick(in)
 	return ok

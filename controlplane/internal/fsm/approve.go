@@ -47,6 +47,5 @@ func (f *FSM) applyApprove(index uint64, c *Approve) (Result, []string) {
 		in.State = StateDenied
 		return Result{IntentID: in.ID}, []string{in.ID}
 	}
-	in.State = StateDispatched
 	return Result{IntentID: in.ID}, append([]string{in.ID}, f.schedule(in, index)...)
 }

@@ -68,6 +68,8 @@ func (t MsgType) String() string {
 		return "node_status"
 	case MsgResult:
 		return "result"
+	case MsgAbandon:
+		return "abandon"
 	case MsgPutOutput:
 		return "put_output"
 	case MsgPutUser, MsgDeleteUser, MsgOpenSession, MsgCloseSession:

@@ -33,21 +33,135 @@ type Dispatch struct {
 	Result jsontext.Value `json:"result,omitzero"`
 }
 
-// schedule gives a runnable intent to a node, queues it while every eligible
-// node is at its concurrency limit, or rejects it when no node could ever take
-// it now. The choice is a function of the replicated state only.
+// schedule queues a runnable intent and gives it to a node at once when one
+// is eligible with a free slot (place). The choice is a function of the
+// replicated state only.
 func (f *FSM) schedule(in *Intent, index uint64) []string {
+	in.State = StateQueued
+	changed, left := f.place(in, index)
+	if !left {
+		f.state.Queue = append(f.state.Queue, in.ID)
+	}
+	return changed
+}
+
+// place decides what becomes of a queued intent now, by the log's clock: it
+// ends expired when its expiry has come (it is never dispatched after it);
+// it is dispatched to an eligible node with a free slot; it stays queued
+// while an eligible node is busy; with no eligible node it waits for one
+// until WaitUntil (node_wait, at most its expiry), and ends rejected
+// no_eligible_node when that wait is over or no registered node could ever
+// run it. It reports whether the intent left the queue.
+func (f *FSM) place(in *Intent, index uint64) (changed []string, left bool) {
+	now := f.state.Clock
+	if !in.ExpiresAt.After(now) {
+		f.expire(in, index)
+		return []string{in.ID}, true
+	}
 	n, eligible := f.pick(in)
 	switch {
-	case !eligible:
-		in.State = StateRejected
-		in.Error = &protocol.ErrorBody{Code: CodeNoEligibleNode, Message: "no ready node may run " + in.Tool + " for this intent"}
-		return []string{in.ID}
-	case n == nil:
-		f.state.Queue = append(f.state.Queue, in.ID)
-		return nil
+	case n != nil:
+		in.WaitUntil = time.Time{}
+		return f.dispatch(in, n, index), true
+	case eligible:
+		in.WaitUntil = time.Time{} // a node may run it: it waits for a slot
+		return nil, false
+	case !in.WaitUntil.IsZero():
+		if now.Before(in.WaitUntil) {
+			return nil, false
+		}
+		f.noNode(in, index, "no node that may run "+in.Tool+" for this intent was ready by "+protocol.FormatTime(in.WaitUntil))
+		return []string{in.ID}, true
+	case f.cfg.NodeWait <= 0 || !f.possible(in):
+		f.noNode(in, index, "no ready node may run "+in.Tool+" for this intent")
+		return []string{in.ID}, true
 	}
-	return f.dispatch(in, n, index)
+	in.WaitUntil = now.Add(f.cfg.NodeWait)
+	if in.ExpiresAt.Before(in.WaitUntil) {
+		in.WaitUntil = in.ExpiresAt
+	}
+	f.idx.waits.add(in.WaitUntil, in.ID)
+	return nil, false
+}
+
+// expire ends an intent that was not dispatched by its expiry.
+func (f *FSM) expire(in *Intent, index uint64) {
+	in.State = StateExpired
+	in.Error = &protocol.ErrorBody{Code: protocol.CodeExpired, Message: "expired at " + protocol.FormatTime(in.ExpiresAt)}
+	in.UpdatedAt, in.Index = f.state.Clock, index
+}
+
+// noNode rejects an intent no node ran, and releases what its admission
+// took: its idempotency key, so that a retry with the same key once a node
+// can take it proceeds, and its use of its run's budget.
+func (f *FSM) noNode(in *Intent, index uint64, msg string) {
+	s := f.state
+	in.State = StateRejected
+	in.Error = &protocol.ErrorBody{Code: CodeNoEligibleNode, Message: msg}
+	in.UpdatedAt, in.Index = s.Clock, index
+	in.WaitUntil = time.Time{}
+	if in.Unbound {
+		return
+	}
+	key := scoped(in.Tenant, in.IdempotencyKey)
+	if e := s.Idempotency[key]; e != nil && e.IntentID == in.ID {
+		delete(s.Idempotency, key)
+	}
+	if run := s.Runs[scoped(in.Tenant, in.RunID)]; run != nil && run.Used > 0 {
+		run.Used--
+	}
+	in.Unbound = true
+	f.idx.rejected.add(in.AdmittedAt, in.ID)
+}
+
+// possible reports whether some registered node could ever run in: one not
+// revoked that has not yet said what it may run, or whose last hello listed
+// the tool (whatever its manifest hash: its owner may update it) and its
+// tier, with labels that fit the tool's selector and the intent's target.
+// Its status and load do not matter: a node that is down may connect, a
+// draining one be undrained.
+func (f *FSM) possible(in *Intent) bool {
+	s := f.state
+	tool := s.Tools[in.Tool]
+	if tool == nil {
+		return false
+	}
+	could := func(n *Node) bool {
+		t := in.Target
+		switch {
+		case n.Status == NodeRevoked:
+			return false
+		case t != nil && t.Node != "" && t.Node != n.ID && t.Node != n.Name:
+			return false
+		case n.Concurrency == 0: // enrolled, never connected
+			return true
+		}
+		if _, listed := n.Tools[tool.Name]; !listed || !slices.Contains(n.Tiers, tool.Tier) || !subset(tool.Selector, n.Labels) {
+			return false
+		}
+		return t == nil || subset(t.Labels, n.Labels)
+	}
+	if t := in.Target; t != nil && t.Node != "" {
+		if n := s.Nodes[t.Node]; n != nil && could(n) {
+			return true
+		}
+		for _, id := range f.idx.names[t.Node] {
+			if n := s.Nodes[id]; n != nil && could(n) {
+				return true
+			}
+		}
+		return false
+	}
+	x := f.idx.sched
+	if len(x.fresh) > 0 {
+		return true
+	}
+	for id := range x.listing[tool.Name] { // any order gives the same answer
+		if n := s.Nodes[id]; n != nil && could(n) {
+			return true
+		}
+	}
+	return false
 }
 
 // pick returns the eligible node with the fewest dispatches in flight and a
@@ -127,14 +241,15 @@ func (f *FSM) dispatch(in *Intent, n *Node, index uint64) []string {
 	f.idx.opened(n.ID, d.ID)
 	n.InFlight++
 	f.reschedule(n)
+	in.State = StateDispatched
 	in.Dispatch = &protocol.DispatchRef{ID: d.ID, Node: n.ID, Fence: index}
 	in.UpdatedAt, in.Index = now, index
 	return []string{in.ID, NodeWatch(n.ID)}
 }
 
-// drainQueue dispatches queued intents while nodes have free slots, in the
-// order they were queued. An intent that can no longer run anywhere is
-// rejected; one whose nodes are all still busy stays queued.
+// drainQueue places every queued intent (place), in the order they were
+// queued: those that can run go to nodes with free slots, those past their
+// expiry or their wait for a node end, and the rest stay queued.
 func (f *FSM) drainQueue(index uint64) []string {
 	s := f.state
 	if len(s.Queue) == 0 {
@@ -144,25 +259,28 @@ func (f *FSM) drainQueue(index uint64) []string {
 	keep := s.Queue[:0]
 	for _, id := range s.Queue {
 		in := s.Intents[id]
-		if in == nil || in.State != StateDispatched || in.Dispatch != nil {
-			continue // expired while queued, or pruned
+		if in == nil || in.State != StateQueued {
+			continue // expired by a tick, or pruned
 		}
-		n, eligible := f.pick(in)
-		switch {
-		case !eligible:
-			in.State = StateRejected
-			in.Error = &protocol.ErrorBody{Code: CodeNoEligibleNode, Message: "no ready node may run " + in.Tool + " for this intent"}
-			in.UpdatedAt, in.Index = s.Clock, index
-			changed = append(changed, in.ID)
-		case n == nil:
+		ch, left := f.place(in, index)
+		changed = append(changed, ch...)
+		if !left {
 			keep = append(keep, id)
-		default:
-			changed = append(changed, f.dispatch(in, n, index)...)
 		}
 	}
 	clear(s.Queue[len(keep):])
 	s.Queue = keep
 	return changed
+}
+
+// upgradeQueue gives the intents of a state written before the queued state
+// existed (queued ones were dispatched without a dispatch) their state.
+func upgradeQueue(s *State) {
+	for _, id := range s.Queue {
+		if in := s.Intents[id]; in != nil && in.State == StateDispatched && in.Dispatch == nil {
+			in.State = StateQueued
+		}
+	}
 }
 
 func derive(domain, id string, index uint64) [32]byte {

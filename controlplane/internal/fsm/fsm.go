@@ -25,6 +25,10 @@ type Config struct {
 	// timeout a silent node is waited for before its intent ends unknown.
 	DispatchTTL   time.Duration
 	DispatchGrace time.Duration
+	// NodeWait is how long an intent that no ready node may run stays
+	// queued for one to connect (never past its expiry) before it ends
+	// rejected no_eligible_node. 0: it ends so at once.
+	NodeWait time.Duration
 	// OutputRetention is how long a result's captured output is kept after
 	// it was stored (0: outputs are not kept); never past its intent, so at
 	// most IdempotencyRetention. OutputMaxBytes bounds the outputs kept in
@@ -35,11 +39,12 @@ type Config struct {
 }
 
 // DefaultConfig keeps idempotency keys for 24 hours and nonces for 10 minutes
-// past their approval's expiry, and outputs for 24 hours, 256 MiB in all.
+// past their approval's expiry, outputs for 24 hours, 256 MiB in all, and
+// lets an intent wait 30 s for a node.
 func DefaultConfig() Config {
 	return Config{IdempotencyRetention: 24 * time.Hour, NonceMargin: 10 * time.Minute,
 		DispatchTTL: time.Minute, DispatchGrace: 30 * time.Second,
-		OutputRetention: 24 * time.Hour, OutputMaxBytes: DefaultOutputMaxBytes}
+		OutputRetention: 24 * time.Hour, OutputMaxBytes: DefaultOutputMaxBytes, NodeWait: 30 * time.Second}
 }
 
 // DefaultOutputMaxBytes is the default bound on the outputs kept in all.
@@ -58,6 +63,9 @@ func (c Config) Validate() error {
 	}
 	if c.DispatchGrace < time.Second {
 		return fmt.Errorf("fsm: dispatch grace %s is under a second", c.DispatchGrace)
+	}
+	if c.NodeWait < 0 || c.NodeWait > time.Hour {
+		return fmt.Errorf("fsm: node wait %s is not between 0 and 1h", c.NodeWait)
 	}
 	if c.OutputRetention < 0 || c.OutputRetention > c.IdempotencyRetention {
 		return fmt.Errorf("fsm: output retention %s is not between 0 and the idempotency retention %s (an output goes with its intent)",
@@ -194,7 +202,8 @@ func (f *FSM) apply(index uint64, t MsgType, data []byte) (res Result, changed [
 		var c PutTool
 		decode(&c)
 		f.state.Tools[c.Name] = &c
-		f.idx.sched = buildSched(f.state) // which nodes may run it may have changed
+		f.idx.sched = buildSched(f.state)    // which nodes may run it may have changed
+		return Result{}, f.drainQueue(index) // and which queued intents may run
 	case MsgPutPolicy:
 		var c PutPolicy
 		decode(&c)
@@ -244,6 +253,10 @@ func (f *FSM) apply(index uint64, t MsgType, data []byte) (res Result, changed [
 		var c RecordResult
 		decode(&c)
 		return f.applyResult(index, &c)
+	case MsgAbandon:
+		var c Abandon
+		decode(&c)
+		return f.applyAbandon(index, &c)
 	case MsgPutOutput:
 		var c PutOutput
 		decode(&c)

@@ -54,6 +54,9 @@ type indexes struct {
 	rejected timedHeap
 	// deadlines holds open dispatches by the time their node must report.
 	deadlines timedHeap
+	// waits holds queued intents with no eligible node by when their wait
+	// for one ends (Intent.WaitUntil).
+	waits timedHeap
 	// outputs holds stored outputs by when they were stored, oldest first;
 	// outputBytes is their total size.
 	outputs     timedHeap
@@ -98,6 +101,9 @@ func buildIndexes(s *State) *indexes {
 		if in.Unbound {
 			x.rejected = append(x.rejected, timedKey{in.AdmittedAt, id})
 		}
+		if in.State == StateQueued && !in.WaitUntil.IsZero() {
+			x.waits = append(x.waits, timedKey{in.WaitUntil, id})
+		}
 	}
 	for _, k := range sortedKeys(s.Idempotency) {
 		x.idem = append(x.idem, timedKey{s.Idempotency[k].At, k})
@@ -118,7 +124,7 @@ func buildIndexes(s *State) *indexes {
 		x.outputs = append(x.outputs, timedKey{s.Outputs[k].At, k})
 		x.outputBytes += int64(len(s.Outputs[k].Data))
 	}
-	for _, h := range []*timedHeap{&x.expiry, &x.idem, &x.runs, &x.nonces, &x.rejected, &x.deadlines, &x.outputs} {
+	for _, h := range []*timedHeap{&x.expiry, &x.idem, &x.runs, &x.nonces, &x.rejected, &x.deadlines, &x.waits, &x.outputs} {
 		heap.Init(h)
 	}
 	return x

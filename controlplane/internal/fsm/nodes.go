@@ -37,8 +37,10 @@ type Node struct {
 	Tiers       []string          `json:"tiers"`
 	Tools       map[string]string `json:"tools"` // name → manifest hash
 	Concurrency int               `json:"concurrency"`
-	// Server holds the node's session (the last one to say so).
+	// Server holds the node's session (the last one to say so); Session
+	// names that session, so that the end of an older one changes nothing.
 	Server     string    `json:"server"`
+	Session    string    `json:"session,omitzero"`
 	InFlight   int       `json:"in_flight"`
 	EnrolledAt time.Time `json:"enrolled_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
@@ -84,6 +86,10 @@ type NodeSession struct {
 	Node      string    `json:"node"`
 	Server    string    `json:"server"`
 	Connected bool      `json:"connected"`
+	// Session names the session: random, made by its server when it
+	// began. The end of a session other than the node's current one is
+	// ignored; empty (older entries) matches any session of Server.
+	Session string `json:"session,omitzero"`
 	// Set when Connected.
 	OS          string            `json:"os,omitzero"`
 	Arch        string            `json:"arch,omitzero"`
@@ -133,6 +139,7 @@ func (f *FSM) applyEnroll(c *Enroll) Result {
 		Tools: map[string]string{}, EnrolledAt: now, UpdatedAt: now,
 	}
 	f.idx.names[c.Name] = append(f.idx.names[c.Name], c.Node)
+	f.reschedule(s.Nodes[c.Node])
 	return Result{}
 }
 
@@ -146,17 +153,19 @@ func (f *FSM) applyNodeSession(index uint64, c *NodeSession) (Result, []string) 
 		return refuse(CodeNodeRevoked, "node %q is revoked", c.Node), nil
 	}
 	if !c.Connected {
-		// A server that lost the session says so only for itself: the node may
-		// already be connected to another one.
-		if n.Server != c.Server || n.Status == NodeDown {
+		// A server that lost the session says so only for itself and that
+		// session: the node may already be connected to another server, or
+		// again to this one.
+		if n.Server != c.Server || n.Status == NodeDown || (c.Session != "" && c.Session != n.Session) {
 			return Result{}, nil
 		}
 		if n.Status == NodeReady {
 			n.Status = NodeDown
 		}
-		n.Server, n.UpdatedAt = "", now
+		n.Server, n.Session, n.UpdatedAt = "", "", now
 		f.reschedule(n)
-		return Result{}, []string{NodeWatch(n.ID)}
+		// Intents queued for it alone begin their wait for a node.
+		return Result{}, append([]string{NodeWatch(n.ID)}, f.drainQueue(index)...)
 	}
 	n.OS, n.Arch, n.Version, n.Concurrency = c.OS, c.Arch, c.Version, max(c.Concurrency, 1)
 	n.Tiers = slices.Sorted(slices.Values(c.Tiers))
@@ -169,7 +178,7 @@ func (f *FSM) applyNodeSession(index uint64, c *NodeSession) (Result, []string) 
 		n.Labels = map[string]string{}
 	}
 	maps.Copy(n.Labels, n.TokenLabels)
-	n.Server, n.UpdatedAt = c.Server, now
+	n.Server, n.Session, n.UpdatedAt = c.Server, c.Session, now
 	if n.Status == NodeDown {
 		n.Status = NodeReady
 	}
@@ -201,9 +210,7 @@ func (f *FSM) applyNodeStatus(index uint64, c *NodeStatus) (Result, []string) {
 	}
 	n.UpdatedAt = now
 	f.reschedule(n)
-	changed := []string{NodeWatch(n.ID)}
-	if n.Status == NodeReady {
-		changed = append(changed, f.drainQueue(index)...)
-	}
-	return Result{}, changed
+	// Ready: queued intents may go to it; else those that only it could
+	// run begin their wait for a node, or end if it is revoked.
+	return Result{}, append([]string{NodeWatch(n.ID)}, f.drainQueue(index)...)
 }

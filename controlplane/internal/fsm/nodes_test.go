@@ -142,8 +142,8 @@ func TestConcurrencyLimitQueues(t *testing.T) {
 	if a.Dispatch == nil || bb.Dispatch == nil || a.Dispatch.Node == bb.Dispatch.Node {
 		t.Fatalf("two nodes of one slot each: %+v %+v", a.Dispatch, bb.Dispatch)
 	}
-	if c.State != StateDispatched || c.Dispatch != nil {
-		t.Fatalf("third intent: %+v, want queued", c)
+	if c.State != StateQueued || c.Dispatch != nil || !c.WaitUntil.IsZero() {
+		t.Fatalf("third intent: %+v, want queued for a slot", c)
 	}
 	apply(t, f, b, MsgResult, result(a, protocol.StatusOK, t0.Add(time.Second)))
 	if c := state(t, f, "c"); c.Dispatch == nil || c.Dispatch.Node != a.Dispatch.Node {
@@ -170,10 +170,16 @@ func TestNoEligibleNode(t *testing.T) {
 	if in := state(t, f, "byname"); in.Dispatch == nil {
 		t.Errorf("target by node name and labels: %+v", in)
 	}
+	// A draining node may be undrained: the intent waits node_wait for it,
+	// then ends no_eligible_node.
 	apply(t, f, b, MsgNodeStatus, NodeStatus{At: t0, Node: "n1", Status: NodeDraining})
 	apply(t, f, b, MsgAdmit, admit("drained", "drained", "p", t0))
-	if in := state(t, f, "drained"); in.State != StateRejected {
+	if in := state(t, f, "drained"); in.State != StateQueued || in.Dispatch != nil {
 		t.Errorf("a draining node was given work: %+v", in)
+	}
+	apply(t, f, b, MsgTick, Tick{At: t0.Add(DefaultConfig().NodeWait)})
+	if in := state(t, f, "drained"); in.State != StateRejected || in.Error.Code != CodeNoEligibleNode || in.Dispatch != nil {
+		t.Errorf("after node_wait with the only node draining: %+v", in)
 	}
 }
 

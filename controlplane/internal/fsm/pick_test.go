@@ -84,9 +84,33 @@ func sameSched(t *testing.T, f *FSM) {
 		}
 		return out
 	}
+	if g, w := f.idx.sched, buildSched(f.state); !reflect.DeepEqual(g.listing, w.listing) || !reflect.DeepEqual(g.fresh, w.fresh) {
+		t.Fatalf("the index of what nodes list drifted from the state:\n got %v %v\nwant %v %v", g.listing, g.fresh, w.listing, w.fresh)
+	}
 	if g, w := dump(f.idx.sched), dump(buildSched(f.state)); !reflect.DeepEqual(g, w) {
 		t.Fatalf("the scheduler's index drifted from the state:\n got %v\nwant %v", g, w)
 	}
+}
+
+// scanPossible is possible by a pass over every node: is there one not
+// revoked, of the target's id or name if any, that never said hello or whose
+// hello listed the tool and its tier with labels that fit?
+func scanPossible(f *FSM, in *Intent) bool {
+	tool := f.state.Tools[in.Tool]
+	for _, n := range f.state.Nodes {
+		t := in.Target
+		if tool == nil || n.Status == NodeRevoked || (t != nil && t.Node != "" && t.Node != n.ID && t.Node != n.Name) {
+			continue
+		}
+		if n.Concurrency == 0 {
+			return true
+		}
+		_, listed := n.Tools[in.Tool]
+		if listed && slices.Contains(n.Tiers, tool.Tier) && subset(tool.Selector, n.Labels) && (t == nil || subset(t.Labels, n.Labels)) {
+			return true
+		}
+	}
+	return false
 }
 
 // TestPickMatchesScan: through dispatches, results, queueing, drains,
@@ -114,6 +138,9 @@ func TestPickMatchesScan(t *testing.T) {
 	for i := range 600 {
 		at = at.Add(time.Second)
 		check := func(in *Intent) {
+			if got, want := f.possible(in), scanPossible(f, in); got != want {
+				t.Fatalf("step %d, intent %s target %+v: possible %v, a scan says %v", i, in.ID, in.Target, got, want)
+			}
 			want, wantOK := scanPick(f, in)
 			got, gotOK := f.pick(in)
 			if gotOK != wantOK || (got == nil) != (want == nil) || (got != nil && got.ID != want.ID) {
@@ -121,6 +148,15 @@ func TestPickMatchesScan(t *testing.T) {
 			}
 		}
 		check(&Intent{ID: fmt.Sprintf("probe-%d", i), Tool: "echo", Target: targets[rng.IntN(len(targets))]})
+		switch i {
+		case 300: // a node enrolled that has not said hello: it could run anything
+			apply(t, f, b, MsgPutJoinToken, PutJoinToken{ID: "tok-fresh", Hash: "sha256:secret", ExpiresAt: t0.Add(time.Hour)})
+			if r := apply(t, f, b, MsgEnroll, Enroll{At: at, TokenID: "tok-fresh", TokenHash: "sha256:secret", Node: "fresh", Name: "fresh.example", Public: make([]byte, 32)}); r.Err != nil {
+				t.Fatal(r.Err)
+			}
+		case 450:
+			apply(t, f, b, MsgNodeStatus, NodeStatus{At: at, Node: "fresh", Status: NodeRevoked})
+		}
 		switch r := rng.IntN(10); {
 		case r < 5: // admit: dispatched or queued
 			tgt := targets[rng.IntN(len(targets))]

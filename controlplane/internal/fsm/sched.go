@@ -64,10 +64,18 @@ type placement struct {
 type schedIndex struct {
 	rings map[string]*toolRing // by tool name
 	at    map[string]placement // by node id
+	// For deciding whether any node could ever run an intent (possible),
+	// whatever the nodes' status and load: listing holds, by tool name, the
+	// nodes not revoked whose last hello listed it; fresh the nodes not
+	// revoked that never said hello; listed the names each node is under.
+	listing map[string]map[string]struct{}
+	fresh   map[string]struct{}
+	listed  map[string][]string
 }
 
 func buildSched(s *State) *schedIndex {
-	x := &schedIndex{rings: map[string]*toolRing{}, at: map[string]placement{}}
+	x := &schedIndex{rings: map[string]*toolRing{}, at: map[string]placement{},
+		listing: map[string]map[string]struct{}{}, fresh: map[string]struct{}{}, listed: map[string][]string{}}
 	for _, n := range s.Nodes {
 		x.place(n, s.Tools)
 	}
@@ -76,6 +84,14 @@ func buildSched(s *State) *schedIndex {
 
 // remove takes a node out of every ring.
 func (x *schedIndex) remove(id string) {
+	delete(x.fresh, id)
+	for _, name := range x.listed[id] {
+		delete(x.listing[name], id)
+		if len(x.listing[name]) == 0 {
+			delete(x.listing, name)
+		}
+	}
+	delete(x.listed, id)
 	p, ok := x.at[id]
 	if !ok {
 		return
@@ -89,8 +105,22 @@ func (x *schedIndex) remove(id string) {
 }
 
 // place puts a ready node in the ring of each tool it may run, at the level
-// of its load.
+// of its load, and any node not revoked in the listing of each tool its last
+// hello listed (or among the fresh ones).
 func (x *schedIndex) place(n *Node, tools map[string]*Tool) {
+	switch {
+	case n.Status == NodeRevoked:
+	case n.Concurrency == 0:
+		x.fresh[n.ID] = struct{}{}
+	default:
+		for name := range n.Tools {
+			if x.listing[name] == nil {
+				x.listing[name] = map[string]struct{}{}
+			}
+			x.listing[name][n.ID] = struct{}{}
+			x.listed[n.ID] = append(x.listed[n.ID], name)
+		}
+	}
 	if n.Status != NodeReady {
 		return
 	}

@@ -61,6 +61,7 @@ func (f *FSM) Restore(r io.ReadCloser) error {
 			f.putLeaf(i, leaf)
 		}
 	}
+	upgradeQueue(s)
 	f.state = s
 	f.idx = buildIndexes(s)
 	defer f.tellNode("")

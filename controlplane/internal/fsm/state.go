@@ -7,9 +7,12 @@ import (
 	"github.com/writhq/writ/protocol"
 )
 
-// Intent states. The first two are waiting; the rest are final.
+// Intent states. The first three are waiting; the rest are final. A queued
+// intent may run but has no dispatch yet: it waits for a free slot on an
+// eligible node, or for an eligible node to connect (Intent.WaitUntil).
 const (
 	StatePendingApproval = "pending_approval"
+	StateQueued          = "queued"
 	StateDispatched      = "dispatched"
 	StateCompleted       = "completed"
 	StateFailed          = "failed"
@@ -20,7 +23,9 @@ const (
 )
 
 // Final reports whether an intent in state s will never change again.
-func Final(s string) bool { return s != StatePendingApproval && s != StateDispatched }
+func Final(s string) bool {
+	return s != StatePendingApproval && s != StateQueued && s != StateDispatched
+}
 
 // State is everything the FSM knows. It is encoded as JSON in snapshots; map
 // keys encode sorted, so equal states encode to equal bytes.
@@ -104,16 +109,20 @@ type Intent struct {
 	Receipt *uint64 `json:"receipt,omitempty"`
 	// Target narrows where the intent may run (from the intent).
 	Target *protocol.Target `json:"target,omitempty"`
-	// Dispatch names the dispatch of the intent once it has one (a runnable
-	// intent without one is queued); Result is its node's signed result.
+	// WaitUntil is set while a queued intent has no eligible node: when its
+	// wait for one ends (node_wait, at most its expiry). Zero otherwise.
+	WaitUntil time.Time `json:"wait_until,omitzero"`
+	// Dispatch names the dispatch of the intent once it has one (a queued
+	// intent has none); Result is its node's signed result.
 	Dispatch *protocol.DispatchRef `json:"dispatch,omitempty"`
 	Result   jsontext.Value        `json:"result,omitempty"`
 	// Superseding is set while a late result waits for its receipt;
 	// SupersededBy is that receipt's index.
 	Superseding  bool    `json:"superseding,omitempty"`
 	SupersededBy *uint64 `json:"superseded_by,omitempty"`
-	// Unbound is set for an attempt refused before a decision: it holds no
-	// idempotency key and is pruned a retention after its admission.
+	// Unbound is set for an attempt refused before a decision, and for an
+	// intent rejected no_eligible_node (which gives its key back): it holds
+	// no idempotency key and is pruned a retention after its admission.
 	Unbound bool `json:"unbound,omitempty"`
 }
 

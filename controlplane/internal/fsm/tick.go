@@ -1,12 +1,9 @@
 package fsm
 
-import (
-	"time"
+import "time"
 
-	"github.com/writhq/writ/protocol"
-)
-
-// applyTick expires intents whose time is up and forgets what has passed its
+// applyTick expires intents whose time is up, ends the waits for a node that
+// are over, and forgets what has passed its
 // retention. The work is ordered by the indexes, so a tick costs what is due,
 // not what is stored.
 func (f *FSM) applyTick(index uint64, at time.Time) []string {
@@ -22,12 +19,25 @@ func (f *FSM) applyTick(index uint64, at time.Time) []string {
 		if in == nil || Final(in.State) || in.Dispatch != nil || !in.ExpiresAt.Equal(e.at) {
 			continue // already final, pruned, or in a node's hands
 		}
-		in.State = StateExpired
-		in.Error = &protocol.ErrorBody{Code: protocol.CodeExpired, Message: "expired at " + protocol.FormatTime(in.ExpiresAt)}
-		in.UpdatedAt, in.Index = now, index
+		f.expire(in, index)
 		changed = append(changed, in.ID)
 	}
 	changed = append(changed, f.expireDispatches(index, now)...)
+	// Intents whose wait for a node is over: the queue decides, which also
+	// dispatches those a node may now take.
+	waited := false
+	for {
+		e, ok := f.idx.waits.due(now)
+		if !ok {
+			break
+		}
+		if in := s.Intents[e.key]; in != nil && in.State == StateQueued && in.WaitUntil.Equal(e.at) {
+			waited = true
+		}
+	}
+	if waited {
+		changed = append(changed, f.drainQueue(index)...)
+	}
 	f.expireOutputs(now)
 	for id, tok := range s.JoinTokens { // deleting the expired ones: any order gives the same state
 		if !tok.ExpiresAt.After(now) {

@@ -1,0 +1,16 @@
+package controlplane
+
+import "github.com/writhq/writ/controlplane/internal/fsm"
+
+// ConfigOf is the configuration s was made with, to start it again.
+func ConfigOf(s *Server) Config { return s.cfg }
+
+// SnapshotNow makes s take a Raft snapshot of its FSM.
+func SnapshotNow(s *Server) error { return s.node.Raft.Snapshot().Error() }
+
+// LocalNodeView is s's own (possibly lagging) view of a node's status and server.
+func LocalNodeView(s *Server, id string) (status, server string, ok bool) {
+	var n fsm.Node
+	n, ok = s.fsm.Node(id)
+	return n.Status, n.Server, ok
+}
