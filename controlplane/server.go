@@ -53,8 +53,10 @@ type Server struct {
 	// localToken is the admin token StartLocalCluster registers with.
 	localToken string
 
-	stop chan struct{}
-	done sync.WaitGroup
+	stop      chan struct{}
+	done      sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // New opens the data directory and starts Raft. Serve starts the API.
@@ -268,8 +270,13 @@ func (s *Server) WaitLeader(ctx context.Context) error {
 	return err
 }
 
-// Close stops the API and Raft.
+// Close stops the API and Raft; closing again returns the first answer.
 func (s *Server) Close(ctx context.Context) error {
+	s.closeOnce.Do(func() { s.closeErr = s.close(ctx) })
+	return s.closeErr
+}
+
+func (s *Server) close(ctx context.Context) error {
 	close(s.stop)
 	if s.agents != nil {
 		s.fsm.OnNodeChange(nil)
