@@ -202,3 +202,26 @@ func FuzzParseCheckpoint(f *testing.F) {
 		}
 	})
 }
+
+// FuzzOutputEncoding: EncodeOutput and DecodeOutput give back any bytes, and
+// DecodeOutput refuses (never panics on) what is not an encoding of bytes.
+func FuzzOutputEncoding(f *testing.F) {
+	for _, s := range [][]byte{nil, []byte("hello"), {0xff, 0}, []byte("é"), []byte("/wB4")} {
+		f.Add(s, "")
+		f.Add(s, "base64")
+	}
+	f.Fuzz(func(t *testing.T, b []byte, encoding string) {
+		text, enc := protocol.EncodeOutput(b)
+		back, err := protocol.DecodeOutput(text, enc)
+		if err != nil || string(back) != string(b) {
+			t.Fatalf("%q: encoded %q %q, decoded %q, %v", b, text, enc, back, err)
+		}
+		if out, err := protocol.DecodeOutput(string(b), encoding); err == nil {
+			if again, enc2 := protocol.EncodeOutput(out); enc2 == "" && encoding == "" && again != string(b) {
+				t.Fatalf("text %q decoded to %q and encodes to %q", b, out, again)
+			}
+		} else if protocol.CodeOf(err) != protocol.CodeMalformed {
+			t.Fatalf("DecodeOutput(%q, %q): %v without the malformed code", b, encoding, err)
+		}
+	})
+}
