@@ -104,6 +104,8 @@ func printDevSteps(e *env, dir string, c *controlplane.DevCredentials) {
 	w("  writ intent sign --key %s=%s --tenant %s --principal support-bot --run run-1 \\", c.Orchestrator.KeyID, filepath.Join(dir, "orchestrator.key"), c.Tenant)
 	w("      --tool echo --params '{\"msg\":\"hello\"}' > intent.json")
 	w("  writ intent submit --server %s --wait 5s < intent.json", c.Addr)
+	w("Read it with its output (a read signed with the tenant's key):")
+	w("  writ intent get INTENT_ID --server %s --tenant %s --key %s=%s", c.Addr, c.Tenant, c.Orchestrator.KeyID, filepath.Join(dir, "orchestrator.key"))
 	w("")
 	w("An intent that needs approval (tool echo_approval), and its approval:")
 	w("  writ intent sign ... --tool echo_approval ... > pending.json && writ intent submit --server %s < pending.json", c.Addr)
