@@ -170,6 +170,14 @@ func FuzzVerifyResult(f *testing.F) {
 
 func FuzzDecodeReceipt(f *testing.F) {
 	f.Add([]byte(`{"type":"writ.receipt/v1","index":0,"intent_id":"i","tenant":"t","principal":"p","tool":"echo","payload_hash":"sha256:00","idempotency_key":"k","outcome":"denied","policy":null,"approval":null,"dispatch":null,"result":null,"recorded_at":"2026-11-22T10:00:00Z"}`))
+	// A receipt holding a writ.result/v2, from the v2 vectors.
+	if b, err := os.ReadFile(filepath.Join("testdata", "result_v2.json")); err == nil {
+		var v resultV2Vectors
+		if json.Unmarshal(b, &v) == nil && len(v.Cases) > 0 {
+			f.Add([]byte(`{"type":"writ.receipt/v1","index":3,"intent_id":"int-0001","tenant":"t","principal":"p","tool":"echo","payload_hash":"sha256:00","idempotency_key":"k","outcome":"completed","policy":null,"approval":null,"dispatch":{"id":"dsp-0001","node":"node-eu-1","fence":7},"result":` +
+				v.Cases[0].JSON + `,"recorded_at":"2026-11-22T10:00:00Z"}`))
+		}
+	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		r, err := protocol.DecodeReceipt(raw, 0)
 		if err != nil {
