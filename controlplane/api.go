@@ -164,6 +164,8 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, id string, wait 
 	s.respond(w, r, id, wait, false)
 }
 
+// respond is answer, with the tool's output beside the result when
+// withOutput is set (a reader entitled to the intent's tenant).
 func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, wait time.Duration, withOutput bool) {
 	ctx := r.Context()
 	deadline := time.Now().Add(wait)

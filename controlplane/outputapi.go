@@ -25,24 +25,28 @@ func (s *Server) answerEntitled(w http.ResponseWriter, r *http.Request, id strin
 // result is a writ.result/v2 and the output is still kept and matches it.
 func (s *Server) attachOutput(resp *protocol.IntentResponse, in fsm.Intent) {
 	res, data, ok := s.intentOutput(in)
-	if !ok || res == nil {
-		return
+	if !ok || res.Version() != 2 {
+		return // a v1 result carries its output inside
 	}
 	text, enc := protocol.EncodeOutput(data)
 	resp.Output, resp.OutputEncoding = &text, enc
 }
 
-// intentOutput returns the intent's v2 result and the captured output it
-// commits to, checked against captured_hash; ok is false when the output is
-// not kept (not yet, or no longer). A v1 result (an old ledger) carries its
-// output inside: res is nil then.
+// intentOutput returns the intent's result and the captured output it
+// commits to: for a v2, from the output table, checked against
+// captured_hash; for a v1 (recorded before v2), the output it carries. ok is
+// false when there is no result yet or the output is no longer kept.
 func (s *Server) intentOutput(in fsm.Intent) (res *protocol.Result, data []byte, ok bool) {
 	if len(in.Result) == 0 {
 		return nil, nil, false
 	}
 	res, err := protocol.DecodeResult(in.Result, 0)
-	if err != nil || res.Version() != 2 {
+	if err != nil {
 		return nil, nil, false
+	}
+	if res.Version() == 1 {
+		data, err := res.CapturedOutputV1()
+		return res, data, err == nil
 	}
 	if *res.CapturedBytes == 0 {
 		return res, []byte{}, true
@@ -79,9 +83,10 @@ func (s *Server) handleGetOutput(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text, enc := protocol.EncodeOutput(data)
+	// A v1 names no captured hash: it is the hash of the output it carries.
 	writeJSON(w, http.StatusOK, protocol.OutputResponse{IntentID: in.ID, DispatchID: res.DispatchID, Output: text,
 		OutputEncoding: enc, OutputHash: res.OutputHash, OutputBytes: res.OutputBytes,
-		CapturedHash: res.CapturedHash, CapturedBytes: *res.CapturedBytes, Truncated: res.Truncated})
+		CapturedHash: protocol.HashBytes(data), CapturedBytes: int64(len(data)), Truncated: res.Truncated})
 }
 
 // outputMetrics are gauges of the output table: how many outputs this

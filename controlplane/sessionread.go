@@ -100,7 +100,9 @@ func (ss *session) result(raw, output []byte) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if len(output) > 0 {
+	// A result this replica already holds (a node resending after a lost
+	// ack) needs no output entry: the FSM would keep the one it has.
+	if d, ok := s.fsm.Dispatch(res.DispatchID); len(output) > 0 && (!ok || d.Result == nil) {
 		o, err := s.applyAnywhere(ctx, fsm.MsgPutOutput, fsm.PutOutput{At: s.now(), DispatchID: res.DispatchID,
 			IntentID: res.IntentID, Node: res.Node, Hash: res.CapturedHash, Output: output})
 		if err != nil {

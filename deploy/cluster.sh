@@ -135,7 +135,12 @@ An intent that runs on one of the agents (the echo tool, in the wasm sandbox):
       --tool echo --params '{"msg":"hello"}' > intent.json
   writ intent submit --server $all --wait 5s < intent.json
 
-It ends "completed" with the node's signed result; "dispatch" names the node. To run it
+It ends "completed" with the node's signed result (the output's hashes); the output itself
+comes with a read signed by the tenant's key, on any server:
+
+  writ intent get INTENT_ID --server $all --tenant dev --key dev-orchestrator=$DIR/orchestrator.key
+
+"dispatch" names the node. To run it
 on one agent, add --target-node a1 to intent sign. The nodes, and which server holds each
 one's session:
 

@@ -170,6 +170,14 @@ func FuzzVerifyResult(f *testing.F) {
 
 func FuzzDecodeReceipt(f *testing.F) {
 	f.Add([]byte(`{"type":"writ.receipt/v1","index":0,"intent_id":"i","tenant":"t","principal":"p","tool":"echo","payload_hash":"sha256:00","idempotency_key":"k","outcome":"denied","policy":null,"approval":null,"dispatch":null,"result":null,"recorded_at":"2026-11-22T10:00:00Z"}`))
+	// A receipt holding a writ.result/v2, from the v2 vectors.
+	if b, err := os.ReadFile(filepath.Join("testdata", "result_v2.json")); err == nil {
+		var v resultV2Vectors
+		if json.Unmarshal(b, &v) == nil && len(v.Cases) > 0 {
+			f.Add([]byte(`{"type":"writ.receipt/v1","index":3,"intent_id":"int-0001","tenant":"t","principal":"p","tool":"echo","payload_hash":"sha256:00","idempotency_key":"k","outcome":"completed","policy":null,"approval":null,"dispatch":{"id":"dsp-0001","node":"node-eu-1","fence":7},"result":` +
+				v.Cases[0].JSON + `,"recorded_at":"2026-11-22T10:00:00Z"}`))
+		}
+	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		r, err := protocol.DecodeReceipt(raw, 0)
 		if err != nil {
@@ -199,6 +207,29 @@ func FuzzParseCheckpoint(f *testing.F) {
 		}
 		if string(c.Marshal()) != string(raw) {
 			t.Fatalf("checkpoint does not round-trip: %q -> %q", raw, c.Marshal())
+		}
+	})
+}
+
+// FuzzOutputEncoding: EncodeOutput and DecodeOutput give back any bytes, and
+// DecodeOutput refuses (never panics on) what is not an encoding of bytes.
+func FuzzOutputEncoding(f *testing.F) {
+	for _, s := range [][]byte{nil, []byte("hello"), {0xff, 0}, []byte("é"), []byte("/wB4")} {
+		f.Add(s, "")
+		f.Add(s, "base64")
+	}
+	f.Fuzz(func(t *testing.T, b []byte, encoding string) {
+		text, enc := protocol.EncodeOutput(b)
+		back, err := protocol.DecodeOutput(text, enc)
+		if err != nil || string(back) != string(b) {
+			t.Fatalf("%q: encoded %q %q, decoded %q, %v", b, text, enc, back, err)
+		}
+		if out, err := protocol.DecodeOutput(string(b), encoding); err == nil {
+			if again, enc2 := protocol.EncodeOutput(out); enc2 == "" && encoding == "" && again != string(b) {
+				t.Fatalf("text %q decoded to %q and encodes to %q", b, out, again)
+			}
+		} else if protocol.CodeOf(err) != protocol.CodeMalformed {
+			t.Fatalf("DecodeOutput(%q, %q): %v without the malformed code", b, encoding, err)
 		}
 	})
 }

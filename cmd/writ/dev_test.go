@@ -165,6 +165,12 @@ func TestDevEndToEnd(t *testing.T) {
 			t.Errorf("verify receipt --output %q: %q exit %d, want %s exit %d", c.output, out, code, c.want, c.code)
 		}
 	}
+	// --output names the file there, so -o still sets the format.
+	if out, code := run(t, "", "verify", "receipt", echoReceiptFile, "--key", ledgerKey.LedgerKey, "-o", "text",
+		"--output", writeFile(t, t.TempDir(), "output", `{"msg":"hi"}`)); code != 0 || !strings.HasPrefix(out, "valid against ") ||
+		!strings.Contains(out, "the captured output the result commits to (12 bytes)") {
+		t.Errorf("verify receipt --output -o text: %q exit %d", out, code)
+	}
 	pending := sign("echo_approval")
 	out, code = run(t, pending, "intent", "submit", "--server", server)
 	if code != 0 || state(out) != "pending_approval" {
