@@ -61,7 +61,7 @@ type Config struct {
 	// to requests that fail authentication; past them a failure is answered
 	// 429 overloaded, held FailureDelay, with at most FailureHeld held per
 	// source at once. Requests that verify are never refused for their
-	// source's failures (docs/controlplane.md, "Failed authentication").
+	// source's failures (docs/controlplane.md, "Overload and bad input").
 	FailuresPerSecond float64
 	FailureBurst      int
 	FailureDelay      time.Duration

@@ -26,9 +26,9 @@ func authFailure(code protocol.Code) bool {
 // FailureDelay first when this server faces the client, so that each
 // connection of a failing source gets at most one answer per FailureDelay:
 // a flood's verification work is bounded by its connections, not by how
-// fast it can send. A source holds at most FailureHeld answers at once;
-// past that the answer goes at once and closes the connection, so that the
-// next attempt costs the sender a new connection. A request a peer server
+// fast it can send. A source holds at most FailureHeld answers at once (all
+// sources maxHeldTotal); past that the answer goes at once and closes the
+// connection, so that the next attempt costs the sender a new connection. A request a peer server
 // forwarded is answered at once: the peer holds it for its client.
 //
 // Nothing here refuses a request that verifies: a valid request from the

@@ -108,6 +108,7 @@ func TestFailuresNeverBlockValid(t *testing.T) {
 
 	// Each flooding connection gets at most one answer per delay once past
 	// the budget (plus the one in flight when the flood stopped).
+	t.Logf("flood: %d answers (%d of them 429) to %d connections in %s; 24 signed submissions and 24 signed reads served", floodAnswers.Load(), flood429.Load(), flooders, elapsed.Round(time.Millisecond))
 	limit := int64(flooders * (int(elapsed/delay) + 2))
 	if n := floodAnswers.Load(); n > limit {
 		t.Errorf("the flood got %d answers in %s; at most %d with %d connections held %s each", n, elapsed, limit, flooders, delay)

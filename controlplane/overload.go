@@ -43,6 +43,7 @@ type failLimiter struct {
 	limit   rate.Limit
 	burst   int
 	maxHeld int // answers held at once per source
+	held    int // answers held at once, all sources
 	sources map[string]*failSource
 	max     int // sources tracked; past it the table is cleared
 }
@@ -97,19 +98,27 @@ func (l *failLimiter) failed(src string) bool {
 	return l.get(src).lim.AllowN(time.Now(), 1)
 }
 
+// maxHeldTotal bounds the answers held at once over all sources, so that
+// many failing sources together hold a bounded number of goroutines and
+// connections.
+const maxHeldTotal = 4096
+
 // hold takes one of src's slots for a held answer; false when src has
-// maxHeld answers held already. release gives the slot back.
+// maxHeld answers held already, or all sources maxHeldTotal. release gives
+// the slot back.
 func (l *failLimiter) hold(src string) (release func(), ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	fs := l.get(src)
-	if fs.held >= l.maxHeld {
+	if fs.held >= l.maxHeld || l.held >= maxHeldTotal {
 		return nil, false
 	}
 	fs.held++
+	l.held++
 	return func() {
 		l.mu.Lock()
 		fs.held--
+		l.held--
 		l.mu.Unlock()
 	}, true
 }

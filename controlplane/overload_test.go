@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -111,5 +112,32 @@ func TestEnvelopeIsStrict(t *testing.T) {
 		if resp.StatusCode != 400 || !strings.Contains(got, `"malformed"`) {
 			t.Errorf("%s: %d %s, want 400 malformed", body, resp.StatusCode, got)
 		}
+	}
+}
+
+// TestFailLimiterHold: a source holds at most maxHeld answers at once, all
+// sources maxHeldTotal, and a released slot is taken again.
+func TestFailLimiterHold(t *testing.T) {
+	l := newFailLimiter(1, 1, 2, 1_000_000)
+	r1, ok1 := l.hold("a")
+	_, ok2 := l.hold("a")
+	if _, ok3 := l.hold("a"); !ok1 || !ok2 || ok3 {
+		t.Fatalf("holds of one source: got %v %v %v, want true true false", ok1, ok2, ok3)
+	}
+	r1()
+	if _, ok := l.hold("a"); !ok {
+		t.Fatal("a released slot was not taken again")
+	}
+	held := 2
+	for i := 0; held < maxHeldTotal; i++ {
+		if _, ok := l.hold(fmt.Sprint("s", i)); ok {
+			held++
+		}
+	}
+	if _, ok := l.hold("another"); ok {
+		t.Fatalf("a hold past %d held in all", maxHeldTotal)
+	}
+	if l.held != maxHeldTotal {
+		t.Fatalf("held %d, want %d", l.held, maxHeldTotal)
 	}
 }

@@ -26,6 +26,9 @@ func (f *fakeBackend) SignIn(_ context.Context, token string, ttl time.Duration)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	role, ok := map[string]string{"tok-viewer": "viewer", "tok-approver": "approver", "tok-admin": "admin"}[token]
+	if token == "tok-full" { // the control plane's session table is full
+		return "", Principal{}, &Error{Status: 503, Code: "too_many_sessions", Message: "10000 sessions are open"}
+	}
 	if !ok {
 		return "", Principal{}, &Error{Status: 401, Code: "unauthorized", Message: "no"}
 	}

@@ -206,3 +206,21 @@ func FuzzFormTime(f *testing.F) {
 		}
 	})
 }
+
+// TestSignInTableFull: a full session table is told apart from a wrong
+// token, with a page that says what an admin can do.
+func TestSignInTableFull(t *testing.T) {
+	_, _, srv := testServer(t, nil)
+	req, _ := http.NewRequest("POST", srv.URL+"/ui/signin", strings.NewReader(url.Values{"token": {"tok-full"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", srv.URL)
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusServiceUnavailable || len(resp.Cookies()) != 0 || !strings.Contains(string(body), "writ session list") {
+		t.Fatalf("sign-in into a full table: %d, cookies %v, page mentions the admin commands: %v", resp.StatusCode, resp.Cookies(), strings.Contains(string(body), "writ session list"))
+	}
+}
