@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/writhq/writ/controlplane/internal/fsm"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -175,6 +176,15 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, wait
 		return
 	}
 	resp := responseFor(in)
+	if resp.Error != nil && resp.Error.Code == fsm.CodeNoEligibleNode {
+		// The receipt keeps the FSM's message; the answer says, from the
+		// fleet as it is now, why each ready node did not take it.
+		if why := s.fsm.Exclusions(in.ID); why != "" {
+			e := *resp.Error
+			e.Message += "; " + why
+			resp.Error = &e
+		}
+	}
 	if withOutput {
 		s.attachOutput(&resp, in)
 	}

@@ -83,7 +83,9 @@ when { principal.tenant == "acme" };
 		return out
 	}
 	// No node's owner allowed greet: refused at once, without using budget.
-	if out := submit("greet", `{"name":"ada"}`); !strings.Contains(out, `"state":"rejected"`) || !strings.Contains(out, `"no_eligible_node"`) {
+	// The answer names the ready node and why it could not take it.
+	if out := submit("greet", `{"name":"ada"}`); !strings.Contains(out, `"state":"rejected"`) || !strings.Contains(out, `"no_eligible_node"`) ||
+		!strings.Contains(out, "1 ready: ") || !strings.Contains(out, "tool greet is not in its allowlist") {
 		t.Fatalf("a tool no node allows: %s", out)
 	}
 	if out := submit("echo", `{"name":"ada"}`); !strings.Contains(out, `"state":"completed"`) || !strings.Contains(out, `"acme.invoke"`) {
