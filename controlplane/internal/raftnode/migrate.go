@@ -54,22 +54,23 @@ func MigrateWAL(walDir, dst string) (m Migration, err error) {
 		return m, err
 	}
 	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: raft-wal failed reading %s: %v", ErrMigrate, walDir, r)
-		}
 		if err != nil {
 			os.Remove(tmp)
 		}
 	}()
-	state, stable, err := readWALMeta(walDir)
-	if err != nil {
+	var state types.PersistentState
+	var stable map[string][]byte
+	if err := recovering(walDir, func() (err error) {
+		state, stable, err = readWALMeta(walDir)
+		return err
+	}); err != nil {
 		return m, err
 	}
 	s, err := OpenLogStore(tmp)
 	if err != nil {
 		return m, err
 	}
-	copyErr := copyWAL(walDir, state, stable, s, &m)
+	copyErr := recovering(walDir, func() error { return copyWAL(walDir, state, stable, s, &m) })
 	if err := s.Close(); copyErr == nil {
 		copyErr = err
 	}
@@ -97,6 +98,16 @@ func moveWALAside(walDir string) (string, error) {
 		return "", fmt.Errorf("raftnode: moving the migrated raft-wal directory aside: %w", err)
 	}
 	return to, syncDir(filepath.Dir(walDir))
+}
+
+// recovering runs f, turning a panic in raft-wal's code into ErrMigrate.
+func recovering(walDir string, f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: raft-wal failed reading %s: %v", ErrMigrate, walDir, r)
+		}
+	}()
+	return f()
 }
 
 // readWALMeta reads raft-wal's segment list and stable store from its meta

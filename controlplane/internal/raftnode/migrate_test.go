@@ -259,3 +259,37 @@ func TestMigrationResumes(t *testing.T) {
 		t.Fatalf("got %v, want the raft-wal directory beside the earlier wal.migrated", moved)
 	}
 }
+
+// TestMigratePanicRefused: an entry whose bytes make raft-wal's codec panic
+// (an overflowing varint) is refused with ErrMigrate, not a crash, and
+// changes nothing.
+func TestMigratePanicRefused(t *testing.T) {
+	root := t.TempDir()
+	walDir, dst := filepath.Join(root, "wal"), filepath.Join(root, "raft.db")
+	writeWAL(t, walDir)
+	segs, _ := filepath.Glob(filepath.Join(walDir, "*.wal"))
+	if len(segs) < 2 {
+		t.Fatal("want two segments or more")
+	}
+	// The second segment: none of its entries was compacted away.
+	f, err := os.OpenFile(segs[1], os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first entry's data, after the file header (32 bytes) and its
+	// frame header (8): eleven bytes of 0xff are no varint.
+	if _, err := f.WriteAt(bytes.Repeat([]byte{0xff}, 11), 32+8); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	_, err = MigrateWAL(walDir, dst)
+	if !errors.Is(err, ErrMigrate) {
+		t.Fatalf("got %v, want ErrMigrate", err)
+	}
+	t.Log(err)
+	for _, p := range []string{dst, dst + ".migrating"} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s exists after a refused migration: %v", p, err)
+		}
+	}
+}
