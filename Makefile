@@ -21,7 +21,7 @@ STATICCHECK := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)
 # dashboard's end-to-end test.
 APT_PACKAGES := bubblewrap runc busybox-static systemd chromium
 
-.PHONY: help deps build dev cluster cluster-down test check fuzz bench clean screenshots rootfs vectors
+.PHONY: help deps build dev cluster cluster-down test check fuzz bench clean screenshots rootfs vectors dist
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-7s %s\n", $$1, $$2}'
@@ -124,5 +124,24 @@ bench: build rootfs ## run the benchmarks, each reported beside its baseline fro
 	$(BIN)/writ bench e2e --n 1000 -o text
 	$(BIN)/writ bench fleet --agents 10000 --dispatches 1000 -o text
 
+# Release archives: one writ binary (static, with the dev echo module built
+# in) per platform, README.md and docs/, and SHA256SUMS over the archives.
+DIST      := $(CURDIR)/dist
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+
+dist: ## build release archives for linux and darwin on amd64 and arm64, with SHA256SUMS (dist/)
+	@rm -rf $(DIST) && mkdir -p $(DIST)
+	@set -e; for p in $(PLATFORMS); do \
+	  os=$${p%/*}; arch=$${p#*/}; name=writ-$(VERSION)-$$os-$$arch; dir=$(DIST)/$$name; \
+	  mkdir -p $$dir; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath \
+	    -ldflags "-s -w -X github.com/writhq/writ/internal/buildinfo.Version=$(VERSION)" -o $$dir/writ ./cmd/writ; \
+	  cp -r README.md docs $$dir/; \
+	  tar -C $(DIST) -czf $(DIST)/$$name.tar.gz $$name; rm -rf $$dir; \
+	  echo "dist: $(DIST)/$$name.tar.gz"; \
+	done
+	cd $(DIST) && sha256sum *.tar.gz > SHA256SUMS && cat SHA256SUMS
+
 clean: ## remove what the build, dev and bench wrote
-	rm -rf $(BIN) .dev .bench .cluster .rootfs
+	rm -rf $(BIN) .dev .bench .cluster .rootfs dist
