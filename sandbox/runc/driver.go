@@ -7,8 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/egress"
@@ -26,6 +28,7 @@ type Driver struct {
 	cg     *cgroup.Manager // to watch (kill, account) the runtime's cgroups
 	proxy  *egress.Proxy
 	rootfs string // RootFS, or where Image was unpacked
+	flavor Flavor
 
 	probeOnce sync.Once
 	probeErr  error
@@ -37,7 +40,9 @@ var _ sandbox.Driver = (*Driver)(nil)
 // New returns a runc-tier Driver and removes the containers and bundles a
 // crashed agent left behind. A missing runtime or root filesystem does not
 // fail New: Available reports it and Run refuses.
-func New(cfg Config) (*Driver, error) {
+func New(cfg Config) (*Driver, error) { return NewFlavor(cfg, Flavor{}) }
+
+func newDriver(cfg Config, f Flavor) (*Driver, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -45,21 +50,19 @@ func New(cfg Config) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{cfg: cfg, detect: interp.NewDetector(cfg.InterpreterDirs), proxy: proxy}
+	d := &Driver{cfg: cfg, detect: interp.NewDetector(cfg.InterpreterDirs), proxy: proxy, flavor: f}
 	if p, err := exec.LookPath(cfg.Runtime); err == nil {
 		d.bin, _ = filepath.Abs(p)
 	}
 	if m, err := cgroup.Detect(cfg.CgroupParent); err == nil {
 		d.cg = m
 	}
-	if d.Available() == nil {
-		d.cleanStale()
-	}
 	return d, nil
 }
 
-// Name returns "runc", whichever runtime binary is configured.
-func (d *Driver) Name() string { return sandbox.TierRunc }
+// Name returns "runc" whichever runtime binary is configured (runc or
+// crun), or the tier name of the driver's Flavor ("gvisor" for runsc).
+func (d *Driver) Name() string { return d.flavor.tier() }
 
 // Version is the first line of the runtime's "--version".
 func (d *Driver) Version() string { _ = d.Available(); return d.version }
@@ -72,7 +75,11 @@ func (d *Driver) Available() error {
 			d.probeErr = fmt.Errorf("%w: %s", sandbox.ErrUnavailable, fmt.Sprintf(format, a...))
 		}
 		if d.bin == "" {
-			fail("OCI runtime %q not found (Debian: apt-get install runc)", d.cfg.Runtime)
+			install := d.flavor.Install
+			if install == "" {
+				install = "Debian: apt-get install runc, or crun"
+			}
+			fail("OCI runtime %q not found (%s)", d.cfg.Runtime, install)
 			return
 		}
 		out, err := exec.Command(d.bin, "--version").Output()
@@ -97,6 +104,16 @@ func (d *Driver) Available() error {
 		if st, err := os.Stat(d.rootfs); err != nil || !st.IsDir() {
 			fail("root filesystem %q is not a directory", d.rootfs)
 			return
+		}
+		if d.flavor.Probe != nil {
+			note, err := d.flavor.Probe(d.bin, d.StateDir())
+			if err != nil {
+				fail("%v", err)
+				return
+			}
+			if note != "" {
+				d.version += " (" + note + ")"
+			}
 		}
 	})
 	return d.probeErr
@@ -129,7 +146,7 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 
 	state := filepath.Join(d.cfg.StateDir, "state")
 	spec := proc.Spec{Tier: tier, Path: d.bin, Env: []string{}, Dir: dir, Stdin: stdin,
-		Args:   []string{d.bin, "--root", state, "run", "--bundle", dir, id},
+		Args:   slices.Concat([]string{d.bin, "--root", state}, d.flavor.args(net != nil), []string{"run", "--bundle", dir, id}),
 		Limits: m.Limits, SignalExit: true,
 		// The container's processes are not our children: kill them
 		// through the runtime as well as through their cgroup.
@@ -138,14 +155,21 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 	if d.cg != nil {
 		spec.Cgroup, spec.CgroupWatchOnly = d.cg.Adopt(id), true
 	}
+	var watch *cpuWatch
+	if d.flavor.WatchCPU && spec.Cgroup != nil {
+		watch = startCPUWatch(spec.Cgroup, time.Duration(m.Limits.CPUSeconds)*time.Second, spec.OnKill)
+	}
 	out, err := proc.Run(ctx, spec)
+	if watch != nil {
+		watch.finish(&out)
+	}
 	// "runc run" removes a container that ended by itself; one whose
 	// runtime was killed (timeout, cancellation) is left to delete.
 	if _, serr := os.Stat(filepath.Join(state, id)); serr == nil {
 		d.runtime(state, "delete", "--force", id)
 	}
 	if err != nil {
-		return out, fmt.Errorf("runc: %w", err)
+		return out, fmt.Errorf("%s: %w", tier, err)
 	}
 	return out, nil
 }
@@ -199,7 +223,11 @@ func (d *Driver) writeBundle(dir, id string, m sandbox.Manifest, inv sandbox.Inv
 		}
 		b.env = append(b.env, net.Env()...)
 	}
-	raw, err := json.MarshalIndent(d.spec(m, b), "", "  ")
+	spec := d.spec(m, b)
+	if d.flavor.Spec != nil {
+		d.flavor.Spec(spec)
+	}
+	raw, err := json.MarshalIndent(spec, "", "  ")
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +242,7 @@ func (d *Driver) Runtime() string { return d.bin }
 
 // runtime runs one management command of the OCI runtime, best effort.
 func (d *Driver) runtime(state string, args ...string) {
-	_ = exec.Command(d.bin, append([]string{"--root", state}, args...)...).Run()
+	_ = exec.Command(d.bin, slices.Concat([]string{"--root", state}, d.flavor.args(false), args)...).Run()
 }
 
 func under(p, dir string) bool {

@@ -78,6 +78,7 @@ Exit status 0 when the tool ran and exited 0, 1 otherwise.`,
 			}
 			cfg := tiers.DefaultConfig()
 			cfg.Runc.RootFS, cfg.Runc.Image = rootfs, image
+			cfg.Gvisor.OCI.RootFS, cfg.Gvisor.OCI.Image = rootfs, image
 			d, err := tiers.New(tier, cfg)
 			if err != nil {
 				return err
@@ -113,10 +114,10 @@ Exit status 0 when the tool ran and exited 0, 1 otherwise.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&tier, "tier", "", "wasm, bwrap, runc or process")
+	cmd.Flags().StringVar(&tier, "tier", "", "wasm, gvisor, bwrap, runc or process")
 	cmd.Flags().StringVar(&manifestFile, "manifest", "", "the tool manifest (JSON)")
-	cmd.Flags().StringVar(&rootfs, "rootfs", "", "root filesystem directory for the runc tier")
-	cmd.Flags().StringVar(&image, "image", "", "OCI image layout tarball for the runc tier's root filesystem (instead of --rootfs)")
+	cmd.Flags().StringVar(&rootfs, "rootfs", "", "root filesystem directory for the runc and gvisor tiers")
+	cmd.Flags().StringVar(&image, "image", "", "OCI image layout tarball for the runc and gvisor tiers' root filesystem (instead of --rootfs)")
 	cmd.Flags().StringVar(&workspace, "workspace", "", "the tool's workspace (default: a fresh temporary directory)")
 	return cmd
 }
