@@ -168,6 +168,10 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 	if _, serr := os.Stat(filepath.Join(state, id)); serr == nil {
 		d.runtime(state, "delete", "--force", id)
 	}
+	if net != nil {
+		net.Close()
+		out.Egress = net.Audit()
+	}
 	if err != nil {
 		return out, fmt.Errorf("%s: %w", tier, err)
 	}
