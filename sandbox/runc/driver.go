@@ -40,7 +40,21 @@ var _ sandbox.Driver = (*Driver)(nil)
 // New returns a runc-tier Driver and removes the containers and bundles a
 // crashed agent left behind. A missing runtime or root filesystem does not
 // fail New: Available reports it and Run refuses.
-func New(cfg Config) (*Driver, error) { return NewFlavor(cfg, Flavor{}) }
+//
+// crun is probed by running a container (it refuses some cgroup layouts
+// that runc runs in); runc is not.
+func New(cfg Config) (*Driver, error) {
+	var f Flavor
+	if filepath.Base(cfg.Runtime) == "crun" {
+		f.Probe = func(bin, state string) (string, error) {
+			if err := ProbeContainer(cfg, bin, []string{"--root", state}, 15*time.Second); err != nil {
+				return "", fmt.Errorf("crun runs no container here: %v", err)
+			}
+			return "", nil
+		}
+	}
+	return NewFlavor(cfg, f)
+}
 
 func newDriver(cfg Config, f Flavor) (*Driver, error) {
 	if err := cfg.Validate(); err != nil {
