@@ -147,6 +147,7 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 		KeepSession:  true,
 		AddressSpace: m.Limits.MemoryBytes + d.cfg.AddressSpaceSlack, NetNS: netns}
 	out, err := proc.RunLimited(ctx, spec, d.cg)
+	out.ExecDigest = cmd.Digest
 	if s != nil {
 		s.Close()
 		out.Egress = s.Audit()

@@ -119,6 +119,7 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 		return sandbox.Refuse(tier, err)
 	}
 	out, err := proc.RunLimited(ctx, spec, d.cg)
+	out.ExecDigest = cmd.Digest
 	out.Egress = done()
 	return out, err
 }

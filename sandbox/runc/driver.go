@@ -153,7 +153,7 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 		}
 		defer net.Close()
 	}
-	stdin, err := d.writeBundle(dir, id, m, inv, net)
+	stdin, digest, err := d.writeBundle(dir, id, m, inv, net)
 	if err != nil {
 		return sandbox.Refuse(tier, err)
 	}
@@ -182,6 +182,7 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 	if _, serr := os.Stat(filepath.Join(state, id)); serr == nil {
 		d.runtime(state, "delete", "--force", id)
 	}
+	out.ExecDigest = digest
 	if net != nil {
 		net.Close()
 		out.Egress = net.Audit()
@@ -209,26 +210,27 @@ func (d *Driver) WriteBundle(dir, id string, inv sandbox.Invocation) error {
 	if len(m.Network) > 0 {
 		return fmt.Errorf("a bundle with a network allowlist needs the egress proxy of a run")
 	}
-	_, err := d.writeBundle(dir, id, m, inv, nil)
+	_, _, err := d.writeBundle(dir, id, m, inv, nil)
 	return err
 }
 
 // writeBundle checks the command, stashes its executable and writes
-// config.json; it returns what the tool reads on stdin.
-func (d *Driver) writeBundle(dir, id string, m sandbox.Manifest, inv sandbox.Invocation, net *egress.Session) ([]byte, error) {
+// config.json; it returns what the tool reads on stdin and the digest of
+// the executable.
+func (d *Driver) writeBundle(dir, id string, m sandbox.Manifest, inv sandbox.Invocation, net *egress.Session) ([]byte, string, error) {
 	for _, p := range append([]string{m.Command.Path}, m.ReadOnly...) {
 		if p == "/" || under(p, d.cfg.WorkspaceDir) || under(p, "/proc") || under(p, "/dev") {
-			return nil, fmt.Errorf("path %q overlaps a container mount", p)
+			return nil, "", fmt.Errorf("path %q overlaps a container mount", p)
 		}
 	}
 	cmd, err := command.Prepare(m, inv.Params, d.detect)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	exe, err := d.stash(cmd.Exe)
 	cmd.Exe.Close()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	b := bundle{argv: cmd.Argv, env: command.Environ(m, inv.Env), exe: exe, workspace: inv.Workspace,
 		cgroup: "/" + d.cfg.CgroupParent + "/" + id}
@@ -237,7 +239,7 @@ func (d *Driver) writeBundle(dir, id string, m sandbox.Manifest, inv sandbox.Inv
 		b.netns = fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), net.Namespace().Fd())
 		b.hosts = filepath.Join(dir, "hosts")
 		if err := os.WriteFile(b.hosts, net.Hosts(), 0o644); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		b.env = append(b.env, net.Env()...)
 	}
@@ -247,9 +249,9 @@ func (d *Driver) writeBundle(dir, id string, m sandbox.Manifest, inv sandbox.Inv
 	}
 	raw, err := json.MarshalIndent(spec, "", "  ")
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return cmd.Stdin, os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o600)
+	return cmd.Stdin, cmd.Digest, os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o600)
 }
 
 // StateDir is the runtime's --root, for running a bundle by hand.
