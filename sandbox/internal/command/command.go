@@ -5,8 +5,8 @@
 package command
 
 import (
-	"encoding/hex"
 	"bytes"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"sort"
