@@ -99,6 +99,7 @@ func (x *Executor) run(d *protocol.Dispatch, raw []byte, e Entry) error {
 	}
 	x.log.Info("dispatch ran", "dispatch", d.ID, "intent", d.IntentID, "tool", d.Tool, "tier", out.Tier,
 		"status", r.Status, "exit_code", r.ExitCode, "reason", out.Reason, "wall", out.Usage.Wall)
+	x.logEgress(d, out)
 	return nil
 }
 
@@ -178,6 +179,7 @@ func tighten(l sandbox.Limits, d protocol.Limits) sandbox.Limits {
 // fillFromOutcome writes how the tool ended into r.
 func fillFromOutcome(r *protocol.Result, out sandbox.Outcome) {
 	r.ExitCode, r.Sandbox = out.ExitCode, out.Tier
+	fillAttest(r, out)
 	r.OutputHash, r.OutputBytes = out.OutputHash, out.OutputBytes
 	if r.OutputHash == "" {
 		r.OutputHash = protocol.HashBytes(nil)

@@ -18,6 +18,9 @@ type Result struct {
 	OutputBytes    int64  `json:"output_bytes"`
 	Truncated      bool   `json:"truncated"`
 	Sandbox        string `json:"sandbox"`
+	// Egress and Attest: result_attest.go.
+	Egress *ResultEgress `json:"egress,omitzero"`
+	Attest *ResultAttest `json:"attest,omitzero"`
 	// Error says why a run was refused or failed before the tool ran.
 	Error      string `json:"error,omitzero"`
 	StartedAt  string `json:"started_at"`
@@ -84,7 +87,7 @@ func (r *Result) validate() error {
 	if finished.Before(started) {
 		return malformed("finished_at must not be before started_at")
 	}
-	return nil
+	return r.validateAttest()
 }
 
 // DecodeResult strictly decodes and structurally checks a result. It does not

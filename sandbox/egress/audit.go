@@ -26,17 +26,17 @@ func (s *Session) Audit() *sandbox.EgressAudit {
 	return a
 }
 
-// auditHost is h as the tool sent it, cut to maxAuditHost bytes and made
-// valid UTF-8 without control characters, for a signed JSON result.
+// auditHost is h as the tool sent it, cut to maxAuditHost bytes, with
+// "?" for invalid UTF-8 and control characters, so that a signed result
+// can carry it.
 func auditHost(h string) string {
 	if len(h) > maxAuditHost {
 		h = h[:maxAuditHost]
 	}
-	h = strings.ToValidUTF8(h, "\uFFFD")
 	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return utf8.RuneError
+		if r < 0x20 || (r >= 0x7f && r < 0xa0) || r == utf8.RuneError {
+			return '?'
 		}
 		return r
-	}, h)
+	}, strings.ToValidUTF8(h, "?"))
 }
