@@ -118,6 +118,16 @@ func (b dashBackend) Intent(id string) (web.IntentDetail, bool) {
 		if err := jsonv2.Unmarshal(in.Result, &r); err == nil {
 			d.Result = &web.ResultInfo{Status: r.Status, Sandbox: r.Sandbox, Output: r.Output, StartedAt: r.StartedAt,
 				FinishedAt: r.FinishedAt, ExitCode: r.ExitCode, OutputBytes: r.OutputBytes, Truncated: r.Truncated}
+			if r.Attest != nil {
+				d.Result.ExecDigest = r.Attest.ExecDigest
+			}
+			if e := r.Egress; e != nil {
+				d.Result.Egress = &web.EgressInfo{Allowed: e.Allowed, Refused: e.Refused, BytesUp: e.BytesUp, BytesDown: e.BytesDown}
+				for _, x := range e.Entries {
+					d.Result.Egress.Entries = append(d.Result.Egress.Entries, web.EgressRow{Host: x.Host, Via: x.Via,
+						Reason: x.Reason, Port: x.Port, Allowed: x.Allowed, BytesUp: x.BytesUp, BytesDown: x.BytesDown})
+				}
+			}
 		}
 	}
 	if in.Error != nil {

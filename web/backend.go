@@ -164,6 +164,25 @@ type ResultInfo struct {
 	ExitCode                                       int
 	OutputBytes                                    int64
 	Truncated                                      bool
+	// ExecDigest is the SHA-256 of what ran (the result's attest), "" when
+	// the result has none; Egress the egress proxy's record, nil when the
+	// tool had no network allowlist.
+	ExecDigest string
+	Egress     *EgressInfo
+}
+
+// EgressInfo is a result's egress audit: its listed attempts and counts.
+type EgressInfo struct {
+	Entries                              []EgressRow
+	Allowed, Refused, BytesUp, BytesDown int64
+}
+
+// EgressRow is one connection attempt of a tool.
+type EgressRow struct {
+	Host, Via, Reason  string
+	Port               int
+	Allowed            bool
+	BytesUp, BytesDown int64
 }
 
 // Node is a node agent as the fleet pages show it.
