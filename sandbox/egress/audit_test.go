@@ -9,8 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/writhq/writ/sandbox"
+	"github.com/writhq/writ/sandbox/egress"
 )
 
 // tunnel opens a CONNECT tunnel to target through the proxy at proxyAddr
@@ -36,7 +38,7 @@ func tunnel(t *testing.T, proxyAddr, target string) net.Conn {
 // refused with sni_mismatch; the same client naming the CONNECT host gets
 // through.
 func TestSNIMismatch(t *testing.T) {
-	f := newFixture(t)
+	f := newFixture(t, func(c *egress.Config) { c.HandshakeTimeout = time.Second })
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -66,8 +68,16 @@ func TestSNIMismatch(t *testing.T) {
 			t.Errorf("SNI %q: handshake error %v, want success %v", c.sni, err, c.ok)
 		}
 	}
+	// A tool that waits longer than the handshake timeout before its
+	// ClientHello is still checked.
+	conn := tunnel(t, ln.Addr().String(), target)
+	time.Sleep(1500 * time.Millisecond)
+	if err := tls.Client(conn, &tls.Config{ServerName: "late.example", InsecureSkipVerify: true}).Handshake(); err == nil {
+		t.Error("a fronted ClientHello sent after the handshake timeout got through")
+	}
+	conn.Close()
 	// An address CONNECT: a client sends no name, which passes.
-	conn := tunnel(t, ln.Addr().String(), net.JoinHostPort("127.0.0.1", strconv.Itoa(f.port)))
+	conn = tunnel(t, ln.Addr().String(), net.JoinHostPort("127.0.0.1", strconv.Itoa(f.port)))
 	tc := tls.Client(conn, &tls.Config{InsecureSkipVerify: true})
 	if err := tc.Handshake(); err != nil {
 		t.Errorf("address CONNECT, no SNI: %v", err)
@@ -82,14 +92,14 @@ func TestSNIMismatch(t *testing.T) {
 			t.Errorf("entry %+v: allowed and reason disagree", e)
 		}
 	}
-	want := "api.test=,api.test=,api.test=sni_mismatch,api.test=sni_mismatch,127.0.0.1="
+	want := "api.test=,api.test=,api.test=sni_mismatch,api.test=sni_mismatch,api.test=sni_mismatch,127.0.0.1="
 	if strings.Join(codes, ",") != want {
 		t.Errorf("entries: got %s, want %s", strings.Join(codes, ","), want)
 	}
-	if a.Allowed != 3 || a.Refused != 2 {
-		t.Errorf("counts: allowed %d refused %d, want 3 and 2", a.Allowed, a.Refused)
+	if a.Allowed != 3 || a.Refused != 3 {
+		t.Errorf("counts: allowed %d refused %d, want 3 and 3", a.Allowed, a.Refused)
 	}
-	for _, e := range a.Entries[2:4] {
+	for _, e := range a.Entries[2:5] {
 		if e.BytesUp != 0 {
 			t.Errorf("refused %+v: %d bytes reached the destination", e, e.BytesUp)
 		}

@@ -119,14 +119,18 @@ func (s *Session) handle(c net.Conn, port int) {
 // tunnel to host: a TLS ClientHello must name host (no name at all passes
 // only for an address host, where clients send none). Anything that is
 // not TLS passes: the destination and port are what the policy allowed.
+//
+// The first byte is awaited without a deadline (a tool that waits before
+// its ClientHello is still checked); the rest of a TLS record must follow
+// within HandshakeTimeout.
 func (s *Session) tunnelServerName(c net.Conn, br *bufio.Reader, host string) error {
-	_ = c.SetReadDeadline(time.Now().Add(s.p.cfg.HandshakeTimeout))
-	defer c.SetReadDeadline(time.Time{})
 	first, err := br.Peek(1)
 	if err != nil || first[0] != 0x16 {
 		return nil // closed, or not TLS
 	}
+	_ = c.SetReadDeadline(time.Now().Add(s.p.cfg.HandshakeTimeout))
 	name, err := peekServerName(br)
+	_ = c.SetReadDeadline(time.Time{})
 	_, literal := netip.ParseAddr(strings.Trim(host, "[]"))
 	switch {
 	case errors.Is(err, ErrNoServerName) && literal == nil:
