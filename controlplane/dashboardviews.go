@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/hashicorp/raft"
 	"github.com/writhq/writ/controlplane/internal/fsm"
@@ -114,21 +113,7 @@ func (b dashBackend) Intent(id string) (web.IntentDetail, bool) {
 		d.Dispatch = &web.DispatchInfo{ID: in.Dispatch.ID, Node: in.Dispatch.Node, Fence: in.Dispatch.Fence}
 	}
 	if len(in.Result) > 0 {
-		var r protocol.Result
-		if err := jsonv2.Unmarshal(in.Result, &r); err == nil {
-			d.Result = &web.ResultInfo{Status: r.Status, Sandbox: r.Sandbox, Output: r.Output, StartedAt: r.StartedAt,
-				FinishedAt: r.FinishedAt, ExitCode: r.ExitCode, OutputBytes: r.OutputBytes, Truncated: r.Truncated}
-			if r.Attest != nil {
-				d.Result.ExecDigest = r.Attest.ExecDigest
-			}
-			if e := r.Egress; e != nil {
-				d.Result.Egress = &web.EgressInfo{Allowed: e.Allowed, Refused: e.Refused, BytesUp: e.BytesUp, BytesDown: e.BytesDown}
-				for _, x := range e.Entries {
-					d.Result.Egress.Entries = append(d.Result.Egress.Entries, web.EgressRow{Host: x.Host, Via: x.Via,
-						Reason: x.Reason, Port: x.Port, Allowed: x.Allowed, BytesUp: x.BytesUp, BytesDown: x.BytesDown})
-				}
-			}
-		}
+		d.Result = resultInfo(in.Result)
 	}
 	if in.Error != nil {
 		d.Error = &web.Error{Code: string(in.Error.Code), Message: in.Error.Message}
