@@ -67,3 +67,29 @@ func TestStaleContainer(t *testing.T) {
 		t.Errorf("a live agent's container was deleted: %v", err)
 	}
 }
+
+// TestKilledRunLeavesNothing: a run stopped at its wall-clock limit leaves
+// no container in runsc's state.
+func TestKilledRunLeavesNothing(t *testing.T) {
+	d, err := gvisor.New(config(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sandboxtest.RequireAvailable(t, sandbox.TierGvisor, d.Available())
+	m := sandbox.Manifest{Name: "t", Tier: sandbox.TierGvisor, Command: &sandbox.Command{Path: sandboxtest.HostTool(t)},
+		Limits: sandbox.Limits{TimeoutMS: 1500}}
+	ws := t.TempDir()
+	os.Chmod(ws, 0o777)
+	o, err := d.Run(t.Context(), sandbox.Invocation{Manifest: m, Workspace: ws, Params: json.RawMessage(`{"op":"sleep","ms":60000}`)})
+	if err != nil || o.Status != sandbox.StatusTimeout {
+		t.Fatalf("run: %v %s %s", err, o.Status, o.Reason)
+	}
+	out, err := exec.Command(d.Runtime(), slices.Concat(d.RuntimeArgs(), []string{"list", "--quiet"})...).Output()
+	if err != nil || len(out) != 0 {
+		t.Errorf("runsc list after a killed run: %q %v", out, err)
+	}
+	entries, _ := os.ReadDir(d.StateDir())
+	for _, e := range entries {
+		t.Errorf("left in runsc's state: %s", e.Name())
+	}
+}

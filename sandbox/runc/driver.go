@@ -178,8 +178,10 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 		watch.finish(&out)
 	}
 	// "runc run" removes a container that ended by itself; one whose
-	// runtime was killed (timeout, cancellation) is left to delete.
-	if _, serr := os.Stat(filepath.Join(state, id)); serr == nil {
+	// runtime was killed (timeout, cancellation) is left to delete. runsc
+	// keeps "<id>_sandbox:<id>.state" and a lock instead of a directory.
+	left, _ := filepath.Glob(filepath.Join(state, id+"_sandbox:*"))
+	if _, serr := os.Stat(filepath.Join(state, id)); serr == nil || len(left) > 0 {
 		d.runtime(state, "delete", "--force", id)
 	}
 	out.ExecDigest = digest
