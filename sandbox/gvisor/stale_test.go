@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/writhq/writ/sandbox"
@@ -69,7 +70,7 @@ func TestStaleContainer(t *testing.T) {
 }
 
 // TestKilledRunLeavesNothing: a run stopped at its wall-clock limit leaves
-// no container in runsc's state.
+// no container in runsc's state and no cgroup.
 func TestKilledRunLeavesNothing(t *testing.T) {
 	d, err := gvisor.New(config(t))
 	if err != nil {
@@ -77,12 +78,16 @@ func TestKilledRunLeavesNothing(t *testing.T) {
 	}
 	sandboxtest.RequireAvailable(t, sandbox.TierGvisor, d.Available())
 	m := sandbox.Manifest{Name: "t", Tier: sandbox.TierGvisor, Command: &sandbox.Command{Path: sandboxtest.HostTool(t)},
-		Limits: sandbox.Limits{TimeoutMS: 1500}}
+		Limits: sandbox.Limits{TimeoutMS: 500}}
 	ws := t.TempDir()
 	os.Chmod(ws, 0o777)
-	o, err := d.Run(t.Context(), sandbox.Invocation{Manifest: m, Workspace: ws, Params: json.RawMessage(`{"op":"sleep","ms":60000}`)})
-	if err != nil || o.Status != sandbox.StatusTimeout {
-		t.Fatalf("run: %v %s %s", err, o.Status, o.Reason)
+	// Killed while the sandbox may still be starting: runsc left the
+	// cgroups of such runs behind.
+	for range 3 {
+		o, err := d.Run(t.Context(), sandbox.Invocation{Manifest: m, Workspace: ws, Params: json.RawMessage(`{"op":"spin"}`)})
+		if err != nil || o.Status != sandbox.StatusTimeout {
+			t.Fatalf("run: %v %s %s", err, o.Status, o.Reason)
+		}
 	}
 	out, err := exec.Command(d.Runtime(), slices.Concat(d.RuntimeArgs(), []string{"list", "--quiet"})...).Output()
 	if err != nil || len(out) != 0 {
@@ -91,5 +96,13 @@ func TestKilledRunLeavesNothing(t *testing.T) {
 	entries, _ := os.ReadDir(d.StateDir())
 	for _, e := range entries {
 		t.Errorf("left in runsc's state: %s", e.Name())
+	}
+	// The container's cgroup (v1: one directory per hierarchy; v2: one).
+	dirs, _ := filepath.Glob("/sys/fs/cgroup/*/writ-gvisor/writ-*")
+	more, _ := filepath.Glob("/sys/fs/cgroup/writ-gvisor/writ-*")
+	for _, dir := range append(dirs, more...) {
+		if strings.HasPrefix(filepath.Base(dir), fmt.Sprintf("writ-%d-", os.Getpid())) {
+			t.Errorf("cgroup left: %s", dir)
+		}
 	}
 }
