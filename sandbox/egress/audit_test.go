@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/egress"
@@ -180,7 +181,7 @@ func TestAuditHost(t *testing.T) {
 		t.Fatalf("audit: %+v", a)
 	}
 	h := a.Entries[0].Host
-	if !strings.HasPrefix(h, "aaaa") || len(h) > 253 || strings.ContainsAny(h, "\x01\xff") || a.Entries[0].Reason == "" {
+	if !strings.HasPrefix(h, "aaaa") || len(h) > 253 || !utf8.ValidString(h) || strings.ContainsRune(h, 1) || a.Entries[0].Reason == "" {
 		t.Errorf("host %q (%d bytes), reason %q", h, len(h), a.Entries[0].Reason)
 	}
 }
