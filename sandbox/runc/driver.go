@@ -183,7 +183,7 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 	left, _ := filepath.Glob(filepath.Join(state, id+"_sandbox:*"))
 	if _, serr := os.Stat(filepath.Join(state, id)); serr == nil || len(left) > 0 {
 		d.runtime(state, "delete", "--force", id)
-		removeCgroupDirs(d.cfg.CgroupParent, id)
+		removeLeftovers(state, d.cfg.CgroupParent, id)
 	}
 	out.ExecDigest = digest
 	if net != nil {
