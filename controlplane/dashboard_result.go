@@ -1,22 +1,13 @@
 package controlplane
 
 import (
-	jsonv2 "github.com/go-json-experiment/json"
-
 	"github.com/writhq/writ/protocol"
 	"github.com/writhq/writ/web"
 )
 
-// resultInfo is a recorded signed result as the intent page shows it: how
-// the tool ended, the digest of what ran, and the egress audit; nil when
-// raw does not decode.
-func resultInfo(raw []byte) *web.ResultInfo {
-	var r protocol.Result
-	if err := jsonv2.Unmarshal(raw, &r); err != nil {
-		return nil
-	}
-	info := &web.ResultInfo{Status: r.Status, Sandbox: r.Sandbox, Output: r.Output, StartedAt: r.StartedAt,
-		FinishedAt: r.FinishedAt, ExitCode: r.ExitCode, OutputBytes: r.OutputBytes, Truncated: r.Truncated}
+// addAttest adds to the intent page's view of a result the digest of what
+// ran (attest) and the egress audit, when the result carries them.
+func addAttest(info *web.ResultInfo, r *protocol.Result) {
 	if r.Attest != nil {
 		info.ExecDigest = r.Attest.ExecDigest
 	}
@@ -27,5 +18,4 @@ func resultInfo(raw []byte) *web.ResultInfo {
 				Reason: x.Reason, Port: x.Port, Allowed: x.Allowed, BytesUp: x.BytesUp, BytesDown: x.BytesDown})
 		}
 	}
-	return info
 }

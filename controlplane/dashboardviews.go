@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/hashicorp/raft"
 	"github.com/writhq/writ/controlplane/internal/fsm"
@@ -113,7 +114,12 @@ func (b dashBackend) Intent(id string) (web.IntentDetail, bool) {
 		d.Dispatch = &web.DispatchInfo{ID: in.Dispatch.ID, Node: in.Dispatch.Node, Fence: in.Dispatch.Fence}
 	}
 	if len(in.Result) > 0 {
-		d.Result = resultInfo(in.Result)
+		var r protocol.Result
+		if err := jsonv2.Unmarshal(in.Result, &r); err == nil {
+			d.Result = &web.ResultInfo{Status: r.Status, Sandbox: r.Sandbox, Output: r.Output, StartedAt: r.StartedAt,
+				FinishedAt: r.FinishedAt, ExitCode: r.ExitCode, OutputBytes: r.OutputBytes, Truncated: r.Truncated}
+			addAttest(d.Result, &r)
+		}
 	}
 	if in.Error != nil {
 		d.Error = &web.Error{Code: string(in.Error.Code), Message: in.Error.Message}
