@@ -53,6 +53,7 @@ func TestFillAttest(t *testing.T) {
 	r := &protocol.Result{Type: protocol.KindResult.Type(), DispatchID: "dsp-1", IntentID: "int-1", Node: nodeID, KeyID: nodeID,
 		StartedAt: "2026-11-22T10:00:00.000Z", FinishedAt: "2026-11-22T10:00:02.000Z"}
 	fillFromOutcome(r, out)
+	fillAttest(r, out)
 	want := protocol.ResultAttest{ExecDigest: out.ExecDigest, WallMS: 1500, CPUMS: 500, MaxRSSBytes: 1 << 20}
 	if r.Attest == nil || *r.Attest != want {
 		t.Errorf("attest %+v, want %+v", r.Attest, want)
@@ -77,7 +78,9 @@ func TestFillAttest(t *testing.T) {
 		t.Fatalf("verify: %v", err)
 	}
 	refused := &protocol.Result{}
-	fillFromOutcome(refused, sandbox.Outcome{Status: sandbox.StatusRefused, Tier: "gvisor", Reason: "unavailable"})
+	ro := sandbox.Outcome{Status: sandbox.StatusRefused, Tier: "gvisor", Reason: "unavailable"}
+	fillFromOutcome(refused, ro)
+	fillAttest(refused, ro)
 	if refused.Attest != nil || refused.Egress != nil {
 		t.Errorf("refused: attest %+v egress %+v", refused.Attest, refused.Egress)
 	}

@@ -75,6 +75,7 @@ func (x *Executor) run(d *protocol.Dispatch, raw []byte, e Entry) error {
 	r := x.newResult(d.ID, d.IntentID)
 	fillFromOutcome(r, out)
 	r.StartedAt, r.FinishedAt = formatTime(startedAt), formatTime(finishedAt)
+	fillAttest(r, out)
 	b, err := x.sign(r)
 	if err != nil {
 		return err
@@ -179,7 +180,6 @@ func tighten(l sandbox.Limits, d protocol.Limits) sandbox.Limits {
 // fillFromOutcome writes how the tool ended into r.
 func fillFromOutcome(r *protocol.Result, out sandbox.Outcome) {
 	r.ExitCode, r.Sandbox = out.ExitCode, out.Tier
-	fillAttest(r, out)
 	r.OutputHash, r.OutputBytes = out.OutputHash, out.OutputBytes
 	if r.OutputHash == "" {
 		r.OutputHash = protocol.HashBytes(nil)
