@@ -18,15 +18,15 @@ type Result struct {
 	OutputBytes    int64  `json:"output_bytes"`
 	Truncated      bool   `json:"truncated"`
 	Sandbox        string `json:"sandbox"`
-	// Egress and Attest: result_attest.go.
-	Egress *ResultEgress `json:"egress,omitzero"`
-	Attest *ResultAttest `json:"attest,omitzero"`
 	// Error says why a run was refused or failed before the tool ran.
 	Error      string `json:"error,omitzero"`
 	StartedAt  string `json:"started_at"`
 	FinishedAt string `json:"finished_at"`
 	KeyID      string `json:"key_id"`
 	Sig        string `json:"sig,omitzero"`
+	// Egress and Attest: result_attest.go.
+	Egress *ResultEgress `json:"egress,omitzero"`
+	Attest *ResultAttest `json:"attest,omitzero"`
 }
 
 // The statuses a result can carry.
