@@ -1,13 +1,20 @@
 package controlplane
 
 import (
+	jsonv2 "github.com/go-json-experiment/json"
+
 	"github.com/writhq/writ/protocol"
 	"github.com/writhq/writ/web"
 )
 
-// addAttest adds to the intent page's view of a result the digest of what
-// ran (attest) and the egress audit, when the result carries them.
-func addAttest(info *web.ResultInfo, r *protocol.Result) {
+// addAttest adds to the intent page's view of a result (nil: none) the
+// digest of what ran (attest) and the egress audit, when the recorded
+// result raw carries them.
+func addAttest(info *web.ResultInfo, raw []byte) {
+	var r protocol.Result
+	if info == nil || len(raw) == 0 || jsonv2.Unmarshal(raw, &r) != nil {
+		return
+	}
 	if r.Attest != nil {
 		info.ExecDigest = r.Attest.ExecDigest
 	}

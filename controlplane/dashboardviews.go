@@ -118,9 +118,9 @@ func (b dashBackend) Intent(id string) (web.IntentDetail, bool) {
 		if err := jsonv2.Unmarshal(in.Result, &r); err == nil {
 			d.Result = &web.ResultInfo{Status: r.Status, Sandbox: r.Sandbox, Output: r.Output, StartedAt: r.StartedAt,
 				FinishedAt: r.FinishedAt, ExitCode: r.ExitCode, OutputBytes: r.OutputBytes, Truncated: r.Truncated}
-			addAttest(d.Result, &r)
 		}
 	}
+	addAttest(d.Result, in.Result)
 	if in.Error != nil {
 		d.Error = &web.Error{Code: string(in.Error.Code), Message: in.Error.Message}
 	}
