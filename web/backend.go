@@ -171,7 +171,6 @@ type ResultInfo struct {
 	Egress     *EgressInfo
 }
 
-
 // Node is a node agent as the fleet pages show it.
 type Node struct {
 	ID, Name, Status, OS, Arch, Version, Server string
