@@ -14,12 +14,13 @@ SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)
 
-# Debian packages the tests run for real: the bwrap and runc sandbox tiers, and
-# busybox-static for the runc test rootfs. runc is Debian 12's 1.1.5 (with
-# Debian's security patches), the version CI gets. systemd gives
+# Debian packages the tests run for real: the bwrap, runc (runc or crun) and
+# gvisor (runsc) sandbox tiers, and busybox-static for their test rootfs. runc
+# is Debian 12's 1.1.5 (with Debian's security patches), the version CI gets;
+# runsc is Debian 12's 0.0~20221219. systemd gives
 # systemd-analyze, which checks the agent's unit file; chromium runs the
 # dashboard's end-to-end test.
-APT_PACKAGES := bubblewrap runc busybox-static systemd chromium
+APT_PACKAGES := bubblewrap runc busybox-static systemd chromium runsc crun
 
 .PHONY: help deps build dev cluster cluster-down test check fuzz bench clean screenshots rootfs vectors dist
 
@@ -96,7 +97,7 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 1m; 10000x means execu
 	  done; \
 	done
 
-# The root filesystem of the runc tier's tests and benchmark, built here from
+# The root filesystem of the runc and gvisor tiers' tests and benchmark, built here from
 # Debian's busybox-static (make deps), never committed: busybox, a few
 # applets that are no shell, an /etc/passwd, and the directories the tier
 # mounts over. The runc tier's tests use it through WRIT_TEST_ROOTFS (plain
@@ -104,7 +105,7 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 1m; 10000x means execu
 ROOTFS := $(CURDIR)/.rootfs
 ROOTFS_APPLETS := cat ls true false echo id
 
-rootfs: deps ## build the busybox root filesystem of the runc tier's tests and benchmark (.rootfs/)
+rootfs: deps ## build the busybox root filesystem of the runc and gvisor tiers' tests and benchmark (.rootfs/)
 	@bb=$$(command -v busybox) || { echo "rootfs: no busybox (make deps installs busybox-static)"; exit 1; }; \
 	tmp=$(ROOTFS).tmp; rm -rf "$$tmp" && mkdir -p "$$tmp"/bin "$$tmp"/etc && \
 	for d in dev proc sys tmp workspace; do mkdir -p "$$tmp/$$d"; done && \

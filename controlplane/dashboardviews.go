@@ -130,6 +130,7 @@ func (b dashBackend) Intent(id string) (web.IntentDetail, bool) {
 			}
 		}
 	}
+	addAttest(d.Result, in.Result)
 	if in.Error != nil {
 		d.Error = &web.Error{Code: string(in.Error.Code), Message: in.Error.Message}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/writhq/writ/internal/secretfile"
 	"github.com/writhq/writ/protocol"
+	"github.com/writhq/writ/sandbox/gvisor"
 	"github.com/writhq/writ/sandbox/tiers"
 )
 
@@ -48,6 +49,13 @@ type Config struct {
 	// RuncRootFS is the root filesystem of runc containers; without it the
 	// runc tier is unavailable.
 	RuncRootFS string `json:"runc_rootfs,omitzero"`
+	// RuncRuntime is the OCI runtime of the runc tier: "runc" (default)
+	// or "crun", looked up in PATH.
+	RuncRuntime string `json:"runc_runtime,omitzero"`
+	// GvisorPlatform is runsc's platform for the gvisor tier (which uses
+	// RuncRootFS as its root filesystem too): "systrap", "ptrace" or
+	// "kvm"; empty probes them in that order at start.
+	GvisorPlatform string `json:"gvisor_platform,omitzero"`
 	// ProcessReadWrite are host directories that process-tier tools may
 	// write besides their workspace (Landlock); empty by default.
 	ProcessReadWrite []string `json:"process_read_write,omitzero"`
@@ -109,6 +117,14 @@ func (c Config) Validate() error {
 				return err
 			}
 		}
+	}
+	switch c.RuncRuntime {
+	case "", "runc", "crun":
+	default:
+		return fmt.Errorf("%w: runc_runtime must be runc or crun, not %q", ErrConfig, c.RuncRuntime)
+	}
+	if c.GvisorPlatform != "" && !slices.Contains(gvisor.Platforms, c.GvisorPlatform) {
+		return fmt.Errorf("%w: gvisor_platform must be one of %v, or absent to probe, not %q", ErrConfig, gvisor.Platforms, c.GvisorPlatform)
 	}
 	if c.Concurrency < 1 || c.Concurrency > MaxConcurrency {
 		return fmt.Errorf("%w: concurrency must be 1 to %d, not %d", ErrConfig, MaxConcurrency, c.Concurrency)
@@ -182,12 +198,20 @@ func (c Config) WorkDir() string { return filepath.Join(c.DataDir, "work") }
 
 // Tiers returns the sandbox configuration of this agent: every tier's
 // defaults, with the wasm compilation cache and the runc state kept in
-// DataDir (private to the agent) and runc's root filesystem from RuncRootFS.
+// DataDir (private to the agent), runc's root filesystem (gVisor's too)
+// from RuncRootFS, runc's runtime from RuncRuntime and gVisor's platform
+// from GvisorPlatform.
 func (c Config) Tiers() tiers.Config {
 	t := tiers.DefaultConfig()
 	t.Wasm.CacheDir = filepath.Join(c.DataDir, "wasm-cache")
 	t.Runc.StateDir = filepath.Join(c.DataDir, "runc")
 	t.Runc.RootFS = c.RuncRootFS
+	if c.RuncRuntime != "" {
+		t.Runc.Runtime = c.RuncRuntime
+	}
+	t.Gvisor.OCI.StateDir = filepath.Join(c.DataDir, "gvisor")
+	t.Gvisor.OCI.RootFS = c.RuncRootFS
+	t.Gvisor.Platform = c.GvisorPlatform
 	t.Process.ReadWrite = c.ProcessReadWrite
 	if r := c.ProcessRunAs; r != nil {
 		t.Process.RunAsUID, t.Process.RunAsGID = r.UID, r.GID

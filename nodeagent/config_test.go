@@ -27,7 +27,17 @@ func TestConfigParsesStrictlyOverDefaults(t *testing.T) {
 	if p := c.Tiers().Process; err != nil || p.RunAsUID != 990 || p.RunAsGID != 991 {
 		t.Fatalf("process_run_as 990:991: got %d:%d, %v", p.RunAsUID, p.RunAsGID, err)
 	}
+	c, err = ParseConfig([]byte(`{"servers":["a:1"],"data_dir":"/srv/w","runc_rootfs":"/srv/root","runc_runtime":"crun","gvisor_platform":"ptrace"}`))
+	if tc := c.Tiers(); err != nil || tc.Runc.Runtime != "crun" || tc.Gvisor.Platform != "ptrace" ||
+		tc.Gvisor.OCI.RootFS != "/srv/root" || tc.Gvisor.OCI.StateDir != "/srv/w/gvisor" || tc.Gvisor.OCI.Runtime != "runsc" {
+		t.Fatalf("runc_runtime crun, gvisor_platform ptrace: got %+v, %+v, %v", tc.Runc, tc.Gvisor, err)
+	}
+	if c, _ := ParseConfig([]byte(`{"servers":["a:1"]}`)); c.Tiers().Runc.Runtime != "runc" || c.Tiers().Gvisor.Platform != "" {
+		t.Fatalf("defaults: runc runtime %q, gvisor platform %q", c.Tiers().Runc.Runtime, c.Tiers().Gvisor.Platform)
+	}
 	for name, c := range map[string]struct{ in, want string }{
+		"runtime docker":    {`{"servers":["a:1"],"runc_runtime":"docker"}`, "runc_runtime"},
+		"platform xen":      {`{"servers":["a:1"],"gvisor_platform":"xen"}`, "gvisor_platform"},
 		"unknown member":    {`{"servers":["a:1"],"server":"b:1"}`, "server"},
 		"duplicate member":  {`{"servers":["a:1"],"servers":["b:1"]}`, "duplicate"},
 		"trailing data":     {`{"servers":["a:1"]} {}`, ""},

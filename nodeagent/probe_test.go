@@ -25,6 +25,9 @@ func TestProbeFindsWhatWorksAndSaysWhyNot(t *testing.T) {
 	if err := got.Unavailable["runc"]; !errors.Is(err, sandbox.ErrUnavailable) || got.Has("runc") {
 		t.Fatalf("runc without a root filesystem: got %v, want unavailable with the reason", err)
 	}
+	if err := got.Unavailable["gvisor"]; !errors.Is(err, sandbox.ErrUnavailable) || got.Has("gvisor") {
+		t.Fatalf("gvisor without a root filesystem: got %v, want unavailable with the reason", err)
+	}
 	for _, name := range tiers.Names {
 		_, bad := got.Unavailable[name]
 		if bad == got.Has(name) {

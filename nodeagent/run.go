@@ -76,6 +76,7 @@ func (x *Executor) run(d *protocol.Dispatch, raw []byte, e Entry) error {
 	r := x.newResult(d.ID, d.IntentID)
 	captured := fillFromOutcome(r, out)
 	r.StartedAt, r.FinishedAt = formatTime(startedAt), formatTime(finishedAt)
+	fillAttest(r, out)
 	b, err := x.sign(r)
 	if err != nil {
 		return err
@@ -100,6 +101,7 @@ func (x *Executor) run(d *protocol.Dispatch, raw []byte, e Entry) error {
 	}
 	x.log.Info("dispatch ran", "dispatch", d.ID, "intent", d.IntentID, "tool", d.Tool, "tier", out.Tier,
 		"status", r.Status, "exit_code", r.ExitCode, "reason", out.Reason, "wall", out.Usage.Wall)
+	x.logEgress(d, out)
 	return nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"crypto/ed25519"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/go-json-experiment/json"
@@ -230,6 +232,36 @@ func FuzzOutputEncoding(f *testing.F) {
 			}
 		} else if protocol.CodeOf(err) != protocol.CodeMalformed {
 			t.Fatalf("DecodeOutput(%q, %q): %v without the malformed code", b, encoding, err)
+		}
+	})
+}
+
+// FuzzResultAttest: any egress and attest members either make the result
+// malformed or survive signing, encoding and verifying unchanged.
+func FuzzResultAttest(f *testing.F) {
+	f.Add([]byte(`{"entries":[{"host":"a.example","port":443,"via":"connect","allowed":true,"bytes_up":1,"bytes_down":2}],"allowed":1,"refused":0,"bytes_up":1,"bytes_down":2}`),
+		[]byte(`{"exec_digest":"sha256:0000000000000000000000000000000000000000000000000000000000000000","wall_ms":1,"cpu_ms":1,"max_rss_bytes":1}`))
+	f.Add([]byte(`{"entries":[{"host":"","port":0,"via":"sni","allowed":false,"reason":"bad_request","bytes_up":0,"bytes_down":0}],"allowed":0,"refused":9,"bytes_up":0,"bytes_down":0}`), []byte(`null`))
+	nodes := signerKeys{"node-1": nodePriv.Public().(ed25519.PublicKey)}
+	f.Fuzz(func(t *testing.T, egress, attest []byte) {
+		r := newResult()
+		raw := strings.Replace(string(encode(t, r)), `"sandbox":`, `"egress":`+string(egress)+`,"attest":`+string(attest)+`,"sandbox":`, 1)
+		d, err := protocol.DecodeResult([]byte(raw), 0)
+		if err != nil {
+			if protocol.CodeOf(err) == "" {
+				t.Fatalf("error without a code: %v", err)
+			}
+			return
+		}
+		if err := d.Sign(nodePriv); err != nil {
+			t.Fatalf("decoded result does not sign: %v", err)
+		}
+		got, err := verifierAt(t, t0).VerifyResult(encode(t, d), nodes)
+		if err != nil {
+			t.Fatalf("re-signed result: %v", err)
+		}
+		if !reflect.DeepEqual(got.Egress, d.Egress) || !reflect.DeepEqual(got.Attest, d.Attest) {
+			t.Fatalf("round trip changed egress or attest")
 		}
 	})
 }

@@ -41,6 +41,9 @@ type Result struct {
 	FinishedAt string `json:"finished_at"`
 	KeyID      string `json:"key_id"`
 	Sig        string `json:"sig,omitzero"`
+	// Egress and Attest: result_attest.go.
+	Egress *ResultEgress `json:"egress,omitzero"`
+	Attest *ResultAttest `json:"attest,omitzero"`
 }
 
 // The types of results: version 1 carries the captured output, version 2
@@ -131,7 +134,7 @@ func (r *Result) validate() error {
 	if finished.Before(started) {
 		return malformed("finished_at must not be before started_at")
 	}
-	return nil
+	return r.validateAttest()
 }
 
 func (r *Result) validateV1() error {

@@ -1,7 +1,7 @@
 // Package sandbox is the place where a tool actually runs, contained.
 //
 // It defines one small [Driver] contract that every isolation tier implements
-// (wasm, bwrap, runc, process), the tool [Manifest] those tiers read, and the
+// (wasm, gvisor, bwrap, runc, process), the tool [Manifest] those tiers read, and the
 // [Outcome] they report. The tiers live in sub-packages; the conformance suite
 // every tier passes is in sandbox/sandboxtest.
 //

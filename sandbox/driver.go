@@ -10,7 +10,7 @@ import (
 // Implementations MUST be safe for concurrent use: an agent runs several
 // invocations at once on the same Driver.
 type Driver interface {
-	// Name is the tier's stable name ("wasm", "bwrap", "runc", "process").
+	// Name is the tier's stable name ("wasm", "gvisor", "bwrap", "runc", "process").
 	Name() string
 
 	// Available reports whether this tier can run tools on this host. A nil

@@ -15,6 +15,7 @@ const (
 	TierWasm    = "wasm"
 	TierBwrap   = "bwrap"
 	TierRunc    = "runc"
+	TierGvisor  = "gvisor"
 	TierProcess = "process"
 )
 

@@ -38,7 +38,7 @@ func (m Manifest) Validate() error {
 		if err := absPath(m.Module); err != nil {
 			return bad("module: %v", err)
 		}
-	case TierBwrap, TierRunc, TierProcess:
+	case TierBwrap, TierRunc, TierGvisor, TierProcess:
 		if m.Command == nil || m.Module != "" {
 			return bad("%s tier needs command and no module", m.Tier)
 		}
@@ -54,7 +54,7 @@ func (m Manifest) Validate() error {
 			}
 		}
 	default:
-		return bad("tier %q: want wasm, bwrap, runc or process", m.Tier)
+		return bad("tier %q: want wasm, gvisor, bwrap, runc or process", m.Tier)
 	}
 	for _, p := range m.ReadOnly {
 		if err := absPath(p); err != nil {

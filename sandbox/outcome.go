@@ -39,6 +39,12 @@ type Outcome struct {
 
 	// Tier is the tier that actually ran (or refused) the invocation.
 	Tier string `json:"tier"`
+	// ExecDigest is "sha256:"+hex of the executable or wasm module the
+	// tier ran, after resolving its path; "" when it did not start one.
+	ExecDigest string `json:"exec_digest,omitempty"`
+	// Egress is the egress proxy's record of a tool with a network
+	// allowlist; nil for a tool without one.
+	Egress *EgressAudit `json:"egress,omitempty"`
 	// Reason explains a refusal, a timeout ("wall" or "cpu"), an error that
 	// was not an exit code ("canceled", "signal: killed", "memory" when the
 	// memory cgroup killed a process of the tool) or an output limit.

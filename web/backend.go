@@ -172,6 +172,11 @@ type ResultInfo struct {
 	ExitCode                                                       int
 	OutputBytes                                                    int64
 	Truncated, OutputKept                                          bool
+	// ExecDigest is the SHA-256 of what ran (the result's attest), "" when
+	// the result has none; Egress the egress proxy's record, nil when the
+	// tool had no network allowlist.
+	ExecDigest string
+	Egress     *EgressInfo
 }
 
 // Node is a node agent as the fleet pages show it.

@@ -125,8 +125,9 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 	files := []*os.File{cmd.Exe, filter}
 	env := command.Environ(m, inv.Env)
 	var netns *os.File
+	var s *egress.Session
 	if len(m.Network) > 0 {
-		s, err := d.proxy.Start(m.Network)
+		s, err = d.proxy.Start(m.Network)
 		if err != nil {
 			return sandbox.Refuse(tier, err)
 		}
@@ -145,5 +146,11 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 		// The tool gets its session from bwrap (--new-session).
 		KeepSession:  true,
 		AddressSpace: m.Limits.MemoryBytes + d.cfg.AddressSpaceSlack, NetNS: netns}
-	return proc.RunLimited(ctx, spec, d.cg)
+	out, err := proc.RunLimited(ctx, spec, d.cg)
+	out.ExecDigest = cmd.Digest
+	if s != nil {
+		s.Close()
+		out.Egress = s.Audit()
+	}
+	return out, err
 }

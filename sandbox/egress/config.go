@@ -83,11 +83,16 @@ var (
 	ErrResolve     = errors.New("egress: name did not resolve")
 	ErrDial        = errors.New("egress: upstream connection failed")
 	ErrUnsupported = errors.New("egress: network namespaces unavailable")
+	// ErrSNIMismatch refuses a TLS ClientHello sent through a CONNECT
+	// tunnel whose server name is not the CONNECT host (domain fronting:
+	// a shared front end routes by the name inside TLS, not by the
+	// address the proxy checked).
+	ErrSNIMismatch = errors.New("egress: TLS server name differs from the CONNECT host")
 )
 
 // Code returns the stable code of a proxy error: "bad_request",
-// "not_allowed", "special_address", "resolve_failed", "dial_failed", or ""
-// for nil.
+// "not_allowed", "special_address", "resolve_failed", "dial_failed",
+// "sni_mismatch", or "" for nil.
 func Code(err error) string {
 	switch {
 	case err == nil:
@@ -100,6 +105,8 @@ func Code(err error) string {
 		return "resolve_failed"
 	case errors.Is(err, ErrDial):
 		return "dial_failed"
+	case errors.Is(err, ErrSNIMismatch):
+		return "sni_mismatch"
 	}
 	return "bad_request"
 }

@@ -3,11 +3,13 @@ package egress
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -40,6 +42,10 @@ type Decision struct {
 	Addr netip.Addr `json:"addr"` // the upstream address used, when one was
 	Via  string     `json:"via"`  // "connect" or "sni"
 	Code string     `json:"code"` // "" when allowed, else Code(err)
+	// Up and Down count the bytes the proxy carried to and from the
+	// destination, once the connection has ended.
+	Up   int64 `json:"bytes_up"`
+	Down int64 `json:"bytes_down"`
 }
 
 // maxDecisions bounds the record of one session.
@@ -67,7 +73,7 @@ func (s *Session) handle(c net.Conn, port int) {
 		up, d, err = s.connect(d)
 	}
 	d.Code = Code(err)
-	s.record(d)
+	i := s.record(d)
 	if err != nil {
 		if d.Via == "connect" {
 			status := "403 Forbidden"
@@ -89,15 +95,56 @@ func (s *Session) handle(c net.Conn, port int) {
 		return
 	}
 	defer s.untrack(up)
+	var sent int64
 	done := make(chan struct{})
 	go func() {
-		_, _ = io.Copy(up, br) // what was peeked (the ClientHello) goes first
+		defer close(done)
+		if d.Via == "connect" {
+			if err := s.tunnelServerName(c, br, d.Host); err != nil {
+				s.refuse(i, err)
+				up.Close() // ends the copy below too
+				return
+			}
+		}
+		sent, _ = io.Copy(up, br) // what was peeked (the ClientHello) goes first
 		closeWrite(up)
-		close(done)
 	}()
-	_, _ = io.Copy(c, up)
+	received, _ := io.Copy(c, up)
 	closeWrite(c)
 	<-done
+	s.count(i, sent, received)
+}
+
+// tunnelServerName checks the first bytes the tool sends through a CONNECT
+// tunnel to host: a TLS ClientHello must name host (no name at all passes
+// only for an address host, where clients send none). Anything that is
+// not TLS passes: the destination and port are what the policy allowed.
+//
+// The first byte is awaited without a deadline (a tool that waits before
+// its ClientHello is still checked); the rest of a TLS record must follow
+// within HandshakeTimeout.
+func (s *Session) tunnelServerName(c net.Conn, br *bufio.Reader, host string) error {
+	first, err := br.Peek(1)
+	if err != nil || first[0] != 0x16 {
+		return nil // closed, or not TLS
+	}
+	_ = c.SetReadDeadline(time.Now().Add(s.p.cfg.HandshakeTimeout))
+	name, err := peekServerName(br)
+	_ = c.SetReadDeadline(time.Time{})
+	_, literal := netip.ParseAddr(strings.Trim(host, "[]"))
+	switch {
+	case errors.Is(err, ErrNoServerName) && literal == nil:
+		return nil
+	case errors.Is(err, ErrNoServerName):
+		return fmt.Errorf("%w: no server name for %s", ErrSNIMismatch, host)
+	case err != nil:
+		return err
+	}
+	norm, _, err := NormalizeHost(name)
+	if err != nil || norm != host {
+		return fmt.Errorf("%w: %.80q for %s", ErrSNIMismatch, name, host)
+	}
+	return nil
 }
 
 // peekServerName reads the first TLS record without consuming it.
@@ -157,11 +204,42 @@ func closeWrite(c net.Conn) {
 	_ = c.Close()
 }
 
-// record keeps d, up to maxDecisions per session.
-func (s *Session) record(d Decision) {
+// record keeps d, up to maxDecisions per session, counts it, and returns
+// its index (-1 when not kept).
+func (s *Session) record(d Decision) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if d.Code == "" {
+		s.allowed++
+	} else {
+		s.refused++
+	}
 	if len(s.decisions) < maxDecisions {
 		s.decisions = append(s.decisions, d)
+		return len(s.decisions) - 1
+	}
+	return -1
+}
+
+// refuse turns the allowed decision i into a refusal for err.
+func (s *Session) refuse(i int, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.allowed--
+	s.refused++
+	if i >= 0 {
+		s.decisions[i].Code = Code(err)
+	}
+}
+
+// count adds the bytes an ended connection carried to decision i and to
+// the session's totals.
+func (s *Session) count(i int, up, down int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.up += up
+	s.down += down
+	if i >= 0 {
+		s.decisions[i].Up, s.decisions[i].Down = up, down
 	}
 }

@@ -43,7 +43,7 @@ type fixture struct {
 	port     int
 }
 
-func newFixture(t *testing.T) fixture {
+func newFixture(t *testing.T, mod ...func(*egress.Config)) fixture {
 	up := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "upstream saw %s", r.Host)
 	}))
@@ -58,6 +58,9 @@ func newFixture(t *testing.T) fixture {
 	})
 	cfg.Dialer = loopbackOnly{t}
 	cfg.AllowSpecial = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	for _, m := range mod {
+		m(&cfg)
+	}
 	p, err := egress.New(cfg)
 	if err != nil {
 		t.Fatal(err)

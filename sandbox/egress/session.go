@@ -26,6 +26,9 @@ type Session struct {
 	closed    bool
 	conns     map[net.Conn]bool
 	decisions []Decision
+	allowed   int   // attempts allowed, listed or not
+	refused   int   // attempts refused
+	up, down  int64 // bytes carried by ended connections
 	sem       chan struct{}
 	wg        sync.WaitGroup
 }

@@ -89,8 +89,12 @@ func ServerName(record []byte) (string, error) {
 		}
 		return bad("server_name without host_name")
 	}
-	return bad("no server_name extension")
+	return "", ErrNoServerName
 }
+
+// ErrNoServerName is ServerName's error for a well-formed ClientHello that
+// names no server.
+var ErrNoServerName = fmt.Errorf("%w: ClientHello: no server_name extension", ErrBadRequest)
 
 // parser reads big-endian TLS vectors off the front of a byte slice.
 type parser []byte

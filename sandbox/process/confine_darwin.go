@@ -44,8 +44,8 @@ func (d *Driver) Confinement() string {
 // allowlist gets the egress proxy on an ephemeral port of the host's
 // loopback, the only place the profile lets the tool connect to (HTTP
 // CONNECT only: there is no namespace to hold per-port listeners).
-func (d *Driver) confine(spec *proc.Spec, m sandbox.Manifest, exe, workspace string) (func(), error) {
-	done := func() {}
+func (d *Driver) confine(spec *proc.Spec, m sandbox.Manifest, exe, workspace string) (func() *sandbox.EgressAudit, error) {
+	done := func() *sandbox.EgressAudit { return nil }
 	sb := seatbelt{Exe: exe, ReadOnly: slices.Concat(macSystemPaths, d.cfg.SystemPaths, m.ReadOnly),
 		Workspace: workspace, Writable: d.cfg.ReadWrite, Devices: d.cfg.Devices}
 	if len(m.Network) > 0 {
@@ -60,7 +60,7 @@ func (d *Driver) confine(spec *proc.Spec, m sandbox.Manifest, exe, workspace str
 		}
 		sb.ProxyPort = ln.Addr().(*net.TCPAddr).Port
 		spec.Env = append(spec.Env, s.Env()...)
-		done = func() { s.Close() }
+		done = func() *sandbox.EgressAudit { s.Close(); return s.Audit() }
 	}
 	if d.cfg.ConfineFilesystem {
 		spec.Wrapper = []string{sandboxExec, "-p", sb.Profile(), "--"}

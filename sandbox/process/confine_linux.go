@@ -52,11 +52,12 @@ func (d *Driver) rules(readOnly []string, exe, workspace string) *landlock.Rules
 }
 
 // confine adds Landlock and, for a network allowlist, the egress proxy's
-// namespace to spec. The returned function ends the proxy session.
-func (d *Driver) confine(spec *proc.Spec, m sandbox.Manifest, exe, workspace string) (func(), error) {
+// namespace to spec. The returned function ends the proxy session and
+// returns its audit (nil without a network allowlist).
+func (d *Driver) confine(spec *proc.Spec, m sandbox.Manifest, exe, workspace string) (func() *sandbox.EgressAudit, error) {
 	spec.Landlock = d.rules(m.ReadOnly, exe, workspace)
 	if len(m.Network) == 0 {
-		return func() {}, nil
+		return func() *sandbox.EgressAudit { return nil }, nil
 	}
 	s, err := d.proxy.Start(m.Network)
 	if err != nil {
@@ -67,5 +68,5 @@ func (d *Driver) confine(spec *proc.Spec, m sandbox.Manifest, exe, workspace str
 	if spec.Landlock != nil {
 		spec.Landlock.ConnectTCP = s.Ports()
 	}
-	return func() { s.Close() }, nil
+	return func() *sandbox.EgressAudit { s.Close(); return s.Audit() }, nil
 }

@@ -21,6 +21,6 @@ func (d *Driver) probe(spec proc.Spec) (sandbox.Outcome, error) {
 // Confinement says how the filesystem is confined.
 func (d *Driver) Confinement() string { return "unavailable" }
 
-func (d *Driver) confine(*proc.Spec, sandbox.Manifest, string, string) (func(), error) {
+func (d *Driver) confine(*proc.Spec, sandbox.Manifest, string, string) (func() *sandbox.EgressAudit, error) {
 	return nil, d.confinementAvailable()
 }

@@ -118,6 +118,8 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 	if err != nil {
 		return sandbox.Refuse(tier, err)
 	}
-	defer done()
-	return proc.RunLimited(ctx, spec, d.cg)
+	out, err := proc.RunLimited(ctx, spec, d.cg)
+	out.ExecDigest = cmd.Digest
+	out.Egress = done()
+	return out, err
 }

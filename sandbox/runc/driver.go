@@ -7,8 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/egress"
@@ -26,6 +28,7 @@ type Driver struct {
 	cg     *cgroup.Manager // to watch (kill, account) the runtime's cgroups
 	proxy  *egress.Proxy
 	rootfs string // RootFS, or where Image was unpacked
+	flavor Flavor
 
 	probeOnce sync.Once
 	probeErr  error
@@ -37,7 +40,23 @@ var _ sandbox.Driver = (*Driver)(nil)
 // New returns a runc-tier Driver and removes the containers and bundles a
 // crashed agent left behind. A missing runtime or root filesystem does not
 // fail New: Available reports it and Run refuses.
+//
+// crun is probed by running a container (it refuses some cgroup layouts
+// that runc runs in); runc is not.
 func New(cfg Config) (*Driver, error) {
+	var f Flavor
+	if filepath.Base(cfg.Runtime) == "crun" {
+		f.Probe = func(bin, state string) (string, error) {
+			if err := ProbeContainer(cfg, bin, []string{"--root", state}, 15*time.Second); err != nil {
+				return "", fmt.Errorf("crun runs no container here: %v", err)
+			}
+			return "", nil
+		}
+	}
+	return NewFlavor(cfg, f)
+}
+
+func newDriver(cfg Config, f Flavor) (*Driver, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -45,21 +64,19 @@ func New(cfg Config) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{cfg: cfg, detect: interp.NewDetector(cfg.InterpreterDirs), proxy: proxy}
+	d := &Driver{cfg: cfg, detect: interp.NewDetector(cfg.InterpreterDirs), proxy: proxy, flavor: f}
 	if p, err := exec.LookPath(cfg.Runtime); err == nil {
 		d.bin, _ = filepath.Abs(p)
 	}
 	if m, err := cgroup.Detect(cfg.CgroupParent); err == nil {
 		d.cg = m
 	}
-	if d.Available() == nil {
-		d.cleanStale()
-	}
 	return d, nil
 }
 
-// Name returns "runc", whichever runtime binary is configured.
-func (d *Driver) Name() string { return sandbox.TierRunc }
+// Name returns "runc" whichever runtime binary is configured (runc or
+// crun), or the tier name of the driver's Flavor ("gvisor" for runsc).
+func (d *Driver) Name() string { return d.flavor.tier() }
 
 // Version is the first line of the runtime's "--version".
 func (d *Driver) Version() string { _ = d.Available(); return d.version }
@@ -72,7 +89,11 @@ func (d *Driver) Available() error {
 			d.probeErr = fmt.Errorf("%w: %s", sandbox.ErrUnavailable, fmt.Sprintf(format, a...))
 		}
 		if d.bin == "" {
-			fail("OCI runtime %q not found (Debian: apt-get install runc)", d.cfg.Runtime)
+			install := d.flavor.Install
+			if install == "" {
+				install = "Debian: apt-get install runc, or crun"
+			}
+			fail("OCI runtime %q not found (%s)", d.cfg.Runtime, install)
 			return
 		}
 		out, err := exec.Command(d.bin, "--version").Output()
@@ -98,6 +119,16 @@ func (d *Driver) Available() error {
 			fail("root filesystem %q is not a directory", d.rootfs)
 			return
 		}
+		if d.flavor.Probe != nil {
+			note, err := d.flavor.Probe(d.bin, d.StateDir())
+			if err != nil {
+				fail("%v", err)
+				return
+			}
+			if note != "" {
+				d.version += " (" + note + ")"
+			}
+		}
 	})
 	return d.probeErr
 }
@@ -122,14 +153,14 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 		}
 		defer net.Close()
 	}
-	stdin, err := d.writeBundle(dir, id, m, inv, net)
+	stdin, digest, err := d.writeBundle(dir, id, m, inv, net)
 	if err != nil {
 		return sandbox.Refuse(tier, err)
 	}
 
 	state := filepath.Join(d.cfg.StateDir, "state")
 	spec := proc.Spec{Tier: tier, Path: d.bin, Env: []string{}, Dir: dir, Stdin: stdin,
-		Args:   []string{d.bin, "--root", state, "run", "--bundle", dir, id},
+		Args:   slices.Concat([]string{d.bin, "--root", state}, d.flavor.args(net != nil), []string{"run", "--bundle", dir, id}),
 		Limits: m.Limits, SignalExit: true,
 		// The container's processes are not our children: kill them
 		// through the runtime as well as through their cgroup.
@@ -138,14 +169,29 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 	if d.cg != nil {
 		spec.Cgroup, spec.CgroupWatchOnly = d.cg.Adopt(id), true
 	}
+	var watch *cpuWatch
+	if d.flavor.WatchCPU && spec.Cgroup != nil {
+		watch = startCPUWatch(spec.Cgroup, time.Duration(m.Limits.CPUSeconds)*time.Second, spec.OnKill)
+	}
 	out, err := proc.Run(ctx, spec)
+	if watch != nil {
+		watch.finish(&out)
+	}
 	// "runc run" removes a container that ended by itself; one whose
-	// runtime was killed (timeout, cancellation) is left to delete.
-	if _, serr := os.Stat(filepath.Join(state, id)); serr == nil {
+	// runtime was killed (timeout, cancellation) is left to delete. runsc
+	// keeps "<id>_sandbox:<id>.state" and a lock instead of a directory.
+	left, _ := filepath.Glob(filepath.Join(state, id+"_sandbox:*"))
+	if _, serr := os.Stat(filepath.Join(state, id)); serr == nil || len(left) > 0 {
 		d.runtime(state, "delete", "--force", id)
+		removeLeftovers(state, d.cfg.CgroupParent, id)
+	}
+	out.ExecDigest = digest
+	if net != nil {
+		net.Close()
+		out.Egress = net.Audit()
 	}
 	if err != nil {
-		return out, fmt.Errorf("runc: %w", err)
+		return out, fmt.Errorf("%s: %w", tier, err)
 	}
 	return out, nil
 }
@@ -167,26 +213,27 @@ func (d *Driver) WriteBundle(dir, id string, inv sandbox.Invocation) error {
 	if len(m.Network) > 0 {
 		return fmt.Errorf("a bundle with a network allowlist needs the egress proxy of a run")
 	}
-	_, err := d.writeBundle(dir, id, m, inv, nil)
+	_, _, err := d.writeBundle(dir, id, m, inv, nil)
 	return err
 }
 
 // writeBundle checks the command, stashes its executable and writes
-// config.json; it returns what the tool reads on stdin.
-func (d *Driver) writeBundle(dir, id string, m sandbox.Manifest, inv sandbox.Invocation, net *egress.Session) ([]byte, error) {
+// config.json; it returns what the tool reads on stdin and the digest of
+// the executable.
+func (d *Driver) writeBundle(dir, id string, m sandbox.Manifest, inv sandbox.Invocation, net *egress.Session) ([]byte, string, error) {
 	for _, p := range append([]string{m.Command.Path}, m.ReadOnly...) {
 		if p == "/" || under(p, d.cfg.WorkspaceDir) || under(p, "/proc") || under(p, "/dev") {
-			return nil, fmt.Errorf("path %q overlaps a container mount", p)
+			return nil, "", fmt.Errorf("path %q overlaps a container mount", p)
 		}
 	}
 	cmd, err := command.Prepare(m, inv.Params, d.detect)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	exe, err := d.stash(cmd.Exe)
 	cmd.Exe.Close()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	b := bundle{argv: cmd.Argv, env: command.Environ(m, inv.Env), exe: exe, workspace: inv.Workspace,
 		cgroup: "/" + d.cfg.CgroupParent + "/" + id}
@@ -195,15 +242,19 @@ func (d *Driver) writeBundle(dir, id string, m sandbox.Manifest, inv sandbox.Inv
 		b.netns = fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), net.Namespace().Fd())
 		b.hosts = filepath.Join(dir, "hosts")
 		if err := os.WriteFile(b.hosts, net.Hosts(), 0o644); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		b.env = append(b.env, net.Env()...)
 	}
-	raw, err := json.MarshalIndent(d.spec(m, b), "", "  ")
-	if err != nil {
-		return nil, err
+	spec := d.spec(m, b)
+	if d.flavor.Spec != nil {
+		d.flavor.Spec(spec)
 	}
-	return cmd.Stdin, os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o600)
+	raw, err := json.MarshalIndent(spec, "", "  ")
+	if err != nil {
+		return nil, "", err
+	}
+	return cmd.Stdin, cmd.Digest, os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o600)
 }
 
 // StateDir is the runtime's --root, for running a bundle by hand.
@@ -214,7 +265,7 @@ func (d *Driver) Runtime() string { return d.bin }
 
 // runtime runs one management command of the OCI runtime, best effort.
 func (d *Driver) runtime(state string, args ...string) {
-	_ = exec.Command(d.bin, append([]string{"--root", state}, args...)...).Run()
+	_ = exec.Command(d.bin, slices.Concat([]string{"--root", state}, d.flavor.args(false), args)...).Run()
 }
 
 func under(p, dir string) bool {

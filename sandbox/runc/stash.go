@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -66,11 +68,23 @@ func (d *Driver) cleanStale() {
 		pid, err := strconv.Atoi(owner)
 		return ok && ok2 && err == nil && pid > 0 && syscall.Kill(pid, 0) == syscall.ESRCH
 	}
+	// runc and crun keep a directory per container; runsc keeps files
+	// named after its sandbox: ask the runtime too.
+	ids := map[string]bool{}
 	if entries, err := os.ReadDir(state); err == nil {
 		for _, e := range entries {
-			if stale(e.Name()) {
-				d.runtime(state, "delete", "--force", e.Name())
-			}
+			ids[e.Name()] = true
+		}
+	}
+	list := exec.Command(d.bin, slices.Concat([]string{"--root", state}, d.flavor.args(false), []string{"list", "--quiet"})...)
+	if out, err := list.Output(); err == nil {
+		for _, id := range strings.Fields(string(out)) {
+			ids[id] = true
+		}
+	}
+	for id := range ids {
+		if stale(id) {
+			d.runtime(state, "delete", "--force", id)
 		}
 	}
 	if entries, err := os.ReadDir(filepath.Join(d.cfg.StateDir, "bundles")); err == nil {

@@ -76,14 +76,14 @@ func testGrandchild(t *testing.T, h Harness) {
 	}
 }
 
-// testRlimits reads the tool's own /proc/self/limits: CPU seconds (soft at
+// testRlimits reads the tool's own limits (getrlimit): CPU seconds (soft at
 // the limit, hard a second later), open files, no core files, and a finite
 // address space no smaller than the memory limit.
 func testRlimits(t *testing.T, h Harness) {
 	m := withLimits(h.Manifest(), func(l *sandbox.Limits) {
 		l.CPUSeconds, l.OpenFiles, l.MemoryBytes = 13, 77, 200<<20
 	})
-	o := run(t, h, m, `{"op":"read","path":"/proc/self/limits"}`, "")
+	o := run(t, h, m, `{"op":"rlimits"}`, "")
 	want(t, o, sandbox.StatusOK)
 	limits := map[string][2]string{}
 	for _, line := range strings.Split(string(o.Output), "\n") {

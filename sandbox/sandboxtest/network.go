@@ -67,6 +67,9 @@ func escapeNoNetwork(t *testing.T, h Harness) {
 		`{"op":"sni","path":"127.0.0.1:` + strconv.Itoa(port) + `","data":"api.test"}`,
 	} {
 		o := run(t, h, h.Manifest(), params, "")
+		if o.Egress != nil {
+			t.Errorf("%s: an egress audit without a network allowlist: %+v", params, o.Egress)
+		}
 		if o.Status == sandbox.StatusOK {
 			t.Errorf("ESCAPED: %s succeeded without a network allowlist: %s", params, brief(o))
 			continue
@@ -88,6 +91,20 @@ func escapeAllowlist(t *testing.T, h Harness) {
 	o := run(t, h, m, `{"op":"fetch","data":"api.test:`+p+`"}`, "")
 	if o.Status != sandbox.StatusOK || string(o.Output) != "upstream:api.test" {
 		t.Fatalf("allowlisted api.test through CONNECT: %s", brief(o))
+	}
+	if a := o.Egress; a == nil || a.Allowed != 1 || a.Refused != 0 || len(a.Entries) != 1 ||
+		a.Entries[0].Host != "api.test" || a.Entries[0].Port != port || !a.Entries[0].Allowed ||
+		a.Entries[0].BytesUp <= 0 || a.Entries[0].BytesDown <= 0 || a.BytesDown != a.Entries[0].BytesDown {
+		t.Errorf("egress audit of one allowed fetch: %+v", a)
+	}
+	// Domain fronting: CONNECT to the allowed name, TLS naming another.
+	o = run(t, h, m, `{"op":"fetch","data":"api.test:`+p+`","path":"other.test"}`, "")
+	if o.Status == sandbox.StatusOK {
+		t.Errorf("ESCAPED: CONNECT api.test with SNI other.test: %s", brief(o))
+	}
+	if a := o.Egress; a == nil || a.Refused != 1 || len(a.Entries) != 1 || a.Entries[0].Reason != "sni_mismatch" ||
+		a.Entries[0].BytesUp != 0 {
+		t.Errorf("egress audit of a fronted fetch: %+v", a)
 	}
 	// The same name spelled in another case, with a trailing dot.
 	o = run(t, h, m, `{"op":"fetch","data":"API.Test.:`+p+`"}`, "")
@@ -121,6 +138,9 @@ func escapeAllowlist(t *testing.T, h Harness) {
 		}
 		if c.code != "" && !strings.Contains(string(o.Stderr), c.code) {
 			t.Errorf("%s: refused, but not with %s: %s", c.params, c.code, brief(o))
+		}
+		if a := o.Egress; c.code != "" && (a == nil || a.Refused != 1 || a.Allowed != 0 || len(a.Entries) != 1 || a.Entries[0].Reason != c.code) {
+			t.Errorf("%s: egress audit %+v, want one refusal with %s", c.params, a, c.code)
 		}
 	}
 }

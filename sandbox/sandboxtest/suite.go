@@ -59,6 +59,7 @@ func Run(t *testing.T, h Harness) {
 		{"ExitCodes", testExitCodes, true},
 		{"StdinParams", testStdinParams, true},
 		{"OutputHash", testOutputHash, true},
+		{"ExecDigest", testExecDigest, true},
 		{"OutputCap", testOutputCap, true},
 		{"OutputFlood", testOutputFlood, true},
 		{"Timeout", testTimeout, true},

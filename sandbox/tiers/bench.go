@@ -87,6 +87,9 @@ func benchPair(ctx context.Context, bc BenchConfig, name string, r *BenchResult)
 	if name == sandbox.TierRunc {
 		cfg.Runc.StateDir = filepath.Join(work, "runc")
 	}
+	if name == sandbox.TierGvisor {
+		cfg.Gvisor.OCI.StateDir = filepath.Join(work, "gvisor")
+	}
 	d, err := New(name, cfg)
 	if err != nil {
 		return nil, nil, cleanup, err
@@ -125,8 +128,11 @@ func benchPair(ctx context.Context, bc BenchConfig, name string, r *BenchResult)
 		}
 		raw = command(slices.Concat([]string{bin}, bwrap.Namespaces(cfg.Bwrap.UID, cfg.Bwrap.GID),
 			[]string{"--ro-bind", "/", "/", bc.Echo})...)
-	case sandbox.TierRunc:
+	case sandbox.TierRunc, sandbox.TierGvisor:
 		r.Baseline = "runc run of the same bundle"
+		if name == sandbox.TierGvisor {
+			r.Baseline = "runsc run of the same bundle"
+		}
 		rd := d.(*runc.Driver)
 		bundle := filepath.Join(work, "bundle")
 		os.Mkdir(bundle, 0o700)
@@ -136,7 +142,8 @@ func benchPair(ctx context.Context, bc BenchConfig, name string, r *BenchResult)
 		n := 0
 		raw = func() error {
 			n++
-			return command(rd.Runtime(), "--root", rd.StateDir(), "run", "--bundle", bundle, fmt.Sprintf("writ-bench-raw-%d", n))()
+			return command(slices.Concat([]string{rd.Runtime()}, rd.RuntimeArgs(),
+				[]string{"run", "--bundle", bundle, fmt.Sprintf("writ-bench-raw-%d", n)})...)()
 		}
 	case sandbox.TierWasm:
 		r.Baseline = "wazero instantiate and call of the same compiled module"

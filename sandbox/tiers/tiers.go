@@ -8,6 +8,7 @@ import (
 
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/bwrap"
+	"github.com/writhq/writ/sandbox/gvisor"
 	"github.com/writhq/writ/sandbox/process"
 	"github.com/writhq/writ/sandbox/runc"
 	"github.com/writhq/writ/sandbox/wasm"
@@ -17,18 +18,19 @@ import (
 type Config struct {
 	Wasm    wasm.Config
 	Bwrap   bwrap.Config
-	Runc    runc.Config // RootFS has no default: set it to use the runc tier
+	Runc    runc.Config   // RootFS has no default: set it to use the runc tier
+	Gvisor  gvisor.Config // OCI.RootFS likewise, for the gvisor tier
 	Process process.Config
 }
 
 // DefaultConfig returns every tier's default configuration.
 func DefaultConfig() Config {
 	return Config{Wasm: wasm.DefaultConfig(), Bwrap: bwrap.DefaultConfig(),
-		Runc: runc.DefaultConfig(), Process: process.DefaultConfig()}
+		Runc: runc.DefaultConfig(), Gvisor: gvisor.DefaultConfig(), Process: process.DefaultConfig()}
 }
 
 // Names lists the tiers, strongest isolation first.
-var Names = []string{sandbox.TierWasm, sandbox.TierRunc, sandbox.TierBwrap, sandbox.TierProcess}
+var Names = []string{sandbox.TierWasm, sandbox.TierGvisor, sandbox.TierRunc, sandbox.TierBwrap, sandbox.TierProcess}
 
 // New returns the Driver of the named tier. An unknown name or an invalid
 // configuration is an error; a tier that cannot run on this host is not —
@@ -41,8 +43,10 @@ func New(tier string, cfg Config) (sandbox.Driver, error) {
 		return bwrap.New(cfg.Bwrap)
 	case sandbox.TierRunc:
 		return runc.New(cfg.Runc)
+	case sandbox.TierGvisor:
+		return gvisor.New(cfg.Gvisor)
 	case sandbox.TierProcess:
 		return process.New(cfg.Process)
 	}
-	return nil, fmt.Errorf("sandbox: unknown tier %q (want wasm, runc, bwrap or process)", tier)
+	return nil, fmt.Errorf("sandbox: unknown tier %q (want wasm, gvisor, runc, bwrap or process)", tier)
 }

@@ -15,6 +15,8 @@ func TestNew(t *testing.T) {
 	cfg.Wasm.CacheDir = t.TempDir()
 	cfg.Runc.RootFS = t.TempDir()
 	cfg.Runc.StateDir = t.TempDir()
+	cfg.Gvisor.OCI.RootFS = t.TempDir()
+	cfg.Gvisor.OCI.StateDir = t.TempDir()
 	for _, name := range tiers.Names {
 		d, err := tiers.New(name, cfg)
 		if err != nil {
@@ -38,6 +40,7 @@ func TestNew(t *testing.T) {
 func TestBench(t *testing.T) {
 	cfg := tiers.DefaultConfig()
 	cfg.Runc.RootFS = sandboxtest.BusyboxRootfs(t)
+	cfg.Gvisor.OCI.RootFS = cfg.Runc.RootFS
 	bc := tiers.BenchConfig{Tiers: cfg, N: 3,
 		Echo:     sandboxtest.BuildTool(t, "github.com/writhq/writ/sandbox/tools/echo", runtime.GOOS, runtime.GOARCH),
 		EchoWasm: sandboxtest.BuildTool(t, "github.com/writhq/writ/sandbox/tools/echo", "wasip1", "wasm")}

@@ -3,6 +3,7 @@ package wasm
 import (
 	"context"
 	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -157,6 +158,7 @@ func (d *Driver) RunGated(ctx context.Context, inv sandbox.Invocation, gate func
 	if gateErr != nil {
 		return sandbox.Refuse(tier, gateErr)
 	}
+	out.ExecDigest = "sha256:" + hex.EncodeToString(compiled.sum[:])
 	return out, nil
 }
 

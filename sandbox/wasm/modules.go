@@ -28,6 +28,7 @@ type engine struct {
 type cached struct {
 	m        wazero.CompiledModule
 	hasStart bool // a start section: wasm runs its function while instantiating
+	sum      [32]byte
 	users    int
 	evicted  bool
 }
@@ -115,7 +116,7 @@ func (d *Driver) module(ctx context.Context, e *engine, path string) (*cached, e
 			break
 		}
 	}
-	c := &cached{m: m, hasStart: hasStartSection(bin)}
+	c := &cached{m: m, hasStart: hasStartSection(bin), sum: sum}
 	e.compiled[sum] = c
 	return use(c), nil
 }

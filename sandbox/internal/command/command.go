@@ -6,6 +6,7 @@ package command
 
 import (
 	"bytes"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"sort"
@@ -20,6 +21,9 @@ type Prepared struct {
 	RealPath string   // where Exe was found after resolving symlinks
 	Argv     []string // argv[0] is the manifest's command path
 	Stdin    []byte   // the params JSON object
+	// Digest is "sha256:"+hex of Exe's content: what the tool's result
+	// attests ran.
+	Digest string
 }
 
 // Prepare checks m's parameters and executable. Errors wrap
@@ -44,7 +48,12 @@ func Prepare(m sandbox.Manifest, params []byte, d *interp.Detector) (Prepared, e
 	if len(bytes.TrimSpace(stdin)) == 0 {
 		stdin = []byte("{}")
 	}
-	return Prepared{Exe: exe, RealPath: real, Argv: argv, Stdin: stdin}, nil
+	sum, err := d.Hash(exe) // cached by the file's identity: Check read it
+	if err != nil {
+		exe.Close()
+		return Prepared{}, fmt.Errorf("command: %s: %w", real, err)
+	}
+	return Prepared{Exe: exe, RealPath: real, Argv: argv, Stdin: stdin, Digest: "sha256:" + hex.EncodeToString(sum[:])}, nil
 }
 
 // Environ is the whole environment of a tool: the manifest's allowlisted

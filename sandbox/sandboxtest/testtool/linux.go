@@ -130,6 +130,28 @@ func platformOp(p params) bool {
 			try("clone3", 435, 0, 0),
 		}
 		fmt.Print(strings.Join(out, "\n"))
+	case "rlimits":
+		// The limits getrlimit reports, in /proc/self/limits' format (a
+		// kernel such as gVisor's may have no such file).
+		var b strings.Builder
+		for _, l := range []struct {
+			name, unit string
+			res        int
+		}{{"cpu time", "seconds", syscall.RLIMIT_CPU}, {"core file size", "bytes", syscall.RLIMIT_CORE},
+			{"open files", "files", syscall.RLIMIT_NOFILE}, {"address space", "bytes", syscall.RLIMIT_AS}} {
+			var r syscall.Rlimit
+			if err := syscall.Getrlimit(l.res, &r); err != nil {
+				fail("getrlimit %s: %v", l.name, err)
+			}
+			v := func(x uint64) string {
+				if x == ^uint64(0) {
+					return "unlimited"
+				}
+				return fmt.Sprint(x)
+			}
+			fmt.Fprintf(&b, "Max %s %s %s %s\n", l.name, v(r.Cur), v(r.Max), l.unit)
+		}
+		fmt.Print(b.String())
 	case "forkbomb":
 		n := 0
 		for ; n < 10000; n++ {

@@ -114,7 +114,7 @@ func main() {
 		c.Close()
 		fmt.Print("connected")
 	case "fetch":
-		fetch(p.Data)
+		fetch(p.Data, p.Path)
 	case "sni":
 		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 3 * time.Second}, "tcp", p.Path,
 			&tls.Config{ServerName: p.Data, InsecureSkipVerify: true})
@@ -175,7 +175,7 @@ func flood(n int64) {
 
 // fetch asks the proxy of $HTTPS_PROXY for a tunnel to target (CONNECT),
 // then speaks TLS and HTTP through it and prints the body.
-func fetch(target string) {
+func fetch(target, serverName string) {
 	proxy := strings.TrimPrefix(os.Getenv("HTTPS_PROXY"), "http://")
 	if proxy == "" {
 		fail("fetch: no HTTPS_PROXY")
@@ -199,13 +199,23 @@ func fetch(target string) {
 		fail("fetch: proxy said %q", head)
 	}
 	host, _, _ := net.SplitHostPort(target)
-	get(tls.Client(c, &tls.Config{ServerName: host, InsecureSkipVerify: true}), host)
+	if serverName == "" {
+		serverName = host
+	}
+	get(tls.Client(c, &tls.Config{ServerName: serverName, InsecureSkipVerify: true}), host)
 }
 
 // get sends GET / on c and prints the response body.
 func get(c net.Conn, host string) {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if tc, ok := c.(*tls.Conn); ok {
+		// A handshake cut short reads as io.EOF, which ReadAll takes
+		// for an empty answer.
+		if err := tc.Handshake(); err != nil {
+			fail("get: TLS handshake: %v", err)
+		}
+	}
 	fmt.Fprintf(c, "GET / HTTP/1.0\r\nHost: %s\r\n\r\n", host)
 	b, err := io.ReadAll(c)
 	if err != nil && len(b) == 0 {

@@ -27,11 +27,11 @@ func newBenchSandbox(e *env) *cobra.Command {
 		Short: "Start time of each sandbox tier for the echo tool, as a ratio to its raw baseline",
 		Long: `Run the echo tool N times in each tier, alternating with its raw baseline in the
 same process: fork/exec of the echo binary (process), bwrap --ro-bind / / with the
-tier's namespaces (bwrap), runc run of the same bundle (runc), and a wazero
+tier's namespaces (bwrap), runc run of the same bundle (runc), runsc run of the same bundle (gvisor), and a wazero
 instantiate and call of the same compiled module (wasm). Prints the medians and
 their ratio. A tier this host cannot run is reported with its reason.
 The echo tool is bin/tools/echo and bin/tools/echo.wasm beside this binary
-(make build). The runc tier needs --rootfs or --image.`,
+(make build). The runc and gvisor tiers need --rootfs or --image.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if n < 1 || n > 100000 {
@@ -55,6 +55,7 @@ The echo tool is bin/tools/echo and bin/tools/echo.wasm beside this binary
 			if rootfs == "" && image == "" {
 				cfg.Runc.RootFS = "/nonexistent-rootfs-give---rootfs"
 			}
+			cfg.Gvisor.OCI.RootFS, cfg.Gvisor.OCI.Image = cfg.Runc.RootFS, cfg.Runc.Image
 			res := tiers.Bench(context.Background(), tiers.BenchConfig{Tiers: cfg, Names: names, N: n, Echo: echo, EchoWasm: echoWasm})
 			if e.output == "json" {
 				return e.printJSON(res)
@@ -75,7 +76,7 @@ The echo tool is bin/tools/echo and bin/tools/echo.wasm beside this binary
 	cmd.Flags().IntVar(&n, "n", 50, "timed runs of each side")
 	cmd.Flags().StringVar(&echo, "echo", "", "the echo tool built for this host (default: tools/echo beside writ)")
 	cmd.Flags().StringVar(&echoWasm, "echo-wasm", "", "the echo tool as a wasip1 module (default: tools/echo.wasm beside writ)")
-	cmd.Flags().StringVar(&rootfs, "rootfs", "", "root filesystem directory for the runc tier")
-	cmd.Flags().StringVar(&image, "image", "", "OCI image layout tarball for the runc tier's root filesystem")
+	cmd.Flags().StringVar(&rootfs, "rootfs", "", "root filesystem directory for the runc and gvisor tiers")
+	cmd.Flags().StringVar(&image, "image", "", "OCI image layout tarball for the runc and gvisor tiers' root filesystem")
 	return cmd
 }

@@ -43,6 +43,10 @@ type sandboxOutcome struct {
 	Usage  sandbox.Usage `json:"usage"`
 	Tier   string        `json:"tier"`
 	Reason string        `json:"reason,omitempty"`
+	// ExecDigest is the SHA-256 of the executable or module that ran;
+	// Egress the egress proxy's record of a tool with a network allowlist.
+	ExecDigest string               `json:"exec_digest,omitempty"`
+	Egress     *sandbox.EgressAudit `json:"egress,omitempty"`
 }
 
 func newSandboxRun(e *env) *cobra.Command {
@@ -53,7 +57,7 @@ func newSandboxRun(e *env) *cobra.Command {
 		Long: `Run one invocation of the tool a manifest describes (docs/tools.md) in the given
 tier, with params (a JSON object) read from standard input, and print the outcome
 as JSON: status, exit_code, output, output_hash, output_bytes, truncated, stderr,
-stderr_bytes, tier.
+stderr_bytes, usage, tier, exec_digest, and egress for a tool with a network allowlist.
 A tier that this host cannot run refuses; nothing falls back to a weaker tier.
 Exit status 0 when the tool ran and exited 0, 1 otherwise.`,
 		Args: cobra.NoArgs,
@@ -78,6 +82,7 @@ Exit status 0 when the tool ran and exited 0, 1 otherwise.`,
 			}
 			cfg := tiers.DefaultConfig()
 			cfg.Runc.RootFS, cfg.Runc.Image = rootfs, image
+			cfg.Gvisor.OCI.RootFS, cfg.Gvisor.OCI.Image = rootfs, image
 			d, err := tiers.New(tier, cfg)
 			if err != nil {
 				return err
@@ -113,10 +118,10 @@ Exit status 0 when the tool ran and exited 0, 1 otherwise.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&tier, "tier", "", "wasm, bwrap, runc or process")
+	cmd.Flags().StringVar(&tier, "tier", "", "wasm, gvisor, bwrap, runc or process")
 	cmd.Flags().StringVar(&manifestFile, "manifest", "", "the tool manifest (JSON)")
-	cmd.Flags().StringVar(&rootfs, "rootfs", "", "root filesystem directory for the runc tier")
-	cmd.Flags().StringVar(&image, "image", "", "OCI image layout tarball for the runc tier's root filesystem (instead of --rootfs)")
+	cmd.Flags().StringVar(&rootfs, "rootfs", "", "root filesystem directory for the runc and gvisor tiers")
+	cmd.Flags().StringVar(&image, "image", "", "OCI image layout tarball for the runc and gvisor tiers' root filesystem (instead of --rootfs)")
 	cmd.Flags().StringVar(&workspace, "workspace", "", "the tool's workspace (default: a fresh temporary directory)")
 	return cmd
 }
@@ -125,6 +130,7 @@ func outcomeView(o sandbox.Outcome) sandboxOutcome {
 	v := sandboxOutcome{
 		Status: string(o.Status), ExitCode: o.ExitCode, OutputHash: o.OutputHash, OutputBytes: o.OutputBytes,
 		Truncated: o.Truncated, Tier: o.Tier, Reason: o.Reason, Output: string(o.Output), Usage: o.Usage,
+		ExecDigest: o.ExecDigest, Egress: o.Egress,
 	}
 	if !utf8.Valid(o.Output) {
 		v.Output, v.OutputEncoding = base64.StdEncoding.EncodeToString(o.Output), "base64"
