@@ -50,9 +50,10 @@ type Config struct {
 	// ProcessReadWrite are host directories that process-tier tools may
 	// write besides their workspace (Landlock); empty by default.
 	ProcessReadWrite []string `json:"process_read_write,omitzero"`
-	// ProcessRunAs is the user and group process-tier tools run as when the
-	// agent runs as root (Linux), with no supplementary groups; default
-	// 65534 and 65534 (nobody, nogroup). Root is refused.
+	// ProcessRunAs is the user and group process-tier and bwrap-tier tools
+	// run as on the host when the agent runs as root (Linux), with no
+	// supplementary groups; default 65534 and 65534 (nobody, nogroup). Root
+	// is refused.
 	ProcessRunAs *RunAs `json:"process_run_as,omitzero"`
 	// Env gives values to the environment variable names that manifests
 	// allow; a tool gets only the names its manifest lists.
@@ -185,6 +186,7 @@ func (c Config) Tiers() tiers.Config {
 	t.Process.ReadWrite = c.ProcessReadWrite
 	if r := c.ProcessRunAs; r != nil {
 		t.Process.RunAsUID, t.Process.RunAsGID = r.UID, r.GID
+		t.Bwrap.RunAsUID, t.Bwrap.RunAsGID = r.UID, r.GID
 	}
 	return t
 }

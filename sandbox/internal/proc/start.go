@@ -25,7 +25,7 @@ import (
 // never handed back to the Go scheduler: it exits with this goroutine.
 func startAndWait(cmd *exec.Cmd, spec Spec, grp *group, started, waited chan<- error) {
 	runtime.LockOSThread()
-	tainted := spec.NetNS != nil || spec.Landlock != nil
+	tainted := spec.NetNS != nil || spec.Landlock != nil || len(spec.Binds) > 0
 	if !tainted {
 		defer runtime.UnlockOSThread()
 	}
@@ -45,12 +45,37 @@ func startAndWait(cmd *exec.Cmd, spec Spec, grp *group, started, waited chan<- e
 	}
 }
 
-// enter moves the calling thread into the tool's network namespace and
-// confines it with Landlock, as spec asks.
+// enter moves the calling thread into the tool's network namespace, into a
+// private mount namespace with spec.Binds, and confines it with Landlock, as
+// spec asks.
 func enter(spec Spec) error {
 	if spec.NetNS != nil {
 		if err := unix.Setns(int(spec.NetNS.Fd()), unix.CLONE_NEWNET); err != nil {
 			return fmt.Errorf("proc: join the tool's network namespace: %w", err)
+		}
+	}
+	if len(spec.Binds) > 0 {
+		// Detached copies first: a mount of the namespace left behind
+		// cannot be bound in the new one.
+		trees := make([]int, len(spec.Binds))
+		for i, b := range spec.Binds {
+			fd, err := unix.OpenTree(int(b.Source.Fd()), "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
+			if err != nil {
+				return fmt.Errorf("proc: copy the mount of %s: %w", b.Target, err)
+			}
+			defer unix.Close(fd)
+			trees[i] = fd
+		}
+		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+			return fmt.Errorf("proc: private mount namespace: %w", err)
+		}
+		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
+			return fmt.Errorf("proc: private mount namespace: %w", err)
+		}
+		for i, b := range spec.Binds {
+			if err := unix.MoveMount(trees[i], "", unix.AT_FDCWD, b.Target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+				return fmt.Errorf("proc: bind on %s: %w", b.Target, err)
+			}
 		}
 	}
 	if spec.Landlock != nil {
