@@ -19,7 +19,7 @@ STATICCHECK := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)
 # Debian's security patches), the version CI gets. systemd gives
 # systemd-analyze, which checks the agent's unit file; chromium runs the
 # dashboard's end-to-end test.
-APT_PACKAGES := bubblewrap runc busybox-static systemd chromium
+APT_PACKAGES := bubblewrap runc busybox-static systemd chromium mount
 
 .PHONY: help deps build dev cluster cluster-down test check fuzz bench clean screenshots rootfs
 

@@ -52,7 +52,7 @@ type Config struct {
 // root, tools as nobody in /workspace.
 func DefaultConfig() Config {
 	return Config{Binary: "bwrap", CgroupParent: "writ", UID: 65534, GID: 65534, RunAsUID: 65534, RunAsGID: 65534,
-		StageDir: "/run/writ-bwrap",
+		StageDir:     "/run/writ-bwrap",
 		WorkspaceDir: "/workspace", AddressSpaceSlack: 2 << 30, Egress: egress.DefaultConfig()}
 }
 

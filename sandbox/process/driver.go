@@ -11,6 +11,7 @@ import (
 	"github.com/writhq/writ/sandbox/internal/command"
 	"github.com/writhq/writ/sandbox/internal/interp"
 	"github.com/writhq/writ/sandbox/internal/proc"
+	"github.com/writhq/writ/sandbox/internal/workspace"
 )
 
 // Driver runs tools as contained host processes.
@@ -19,6 +20,7 @@ type Driver struct {
 	detect *interp.Detector
 	cg     *cgroup.Manager // nil when cgroups are off or missing
 	proxy  *egress.Proxy
+	filter []byte // the seccomp program (Linux), nil where there is none
 
 	probeOnce sync.Once
 	probeErr  error
@@ -37,6 +39,7 @@ func New(cfg Config) (*Driver, error) {
 		return nil, err
 	}
 	d := &Driver{cfg: cfg, detect: interp.NewDetector(cfg.InterpreterDirs), proxy: proxy}
+	d.filter = filterProgram()
 	if cfg.CgroupParent != "" {
 		m, err := cgroup.Detect(cfg.CgroupParent)
 		if err != nil && cfg.RequireCgroup {
@@ -67,6 +70,7 @@ func (d *Driver) Available() error {
 		spec := proc.Spec{Tier: sandbox.TierProcess, Path: "/bin/true", Args: []string{"true"}, Dir: "/",
 			Limits: sandbox.DefaultLimits(), Rlimits: true, UnshareNet: d.cfg.UnshareNetwork,
 			AddressSpace: sandbox.DefaultLimits().MemoryBytes + d.cfg.AddressSpaceSlack, Credential: d.runAs()}
+		d.isolate(&spec)
 		out, err := d.probe(spec)
 		if err == nil && out.Status != sandbox.StatusOK {
 			err = fmt.Errorf("probe ended %s (%s)", out.Status, out.Reason)
@@ -119,5 +123,9 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 		return sandbox.Refuse(tier, err)
 	}
 	defer done()
-	return proc.RunLimited(ctx, spec, d.cg)
+	out, err := proc.RunLimited(ctx, spec, d.cg)
+	if rerr := workspace.Reclaim(inv.Workspace); rerr != nil && err == nil {
+		err = fmt.Errorf("%s: %w", tier, rerr)
+	}
+	return out, err
 }

@@ -48,6 +48,15 @@ type Spec struct {
 	Landlock *landlock.Rules
 	// Credential, when set, is the uid and gid the process runs as.
 	Credential *syscall.Credential
+	// Seccomp, when set, is an encoded seccomp program (see
+	// sandbox/internal/seccomp, ProgramTraced) installed on the thread that
+	// starts the process, which inherits it with no_new_privs.
+	Seccomp []byte
+	// PidNS starts the process as pid 1 of a new pid namespace, in a mount
+	// namespace of its own (slave of the host's) where a fresh /proc of that
+	// pid namespace replaces the host's before the process runs: it sees
+	// its own processes only. The agent must be root.
+	PidNS bool
 	// Binds, when set, are bind mounts made in a private mount namespace
 	// (its mounts slaves of the host's, nothing propagating back) that the
 	// process starts in; the agent must be root. The bwrap tier uses it to

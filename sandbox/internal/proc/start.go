@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/writhq/writ/sandbox/internal/landlock"
+	"github.com/writhq/writ/sandbox/internal/seccomp"
 )
 
 // startAndWait starts cmd from one locked OS thread, holds it at its exec
@@ -24,16 +25,20 @@ import (
 // before the fork is how the child gets them. A thread changed that way is
 // never handed back to the Go scheduler: it exits with this goroutine.
 func startAndWait(cmd *exec.Cmd, spec Spec, grp *group, started, waited chan<- error) {
+	warmPidfd()
 	runtime.LockOSThread()
-	tainted := spec.NetNS != nil || spec.Landlock != nil || len(spec.Binds) > 0
+	tainted := spec.NetNS != nil || spec.Landlock != nil || len(spec.Binds) > 0 || spec.PidNS ||
+		spec.Seccomp != nil || spec.UnshareNet
 	if !tainted {
 		defer runtime.UnlockOSThread()
 	}
-	if err := enter(spec); err != nil {
+	stop, err := enter(spec)
+	if err != nil {
 		started <- err
 		return
 	}
-	err := cmd.Start()
+	defer stop()
+	err = cmd.Start()
 	if err == nil {
 		err = hold(cmd.Process.Pid, spec, 3+len(spec.ExtraFiles))
 	}
@@ -45,13 +50,25 @@ func startAndWait(cmd *exec.Cmd, spec Spec, grp *group, started, waited chan<- e
 	}
 }
 
-// enter moves the calling thread into the tool's network namespace, into a
-// private mount namespace with spec.Binds, and confines it with Landlock, as
-// spec asks.
-func enter(spec Spec) error {
+// enter moves the calling thread into the tool's network namespace (or a
+// new one), into a private mount namespace with spec.Binds, makes its
+// children start in a new pid namespace, confines it with Landlock and
+// installs the seccomp filter, as spec asks. The filter comes last: it
+// refuses the calls that come before it.
+func enter(spec Spec) (stop func(), err error) {
+	stop = func() {}
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
 	if spec.NetNS != nil {
 		if err := unix.Setns(int(spec.NetNS.Fd()), unix.CLONE_NEWNET); err != nil {
-			return fmt.Errorf("proc: join the tool's network namespace: %w", err)
+			return stop, fmt.Errorf("proc: join the tool's network namespace: %w", err)
+		}
+	} else if spec.UnshareNet {
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			return stop, fmt.Errorf("proc: new network namespace: %w", err)
 		}
 	}
 	if len(spec.Binds) > 0 {
@@ -61,27 +78,37 @@ func enter(spec Spec) error {
 		for i, b := range spec.Binds {
 			fd, err := unix.OpenTree(int(b.Source.Fd()), "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
 			if err != nil {
-				return fmt.Errorf("proc: copy the mount of %s: %w", b.Target, err)
+				return stop, fmt.Errorf("proc: copy the mount of %s: %w", b.Target, err)
 			}
 			defer unix.Close(fd)
 			trees[i] = fd
 		}
 		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
-			return fmt.Errorf("proc: private mount namespace: %w", err)
+			return stop, fmt.Errorf("proc: private mount namespace: %w", err)
 		}
 		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
-			return fmt.Errorf("proc: private mount namespace: %w", err)
+			return stop, fmt.Errorf("proc: private mount namespace: %w", err)
 		}
 		for i, b := range spec.Binds {
 			if err := unix.MoveMount(trees[i], "", unix.AT_FDCWD, b.Target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-				return fmt.Errorf("proc: bind on %s: %w", b.Target, err)
+				return stop, fmt.Errorf("proc: bind on %s: %w", b.Target, err)
 			}
+		}
+	}
+	if spec.PidNS {
+		if stop, err = pidNamespace(); err != nil {
+			return func() {}, err
 		}
 	}
 	if spec.Landlock != nil {
 		if err := landlock.RestrictThread(*spec.Landlock); err != nil {
-			return fmt.Errorf("proc: %w", err)
+			return stop, fmt.Errorf("proc: %w", err)
 		}
 	}
-	return nil
+	if spec.Seccomp != nil {
+		if err := seccomp.InstallThread(spec.Seccomp); err != nil {
+			return stop, fmt.Errorf("proc: %w", err)
+		}
+	}
+	return stop, nil
 }
