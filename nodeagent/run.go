@@ -147,6 +147,9 @@ func removeWorkspaces(dir string) (int, error) {
 	n := 0
 	for _, e := range entries {
 		if e.IsDir() && strings.HasPrefix(e.Name(), workspacePrefix) {
+			if err := sandbox.ReleaseWorkspace(filepath.Join(dir, e.Name())); err != nil {
+				return n, err
+			}
 			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
 				return n, err
 			}
@@ -189,6 +192,8 @@ func fillFromOutcome(r *protocol.Result, out sandbox.Outcome) {
 		r.Status = protocol.StatusTimeout
 	case sandbox.StatusOutputLimit:
 		r.Status = protocol.StatusOutputLimit
+	case sandbox.StatusDiskLimit:
+		r.Status = protocol.StatusDiskLimit
 	case sandbox.StatusRefused:
 		r.Status, r.ExitCode = protocol.StatusRefused, -1
 		r.Error = string(protocol.CodeSandboxRefused) + ": " + out.Reason

@@ -133,6 +133,13 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 		return sandbox.Refuse(tier, err)
 	}
 	defer filter.Close()
+	quota, err := workspace.Limit(inv.Workspace, m.Limits.DiskBytes)
+	if err != nil {
+		return sandbox.Refuse(tier, err)
+	}
+	defer quota.Close()
+	ctx, filled := quota.Watch(ctx)
+	defer filled()
 	cred := d.runAs()
 	var (
 		ws     *os.File
@@ -181,6 +188,11 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 		AddressSpace: m.Limits.MemoryBytes + d.cfg.AddressSpaceSlack, NetNS: netns, Credential: cred,
 		Binds: binds}
 	out, err := proc.RunLimited(ctx, spec, d.cg)
+	full, herr := quota.HandBack(filled)
+	out = sandbox.DiskLimited(out, full, m.Limits.DiskBytes)
+	if herr != nil && err == nil {
+		err = fmt.Errorf("%s: %w", tier, herr)
+	}
 	if rerr := workspace.Reclaim(inv.Workspace); rerr != nil && err == nil {
 		err = fmt.Errorf("%s: %w", tier, rerr)
 	}

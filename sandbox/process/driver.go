@@ -107,6 +107,13 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 	}
 	defer cmd.Exe.Close()
 
+	quota, err := workspace.Limit(inv.Workspace, m.Limits.DiskBytes)
+	if err != nil {
+		return sandbox.Refuse(tier, err)
+	}
+	defer quota.Close()
+	ctx, filled := quota.Watch(ctx)
+	defer filled()
 	spec := proc.Spec{Tier: tier, Exe: cmd.Exe, Args: cmd.Argv, Env: command.Environ(m, inv.Env),
 		Dir: inv.Workspace, Stdin: cmd.Stdin, Limits: m.Limits, Rlimits: true, UnshareNet: d.cfg.UnshareNetwork,
 		AddressSpace: m.Limits.MemoryBytes + d.cfg.AddressSpaceSlack}
@@ -124,6 +131,11 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 	}
 	defer done()
 	out, err := proc.RunLimited(ctx, spec, d.cg)
+	full, herr := quota.HandBack(filled)
+	out = sandbox.DiskLimited(out, full, m.Limits.DiskBytes)
+	if herr != nil && err == nil {
+		err = fmt.Errorf("%s: %w", tier, herr)
+	}
 	if rerr := workspace.Reclaim(inv.Workspace); rerr != nil && err == nil {
 		err = fmt.Errorf("%s: %w", tier, rerr)
 	}
