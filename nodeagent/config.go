@@ -23,6 +23,9 @@ const maxConfigFile = 1 << 20
 // MaxConcurrency bounds Config.Concurrency.
 const MaxConcurrency = 1024
 
+// DefaultMaxDiskBytes is max_disk_bytes when the configuration sets none.
+const DefaultMaxDiskBytes = 1 << 30
+
 // ErrConfig is the parent of every reason a configuration is refused.
 var ErrConfig = errors.New("nodeagent: configuration")
 
@@ -44,6 +47,10 @@ type Config struct {
 	Labels map[string]string `json:"labels,omitzero"`
 	// Concurrency is how many tools run at once.
 	Concurrency int `json:"concurrency,omitzero"`
+	// MaxDiskBytes is the largest limits.disk_bytes a tool may have here
+	// (its workspace is a tmpfs of that size, in memory, during a run); a
+	// dispatch of a tool above it is refused. Default DefaultMaxDiskBytes.
+	MaxDiskBytes int64 `json:"max_disk_bytes,omitzero"`
 	// RuncRootFS is the root filesystem of runc containers; without it the
 	// runc tier is unavailable.
 	RuncRootFS string `json:"runc_rootfs,omitzero"`
@@ -109,6 +116,9 @@ func (c Config) Validate() error {
 				return err
 			}
 		}
+	}
+	if c.MaxDiskBytes < 0 {
+		return fmt.Errorf("%w: max_disk_bytes must not be negative", ErrConfig)
 	}
 	if c.Concurrency < 1 || c.Concurrency > MaxConcurrency {
 		return fmt.Errorf("%w: concurrency must be 1 to %d, not %d", ErrConfig, MaxConcurrency, c.Concurrency)

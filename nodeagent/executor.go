@@ -50,6 +50,9 @@ type ExecutorConfig struct {
 	Verifier *protocol.Verifier
 	// Concurrency is how many tools run at once (at least 1).
 	Concurrency int
+	// MaxDiskBytes is the largest limits.disk_bytes a tool may run with;
+	// 0 means DefaultMaxDiskBytes.
+	MaxDiskBytes int64
 	// WorkDir is an absolute directory, private to the agent, in which each
 	// run gets a fresh workspace that is removed after the run (and, for a
 	// run a crash cut short, by the next NewExecutor).

@@ -1,6 +1,7 @@
 package nodeagent
 
 import (
+	"cmp"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -117,6 +118,10 @@ func (x *Executor) invoke(d *protocol.Dispatch, e Entry, g sandbox.Gated, gate f
 	os.Chmod(ws, 0o777)
 	m := e.Manifest.WithDefaults()
 	m.Limits = tighten(m.Limits, d.Limits)
+	if max := cmp.Or(x.cfg.MaxDiskBytes, DefaultMaxDiskBytes); m.Limits.DiskBytes > max {
+		out, _ := sandbox.Refuse(d.Sandbox, fmt.Errorf("limits.disk_bytes %d is above this agent's max_disk_bytes %d", m.Limits.DiskBytes, max))
+		return out, ws
+	}
 	inv := sandbox.Invocation{Manifest: m, Params: []byte(d.Params), Workspace: ws, Env: x.cfg.Env}
 	if g != nil {
 		out, err = g.RunGated(x.ctx, inv, gate)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -295,7 +296,7 @@ func copyTree(src, dst *os.Root, budget *int64) error {
 			return nil
 		}
 		if err == nil {
-			if st, ok := fi.Sys().(*unix.Stat_t); ok {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 				err = dst.Lchown(p, int(st.Uid), int(st.Gid))
 			}
 		}
