@@ -108,7 +108,7 @@ func TestAttacksWork(t *testing.T) {
 	os.WriteFile(filepath.Join(ws, "entry"), []byte("safe"), 0o644)
 	out, _ = d.Run(context.Background(), sandbox.Invocation{Manifest: m, Params: json.RawMessage(`{"op":"race","path":"entry","bytes":10}`), Workspace: ws})
 	if string(out.Output) != "leaks=0 safe=10 failed=0" {
-		t.Errorf("race op on a plain file: got %q", out.Output)
+		t.Errorf("race op on a plain file: got %q (%s %q %q)", out.Output, out.Status, out.Reason, out.Stderr)
 	}
 	os.Remove(filepath.Join(ws, "entry"))
 	os.Symlink(file, filepath.Join(ws, "entry"))
