@@ -456,3 +456,26 @@ func TestExpiredWhileWaitingForASlot(t *testing.T) {
 		t.Fatalf("%d runs, want only the first", n)
 	}
 }
+
+// TestDiskBytesAboveAgentMaxIsRefused: a tool whose limits.disk_bytes (here
+// the 64 MiB default) is above the agent's max_disk_bytes does not run.
+func TestDiskBytesAboveAgentMaxIsRefused(t *testing.T) {
+	h := newHarness(t, 1)
+	h.x.cfg.MaxDiskBytes = 1 << 20
+	raw := sign(t, h.dispatch("echo", `{"msg":"hi"}`), serverKey)
+	if err := h.x.Handle(context.Background(), raw, servers); err != nil {
+		t.Fatal(err)
+	}
+	r := h.outbox()["dsp-1"]
+	if r == nil || r.Status != protocol.StatusRefused || !strings.Contains(r.Error, "max_disk_bytes") {
+		t.Fatalf("got %+v, want refused for disk_bytes above max_disk_bytes", r)
+	}
+	h.x.cfg.MaxDiskBytes = 0 // the default, 1 GiB
+	raw = sign(t, h.dispatch("echo", `{"msg":"hi"}`), serverKey)
+	if err := h.x.Handle(context.Background(), raw, servers); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.outbox()["dsp-2"]; r == nil || r.Status != protocol.StatusOK {
+		t.Fatalf("got %+v under the default max, want ok", r)
+	}
+}
