@@ -18,7 +18,8 @@ STATICCHECK := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)
 # busybox-static for the runc test rootfs. runc is Debian 12's 1.1.5 (with
 # Debian's security patches), the version CI gets. systemd gives
 # systemd-analyze, which checks the agent's unit file; chromium runs the
-# dashboard's end-to-end test.
+# dashboard's end-to-end test. mount gives the process tier's pid namespaces
+# their own /proc.
 APT_PACKAGES := bubblewrap runc busybox-static systemd chromium mount
 
 .PHONY: help deps build dev cluster cluster-down test check fuzz bench clean screenshots rootfs
