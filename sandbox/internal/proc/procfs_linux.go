@@ -93,3 +93,38 @@ func warmPidfd() {
 		}
 	})
 }
+
+// workDir is a directory found in one mount namespace, to be entered in
+// another.
+type workDir struct {
+	path string
+	dev  uint64
+	ino  uint64
+}
+
+// findWorkDir reads where dir is: its target when it is a link (such as
+// /proc/self/fd/N), and the device and inode it reaches.
+func findWorkDir(dir string) (workDir, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return workDir{}, fmt.Errorf("proc: working directory: %w", err)
+	}
+	w := workDir{path: dir, dev: st.Dev, ino: st.Ino}
+	if target, err := os.Readlink(dir); err == nil {
+		w.path = target
+	}
+	return w, nil
+}
+
+// chdir changes the calling thread's working directory to w's path, and
+// checks that it is the same directory.
+func (w workDir) chdir() error {
+	if err := unix.Chdir(w.path); err != nil {
+		return fmt.Errorf("proc: working directory: %w", err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(".", &st); err != nil || st.Dev != w.dev || st.Ino != w.ino {
+		return fmt.Errorf("proc: working directory %s changed while the tool started", w.path)
+	}
+	return nil
+}

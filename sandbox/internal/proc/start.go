@@ -38,6 +38,9 @@ func startAndWait(cmd *exec.Cmd, spec Spec, grp *group, started, waited chan<- e
 		return
 	}
 	defer stop()
+	if spec.PidNS {
+		cmd.Dir = "" // the thread's, set by enter
+	}
 	err = cmd.Start()
 	if err == nil {
 		err = hold(cmd.Process.Pid, spec, 3+len(spec.ExtraFiles))
@@ -96,8 +99,25 @@ func enter(spec Spec) (stop func(), err error) {
 		}
 	}
 	if spec.PidNS {
+		// A directory opened before the new mount namespace is on a mount
+		// of the old one: a child started there could not even name its
+		// working directory (getcwd fails). The thread moves to the same
+		// directory as the new namespace shows it, and the child inherits
+		// that. Where it is is read first: the new /proc does not show
+		// this thread.
+		var wd workDir
+		if spec.Dir != "" {
+			if wd, err = findWorkDir(spec.Dir); err != nil {
+				return stop, err
+			}
+		}
 		if stop, err = pidNamespace(); err != nil {
 			return func() {}, err
+		}
+		if spec.Dir != "" {
+			if err := wd.chdir(); err != nil {
+				return stop, err
+			}
 		}
 	}
 	if spec.Landlock != nil {

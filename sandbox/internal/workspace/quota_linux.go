@@ -37,8 +37,9 @@ type Quota struct {
 // handed back; the copy stopped there.
 var ErrDiskLimit = errors.New("workspace: above its disk limit")
 
-// Enforced reports whether the workspace is bounded: only a root agent can
-// mount the tmpfs.
+// Enforced reports whether this Quota mounted the tmpfs that bounds the
+// workspace: only a root agent can, and only the first of concurrent runs of
+// one workspace does (the others work in its tmpfs).
 func (q *Quota) Enforced() bool { return q != nil && q.old != nil }
 
 // Limit bounds everything a tool can write in dir during one run to size
@@ -58,9 +59,12 @@ func Limit(dir string, size int64) (*Quota, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
-	if ours, err := isOurs(dir); err != nil || ours {
-		// A run's tmpfs still on it: another run of the same workspace.
-		return nil, errors.Join(err, errors.New("workspace: in use by another run"))
+	if ours, err := isOurs(dir); err != nil {
+		return nil, err
+	} else if ours {
+		// Another run of the same workspace is going on: this one works in
+		// that run's tmpfs, bounded by it, and leaves the hand-back to it.
+		return &Quota{dir: dir}, nil
 	}
 	old, err := os.OpenRoot(dir)
 	if err != nil {
