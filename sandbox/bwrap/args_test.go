@@ -31,8 +31,8 @@ func TestArgs(t *testing.T) {
 			t.Errorf("bwrap arguments lack %q:\n%s", want, line)
 		}
 	}
-	staged := " " + strings.Join(d.args(m, argv, nil, false, "/run/writ-bwrap/ws"), " ") + " "
-	if !strings.Contains(staged, " --bind /run/writ-bwrap/ws /workspace ") || strings.Contains(staged, "--bind-fd 5") {
+	staged := " " + strings.Join(d.args(m, argv, nil, false, "/run/writ-agent/bwrap/ws"), " ") + " "
+	if !strings.Contains(staged, " --bind /run/writ-agent/bwrap/ws /workspace ") || strings.Contains(staged, "--bind-fd 5") {
 		t.Errorf("a staged workspace is not bound from its stage:\n%s", staged)
 	}
 	if strings.Contains(line, "--share-net") {

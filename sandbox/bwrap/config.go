@@ -36,7 +36,9 @@ type Config struct {
 	// StageDir is where a root agent shows each run's workspace to bwrap:
 	// StageDir/ws, bound in a private mount namespace of that run alone
 	// (nothing is mounted on the host). Every directory above it must be
-	// searchable by RunAsUID; it is made (0755, root) when missing.
+	// searchable by RunAsUID; it is made (0755, root) when missing. The
+	// default, /run/writ-agent/bwrap, is in the agent unit's
+	// RuntimeDirectory (writable under ProtectSystem=strict).
 	StageDir string
 	// WorkspaceDir is where the workspace appears inside the sandbox.
 	WorkspaceDir string
@@ -52,7 +54,7 @@ type Config struct {
 // root, tools as nobody in /workspace.
 func DefaultConfig() Config {
 	return Config{Binary: "bwrap", CgroupParent: "writ", UID: 65534, GID: 65534, RunAsUID: 65534, RunAsGID: 65534,
-		StageDir:     "/run/writ-bwrap",
+		StageDir:     "/run/writ-agent/bwrap",
 		WorkspaceDir: "/workspace", AddressSpaceSlack: 2 << 30, Egress: egress.DefaultConfig()}
 }
 

@@ -206,6 +206,13 @@ func (d *Driver) stage() (string, error) {
 	if err := os.MkdirAll(p, 0o755); err != nil {
 		return "", fmt.Errorf("bwrap: stage: %w", err)
 	}
+	// 0755 whatever the umask (the agent's unit sets 0077): the run-as
+	// user must walk it.
+	for _, dir := range []string{d.cfg.StageDir, p} {
+		if err := os.Chmod(dir, 0o755); err != nil {
+			return "", fmt.Errorf("bwrap: stage: %w", err)
+		}
+	}
 	return p, nil
 }
 
