@@ -32,6 +32,7 @@ func TestSystemdUnit(t *testing.T) {
 		"\nExecStart=" + a.Binary + " agent --config /etc/writ/agent.json\n",
 		"\nReadWritePaths=/var/lib/writ/agent /srv/rootfs\n",
 		"\nNoNewPrivileges=yes\n", "\nProtectSystem=strict\n", "\nPrivateTmp=yes\n",
+		"\nRuntimeDirectory=writ-agent\n",
 		"\nWantedBy=multi-user.target\n",
 	} {
 		if !strings.Contains(string(unit), want) {

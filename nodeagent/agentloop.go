@@ -32,8 +32,8 @@ func (a *Agent) readLoop(runCtx context.Context, c *conn) error {
 			go func(raw []byte) {
 				err := a.run.Handle(runCtx, raw, &a.keys)
 				switch {
-				case errors.Is(err, ErrUndecodable):
-					c.log.Warn("dispatch unreadable; reported", "err", err)
+				case errors.Is(err, ErrUndecodable), errors.Is(err, ErrUnverified):
+					c.log.Warn("dispatch unreadable or unverified; reported", "err", err)
 					c.write(protocol.FrameReject, protocol.Reject{Error: protocol.ErrorBody{Code: protocol.CodeOf(err), Message: err.Error()}})
 				case err != nil:
 					// Not recorded: a re-push after reconnecting is handled afresh.

@@ -25,6 +25,9 @@ const maxConfigFile = 1 << 20
 // MaxConcurrency bounds Config.Concurrency.
 const MaxConcurrency = 1024
 
+// DefaultMaxDiskBytes is max_disk_bytes when the configuration sets none.
+const DefaultMaxDiskBytes = 1 << 30
+
 // ErrConfig is the parent of every reason a configuration is refused.
 var ErrConfig = errors.New("nodeagent: configuration")
 
@@ -46,6 +49,10 @@ type Config struct {
 	Labels map[string]string `json:"labels,omitzero"`
 	// Concurrency is how many tools run at once.
 	Concurrency int `json:"concurrency,omitzero"`
+	// MaxDiskBytes is the largest limits.disk_bytes a tool may have here
+	// (its workspace is a tmpfs of that size, in memory, during a run); a
+	// dispatch of a tool above it is refused. Default DefaultMaxDiskBytes.
+	MaxDiskBytes int64 `json:"max_disk_bytes,omitzero"`
 	// RuncRootFS is the root filesystem of runc containers; without it the
 	// runc tier is unavailable.
 	RuncRootFS string `json:"runc_rootfs,omitzero"`
@@ -59,9 +66,10 @@ type Config struct {
 	// ProcessReadWrite are host directories that process-tier tools may
 	// write besides their workspace (Landlock); empty by default.
 	ProcessReadWrite []string `json:"process_read_write,omitzero"`
-	// ProcessRunAs is the user and group process-tier tools run as when the
-	// agent runs as root (Linux), with no supplementary groups; default
-	// 65534 and 65534 (nobody, nogroup). Root is refused.
+	// ProcessRunAs is the user and group process-tier and bwrap-tier tools
+	// run as on the host when the agent runs as root (Linux), with no
+	// supplementary groups; default 65534 and 65534 (nobody, nogroup). Root
+	// is refused.
 	ProcessRunAs *RunAs `json:"process_run_as,omitzero"`
 	// Env gives values to the environment variable names that manifests
 	// allow; a tool gets only the names its manifest lists.
@@ -125,6 +133,9 @@ func (c Config) Validate() error {
 	}
 	if c.GvisorPlatform != "" && !slices.Contains(gvisor.Platforms, c.GvisorPlatform) {
 		return fmt.Errorf("%w: gvisor_platform must be one of %v, or absent to probe, not %q", ErrConfig, gvisor.Platforms, c.GvisorPlatform)
+	}
+	if c.MaxDiskBytes < 0 {
+		return fmt.Errorf("%w: max_disk_bytes must not be negative", ErrConfig)
 	}
 	if c.Concurrency < 1 || c.Concurrency > MaxConcurrency {
 		return fmt.Errorf("%w: concurrency must be 1 to %d, not %d", ErrConfig, MaxConcurrency, c.Concurrency)
@@ -215,6 +226,7 @@ func (c Config) Tiers() tiers.Config {
 	t.Process.ReadWrite = c.ProcessReadWrite
 	if r := c.ProcessRunAs; r != nil {
 		t.Process.RunAsUID, t.Process.RunAsGID = r.UID, r.GID
+		t.Bwrap.RunAsUID, t.Bwrap.RunAsGID = r.UID, r.GID
 	}
 	return t
 }

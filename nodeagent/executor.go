@@ -19,11 +19,16 @@ var (
 	// ErrClosed is returned by Handle once the Executor is closed.
 	ErrClosed = errors.New("nodeagent: executor closed")
 	// ErrUndecodable wraps the protocol error of a dispatch that could not
-	// be decoded at all: the one Handle error the session answers with a
-	// reject frame. Any other error (the store failed, the wait for a slot
+	// be decoded at all: the session answers it with a reject frame, as it
+	// does ErrUnverified. Any other error (the store failed, the wait for a slot
 	// was cancelled, the Executor closed) means the dispatch was not
 	// recorded, and it may run when pushed again.
 	ErrUndecodable = errors.New("nodeagent: undecodable dispatch")
+	// ErrUnverified wraps the protocol error of a dispatch that no trusted
+	// server signed as it is (unknown_key, bad_signature,
+	// payload_hash_mismatch). Like ErrUndecodable it is answered with a
+	// reject frame and nothing is recorded under the id it claims.
+	ErrUnverified = errors.New("nodeagent: dispatch not signed by a trusted server")
 )
 
 // ExecutorConfig is what an Executor needs: who the node is, its key, its
@@ -45,6 +50,9 @@ type ExecutorConfig struct {
 	Verifier *protocol.Verifier
 	// Concurrency is how many tools run at once (at least 1).
 	Concurrency int
+	// MaxDiskBytes is the largest limits.disk_bytes a tool may run with;
+	// 0 means DefaultMaxDiskBytes.
+	MaxDiskBytes int64
 	// WorkDir is an absolute directory, private to the agent, in which each
 	// run gets a fresh workspace that is removed after the run (and, for a
 	// run a crash cut short, by the next NewExecutor).

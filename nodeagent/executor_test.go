@@ -72,10 +72,6 @@ func TestForgedDispatchesAreRefusedAndRunNothing(t *testing.T) {
 		raw  func() []byte
 		want protocol.Code
 	}{
-		{"signed by an untrusted key", func() []byte { return sign(t, h.dispatch("witness", wp), otherKey) }, protocol.CodeBadSignature},
-		{"unknown server key id", func() []byte {
-			return sign(t, h.dispatch("witness", wp, func(d *protocol.Dispatch) { d.KeyID = "server-9" }), serverKey)
-		}, protocol.CodeUnknownKey},
 		{"addressed to another node", func() []byte {
 			return sign(t, h.dispatch("witness", wp, func(d *protocol.Dispatch) { d.Node = "node-2" }), serverKey)
 		}, protocol.CodeWrongNode},
@@ -95,13 +91,6 @@ func TestForgedDispatchesAreRefusedAndRunNothing(t *testing.T) {
 		{"ttl too long", func() []byte {
 			return sign(t, h.dispatch("witness", wp, func(d *protocol.Dispatch) { d.ExpiresAt = protocol.FormatTime(h.clock.Now().Add(time.Hour)) }), serverKey)
 		}, protocol.CodeTTLTooLong},
-		{"tampered params", func() []byte {
-			raw := string(sign(t, h.dispatch("witness", wp), serverKey))
-			return []byte(strings.Replace(raw, "witness.log", "witness.lug", 1))
-		}, protocol.CodeBadSignature},
-		{"params signed under another payload hash", func() []byte {
-			return sign(t, h.dispatch("witness", wp, func(d *protocol.Dispatch) { d.Params = jsontext.Value(`{"file":"/tmp/x"}`) }), serverKey)
-		}, protocol.CodePayloadHashMismatch},
 		{"unknown manifest hash", func() []byte {
 			return sign(t, h.dispatch("witness", wp, func(d *protocol.Dispatch) { d.ToolManifestHash = protocol.HashBytes([]byte("{}")) }), serverKey)
 		}, protocol.CodeManifestMismatch},
@@ -135,12 +124,80 @@ func TestForgedDispatchesAreRefusedAndRunNothing(t *testing.T) {
 	real := h.dispatch("witness", wp)
 	forged := *real
 	forged.ID = "dsp-forged"
-	h.x.Handle(context.Background(), sign(t, &forged, otherKey), servers)
+	if err := h.x.Handle(context.Background(), sign(t, &forged, otherKey), servers); !errors.Is(err, ErrUnverified) {
+		t.Fatalf("forged dispatch: got %v, want ErrUnverified", err)
+	}
 	if err := h.x.Handle(context.Background(), sign(t, real, serverKey), servers); err != nil {
 		t.Fatal(err)
 	}
 	if r := h.outbox()[real.ID]; r == nil || r.Status != protocol.StatusOK || h.runs() != 2 {
 		t.Fatalf("the real dispatch after a forgery with its nonce: %+v, %d runs; want ok and 2 runs", r, h.runs())
+	}
+}
+
+// TestUnverifiedDispatchesAreRejectedAndRecordNothing: a dispatch that is
+// not exactly what a trusted server signed is answered with ErrUnverified
+// (a reject frame), runs nothing and leaves nothing under the id it claims.
+func TestUnverifiedDispatchesAreRejectedAndRecordNothing(t *testing.T) {
+	h := newHarness(t, 1)
+	wp := h.witnessParams(false)
+	for _, c := range []struct {
+		name string
+		raw  func() []byte
+		want protocol.Code
+	}{
+		{"signed by an untrusted key", func() []byte { return sign(t, h.dispatch("witness", wp), otherKey) }, protocol.CodeBadSignature},
+		{"unknown server key id", func() []byte {
+			return sign(t, h.dispatch("witness", wp, func(d *protocol.Dispatch) { d.KeyID = "server-9" }), serverKey)
+		}, protocol.CodeUnknownKey},
+		{"tampered params", func() []byte {
+			raw := string(sign(t, h.dispatch("witness", wp), serverKey))
+			return []byte(strings.Replace(raw, "witness.log", "witness.lug", 1))
+		}, protocol.CodeBadSignature},
+		{"params signed under another payload hash", func() []byte {
+			return sign(t, h.dispatch("witness", wp, func(d *protocol.Dispatch) { d.Params = jsontext.Value(`{"file":"/tmp/x"}`) }), serverKey)
+		}, protocol.CodePayloadHashMismatch},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			raw := c.raw()
+			d, err := protocol.DecodeDispatch(raw, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = h.x.Handle(context.Background(), raw, servers)
+			if !errors.Is(err, ErrUnverified) || protocol.CodeOf(err) != c.want {
+				t.Fatalf("Handle: got %v, want ErrUnverified with %s", err, c.want)
+			}
+			if known, err := h.store.Known(d.ID); err != nil || known {
+				t.Fatalf("the store knows the claimed id %s after a forgery (err %v)", d.ID, err)
+			}
+			if r := h.outbox()[d.ID]; r != nil || h.runs() != 0 {
+				t.Fatalf("a forgery left result %+v and %d runs", r, h.runs())
+			}
+		})
+	}
+}
+
+// TestForgedDispatchWithRealIDDoesNotPreemptIt: dispatch ids are
+// predictable, so a forgery may carry the id of a real dispatch not yet
+// delivered; the real one, arriving next, must run.
+func TestForgedDispatchWithRealIDDoesNotPreemptIt(t *testing.T) {
+	h := newHarness(t, 1)
+	wp := h.witnessParams(false)
+	real := h.dispatch("witness", wp)
+	for _, forged := range [][]byte{
+		sign(t, real, otherKey),
+		[]byte(strings.Replace(string(sign(t, real, serverKey)), "witness.log", "witness.lug", 1)),
+	} {
+		if err := h.x.Handle(context.Background(), forged, servers); !errors.Is(err, ErrUnverified) {
+			t.Fatalf("forged copy of %s: got %v, want ErrUnverified", real.ID, err)
+		}
+	}
+	if err := h.x.Handle(context.Background(), sign(t, real, serverKey), servers); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.outbox()[real.ID]; r == nil || r.Status != protocol.StatusOK || h.runs() != 1 {
+		t.Fatalf("the real dispatch after forgeries with its id: %+v, %d runs; want ok and 1 run", r, h.runs())
 	}
 }
 
@@ -407,5 +464,28 @@ func TestExpiredWhileWaitingForASlot(t *testing.T) {
 	}
 	if n := h.runs(); n != 1 {
 		t.Fatalf("%d runs, want only the first", n)
+	}
+}
+
+// TestDiskBytesAboveAgentMaxIsRefused: a tool whose limits.disk_bytes (here
+// the 64 MiB default) is above the agent's max_disk_bytes does not run.
+func TestDiskBytesAboveAgentMaxIsRefused(t *testing.T) {
+	h := newHarness(t, 1)
+	h.x.cfg.MaxDiskBytes = 1 << 20
+	raw := sign(t, h.dispatch("echo", `{"msg":"hi"}`), serverKey)
+	if err := h.x.Handle(context.Background(), raw, servers); err != nil {
+		t.Fatal(err)
+	}
+	r := h.outbox()["dsp-1"]
+	if r == nil || r.Status != protocol.StatusRefused || !strings.Contains(r.Error, "max_disk_bytes") {
+		t.Fatalf("got %+v, want refused for disk_bytes above max_disk_bytes", r)
+	}
+	h.x.cfg.MaxDiskBytes = 0 // the default, 1 GiB
+	raw = sign(t, h.dispatch("echo", `{"msg":"hi"}`), serverKey)
+	if err := h.x.Handle(context.Background(), raw, servers); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.outbox()["dsp-2"]; r == nil || r.Status != protocol.StatusOK {
+		t.Fatalf("got %+v under the default max, want ok", r)
 	}
 }

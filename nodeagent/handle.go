@@ -17,6 +17,11 @@ import (
 //   - A dispatch that cannot be decoded at all returns ErrUndecodable,
 //     wrapping the protocol error (the session answers with a reject
 //     frame): without a dispatch id there is nothing to sign a result for.
+//   - A dispatch that is not exactly what a trusted server signed (unknown
+//     key, bad signature, params outside its payload hash) returns
+//     ErrUnverified the same way, and nothing is recorded under the id it
+//     claims, nor is it deduplicated by that id: a forgery carrying a real
+//     dispatch's predictable id must not pre-empt the real dispatch.
 //   - A dispatch whose id the store already knows (a re-push after a
 //     reconnection) changes nothing: it never runs twice, and its result,
 //     still in the outbox until acknowledged, is the session's to resend.
@@ -40,6 +45,13 @@ func (x *Executor) Handle(ctx context.Context, raw []byte, servers protocol.Sign
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUndecodable, err)
 	}
+	verified, entry, checkErr := x.check(raw, servers)
+	if checkErr != nil && unauthenticated(checkErr) {
+		x.log.Warn("dispatch not signed by a trusted server; rejected", "claimed_dispatch", d.ID,
+			"code", string(protocol.CodeOf(checkErr)))
+		return fmt.Errorf("%w: %w", ErrUnverified, checkErr)
+	}
+	// From here on the id is the one a trusted server signed.
 	ok, err := x.enter(d.ID)
 	if err != nil || !ok {
 		return err
@@ -48,11 +60,10 @@ func (x *Executor) Handle(ctx context.Context, raw []byte, servers protocol.Sign
 	if known, err := x.cfg.Store.Known(d.ID); err != nil || known {
 		return err
 	}
-
-	d, entry, err := x.check(raw, servers)
-	if err != nil {
-		return x.refuse(d, raw, err)
+	if checkErr != nil {
+		return x.refuse(verified, raw, checkErr)
 	}
+	d = verified
 	waited := false
 	select {
 	case x.sem <- struct{}{}:
@@ -98,6 +109,17 @@ func (x *Executor) check(raw []byte, servers protocol.SignerKeys) (*protocol.Dis
 		return d, e, nodeError(protocol.CodeTierUnavailable, "the %s tier is not available on this node", d.Sandbox)
 	}
 	return d, e, nil
+}
+
+// unauthenticated reports whether a verification failure means the bytes
+// are not what a trusted server signed, so that the ids in them are the
+// sender's word only.
+func unauthenticated(err error) bool {
+	switch protocol.CodeOf(err) {
+	case protocol.CodeMalformed, protocol.CodeUnknownKey, protocol.CodeBadSignature, protocol.CodePayloadHashMismatch:
+		return true
+	}
+	return false
 }
 
 // refuse signs a refused result for the dispatch and puts it in the outbox.

@@ -1,6 +1,7 @@
 package nodeagent
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -120,6 +121,10 @@ func (x *Executor) invoke(d *protocol.Dispatch, e Entry, g sandbox.Gated, gate f
 	os.Chmod(ws, 0o777)
 	m := e.Manifest.WithDefaults()
 	m.Limits = tighten(m.Limits, d.Limits)
+	if max := cmp.Or(x.cfg.MaxDiskBytes, DefaultMaxDiskBytes); m.Limits.DiskBytes > max {
+		out, _ := sandbox.Refuse(d.Sandbox, fmt.Errorf("limits.disk_bytes %d is above this agent's max_disk_bytes %d", m.Limits.DiskBytes, max))
+		return out, ws
+	}
 	inv := sandbox.Invocation{Manifest: m, Params: []byte(d.Params), Workspace: ws, Env: x.cfg.Env}
 	if g != nil {
 		out, err = g.RunGated(x.ctx, inv, gate)
@@ -150,6 +155,9 @@ func removeWorkspaces(dir string) (int, error) {
 	n := 0
 	for _, e := range entries {
 		if e.IsDir() && strings.HasPrefix(e.Name(), workspacePrefix) {
+			if err := sandbox.ReleaseWorkspace(filepath.Join(dir, e.Name())); err != nil {
+				return n, err
+			}
 			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
 				return n, err
 			}
@@ -194,6 +202,8 @@ func fillFromOutcome(r *protocol.Result, out sandbox.Outcome) []byte {
 		r.Status = protocol.StatusTimeout
 	case sandbox.StatusOutputLimit:
 		r.Status = protocol.StatusOutputLimit
+	case sandbox.StatusDiskLimit:
+		r.Status = protocol.StatusDiskLimit
 	case sandbox.StatusRefused:
 		r.Status, r.ExitCode = protocol.StatusRefused, -1
 		r.Error = string(protocol.CodeSandboxRefused) + ": " + out.Reason

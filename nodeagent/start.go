@@ -81,7 +81,7 @@ func Run(ctx context.Context, rc RunConfig) error {
 	var live atomic.Pointer[Agent]
 	x, err := NewExecutor(ExecutorConfig{
 		NodeID: id.Node, Key: id.Key, Store: st, Allowlist: allow, Tiers: probed, Verifier: v,
-		Concurrency: rc.Concurrency, WorkDir: filepath.Join(rc.DataDir, "work"), Env: rc.Env, Logger: log,
+		Concurrency: rc.Concurrency, MaxDiskBytes: rc.MaxDiskBytes, WorkDir: filepath.Join(rc.DataDir, "work"), Env: rc.Env, Logger: log,
 		OnResult: func(p store.Pending) {
 			if a := live.Load(); a != nil {
 				go a.Deliver(p)

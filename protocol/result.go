@@ -65,6 +65,7 @@ const (
 	StatusError       = "error"
 	StatusTimeout     = "timeout"
 	StatusOutputLimit = "output_limit"
+	StatusDiskLimit   = "disk_limit"
 	StatusRefused     = "refused"
 	// StatusUnknown is a node's report that it started a dispatch and cannot
 	// say how it ended (it crashed or restarted during the run). The tool is
@@ -97,7 +98,7 @@ func (r *Result) validate() error {
 		}
 	}
 	switch r.Status {
-	case StatusOK, StatusError, StatusTimeout, StatusOutputLimit, StatusRefused, StatusUnknown:
+	case StatusOK, StatusError, StatusTimeout, StatusOutputLimit, StatusDiskLimit, StatusRefused, StatusUnknown:
 	default:
 		return malformed("status must be one of ok, error, timeout, output_limit, refused, unknown")
 	}

@@ -68,7 +68,11 @@ type Limits struct {
 	Pids        int64 `json:"pids"`         // processes and threads (cgroup pids)
 	OutputBytes int64 `json:"output_bytes"` // stdout and stderr, each
 	OpenFiles   int64 `json:"open_files"`   // RLIMIT_NOFILE
+	DiskBytes   int64 `json:"disk_bytes"`   // what the workspace may hold (a tmpfs of that size)
 }
+
+// DefaultDiskBytes is the workspace size of a manifest that sets none.
+const DefaultDiskBytes = 64 << 20
 
 // Destination is one entry of a network allowlist.
 type Destination struct {
@@ -86,6 +90,7 @@ func DefaultLimits() Limits {
 		Pids:        64,
 		OutputBytes: DefaultOutputBytes,
 		OpenFiles:   256,
+		DiskBytes:   DefaultDiskBytes,
 	}
 }
 
@@ -108,6 +113,7 @@ func (m Manifest) WithDefaults() Manifest {
 	fill(&l.Pids, d.Pids)
 	fill(&l.OutputBytes, d.OutputBytes)
 	fill(&l.OpenFiles, d.OpenFiles)
+	fill(&l.DiskBytes, d.DiskBytes)
 	return m
 }
 

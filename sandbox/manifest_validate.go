@@ -70,7 +70,7 @@ func (m Manifest) Validate() error {
 	}
 	l := m.Limits
 	for name, v := range map[string]int64{"timeout_ms": l.TimeoutMS, "cpu_seconds": l.CPUSeconds,
-		"memory_bytes": l.MemoryBytes, "pids": l.Pids, "output_bytes": l.OutputBytes, "open_files": l.OpenFiles} {
+		"memory_bytes": l.MemoryBytes, "pids": l.Pids, "output_bytes": l.OutputBytes, "open_files": l.OpenFiles, "disk_bytes": l.DiskBytes} {
 		if v < 0 {
 			return bad("limits.%s is negative", name)
 		}
@@ -80,6 +80,9 @@ func (m Manifest) Validate() error {
 	}
 	if l.MemoryBytes != 0 && l.MemoryBytes < 1<<20 {
 		return bad("limits.memory_bytes below 1 MiB")
+	}
+	if l.DiskBytes != 0 && l.DiskBytes < 1<<20 {
+		return bad("limits.disk_bytes below 1 MiB")
 	}
 	for _, d := range m.Network {
 		if !hostName.MatchString(d.Host) || d.Port < 1 || d.Port > 65535 {

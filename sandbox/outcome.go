@@ -12,6 +12,7 @@ const (
 	StatusError       Status = "error"        // non-zero exit, killed by a signal, or cancelled
 	StatusTimeout     Status = "timeout"      // wall-clock or CPU limit reached
 	StatusOutputLimit Status = "output_limit" // wrote more than the output limit; stopped
+	StatusDiskLimit   Status = "disk_limit"   // filled its workspace (limits.disk_bytes); stopped
 	StatusRefused     Status = "refused"      // never started
 )
 

@@ -8,12 +8,17 @@ import (
 )
 
 // Descriptors bwrap reads, in the order of exec.Cmd.ExtraFiles: the
-// inspected executable (bound, then closed), the seccomp program, and the
-// /etc/hosts of a tool with a network allowlist.
+// inspected executable (bound, then closed), the seccomp program, the
+// workspace directory when bwrap runs as the agent's own user (bound, then
+// closed; a root agent shows it to the run-as user at StageDir instead, since
+// bwrap resolves a bind's source path and that user cannot walk the agent's
+// private directories), and the /etc/hosts of a tool with a network
+// allowlist.
 const (
-	exeFD     = 3
-	seccompFD = 4
-	hostsFD   = 5
+	exeFD       = 3
+	seccompFD   = 4
+	workspaceFD = 5
+	hostsFD     = 6
 )
 
 // Namespaces are the bwrap options that isolate a tool, shared with the
@@ -29,7 +34,8 @@ func Namespaces(uid, gid int) []string {
 
 // args builds the whole bwrap command line. Every value is its own argv
 // element: nothing is parsed by a shell.
-func (d *Driver) args(m sandbox.Manifest, argv, env []string, workspace string, network bool) []string {
+// staged is the workspace's path for bwrap, "" to bind it from workspaceFD.
+func (d *Driver) args(m sandbox.Manifest, argv, env []string, network bool, staged string) []string {
 	a := append([]string{d.bin}, Namespaces(d.cfg.UID, d.cfg.GID)...)
 	if network {
 		// Keep the namespace bwrap was started in: the egress proxy's.
@@ -55,7 +61,15 @@ func (d *Driver) args(m sandbox.Manifest, argv, env []string, workspace string, 
 	}
 	a = append(a,
 		"--ro-bind-fd", strconv.Itoa(exeFD), m.Command.Path,
-		"--bind", workspace, d.cfg.WorkspaceDir,
+	)
+	// bwrap mounts every bind nosuid: a setuid bit set in the workspace
+	// does nothing inside, and Reclaim clears it after.
+	if staged != "" {
+		a = append(a, "--bind", staged, d.cfg.WorkspaceDir)
+	} else {
+		a = append(a, "--bind-fd", strconv.Itoa(workspaceFD), d.cfg.WorkspaceDir)
+	}
+	a = append(a,
 		"--chdir", d.cfg.WorkspaceDir,
 		// Everything else in the root is bwrap's own empty tmpfs: make it
 		// read-only so that nothing is written outside /tmp and the workspace.

@@ -19,17 +19,21 @@ func TestArgs(t *testing.T) {
 	m := sandbox.Manifest{Name: "t", Tier: sandbox.TierBwrap, ReadOnly: []string{"/usr", "/etc/ssl"},
 		Command: &sandbox.Command{Path: "/opt/tool"}}.WithDefaults()
 	argv := []string{"/opt/tool", "--x=$(id)", "a b"}
-	a := d.args(m, argv, []string{"K=v=w"}, "/var/ws/1", false)
+	a := d.args(m, argv, []string{"K=v=w"}, false, "")
 	line := " " + strings.Join(a, " ") + " "
 	for _, want := range []string{
 		"--unshare-all", "--unshare-user", "--unshare-pid", "--new-session", "--die-with-parent",
 		"--cap-drop ALL", "--clearenv", "--seccomp 4", "--setenv K v=w", "--proc /proc", "--dev /dev",
 		"--tmpfs /tmp", "--ro-bind /usr /usr", "--ro-bind /etc/ssl /etc/ssl", "--ro-bind-fd 3 /opt/tool",
-		"--bind /var/ws/1 /workspace", "--chdir /workspace", "--remount-ro /",
+		"--bind-fd 5 /workspace", "--chdir /workspace", "--remount-ro /",
 	} {
 		if !strings.Contains(line, " "+want+" ") {
 			t.Errorf("bwrap arguments lack %q:\n%s", want, line)
 		}
+	}
+	staged := " " + strings.Join(d.args(m, argv, nil, false, "/run/writ-agent/bwrap/ws"), " ") + " "
+	if !strings.Contains(staged, " --bind /run/writ-agent/bwrap/ws /workspace ") || strings.Contains(staged, "--bind-fd 5") {
+		t.Errorf("a staged workspace is not bound from its stage:\n%s", staged)
 	}
 	if strings.Contains(line, "--share-net") {
 		t.Errorf("network shared without an allowlist")
@@ -38,7 +42,7 @@ func TestArgs(t *testing.T) {
 	if dash < 0 || !slices.Equal(a[dash+1:], argv) {
 		t.Errorf("argv after --: got %q, want %q", a[dash+1:], argv)
 	}
-	if !slices.Contains(d.args(m, argv, nil, "/var/ws/1", true), "--share-net") {
+	if !slices.Contains(d.args(m, argv, nil, true, ""), "--share-net") {
 		t.Errorf("an allowlisted tool does not join the proxy's namespace")
 	}
 }

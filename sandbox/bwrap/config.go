@@ -23,9 +23,23 @@ type Config struct {
 	// CgroupParent as in the process tier; empty disables cgroups.
 	CgroupParent string
 	// UID and GID are the ids the tool has inside its user namespace. They
-	// map to the agent's own ids outside, so files it leaves in the
-	// workspace belong to the agent.
+	// map to the ids bwrap runs as on the host: RunAsUID and RunAsGID when
+	// the agent is root, else the agent's own.
 	UID, GID int
+	// RunAsUID and RunAsGID are the host user and group bwrap, and so the
+	// tool, runs as when the agent is root, with no supplementary groups
+	// (agent config process_run_as, as in the process tier). Neither may
+	// be 0: files a tool leaves belong to this user, and root-only files
+	// inside its read_only grants are unreadable to it. bwrap then needs
+	// unprivileged user namespaces and must not be setuid.
+	RunAsUID, RunAsGID int
+	// StageDir is where a root agent shows each run's workspace to bwrap:
+	// StageDir/ws, bound in a private mount namespace of that run alone
+	// (nothing is mounted on the host). Every directory above it must be
+	// searchable by RunAsUID; it is made (0755, root) when missing. The
+	// default, /run/writ-agent/bwrap, is in the agent unit's
+	// RuntimeDirectory (writable under ProtectSystem=strict).
+	StageDir string
 	// WorkspaceDir is where the workspace appears inside the sandbox.
 	WorkspaceDir string
 	// AddressSpaceSlack as in the process tier.
@@ -36,9 +50,11 @@ type Config struct {
 	Egress egress.Config
 }
 
-// DefaultConfig runs "bwrap" from PATH, tools as nobody in /workspace.
+// DefaultConfig runs "bwrap" from PATH as nobody (65534) when the agent is
+// root, tools as nobody in /workspace.
 func DefaultConfig() Config {
-	return Config{Binary: "bwrap", CgroupParent: "writ", UID: 65534, GID: 65534,
+	return Config{Binary: "bwrap", CgroupParent: "writ", UID: 65534, GID: 65534, RunAsUID: 65534, RunAsGID: 65534,
+		StageDir:     "/run/writ-agent/bwrap",
 		WorkspaceDir: "/workspace", AddressSpaceSlack: 2 << 30, Egress: egress.DefaultConfig()}
 }
 
@@ -51,8 +67,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("bwrap: WorkspaceDir %q must be a clean absolute path other than /", c.WorkspaceDir)
 	case strings.Contains(c.CgroupParent, "..") || strings.HasPrefix(c.CgroupParent, "/"):
 		return fmt.Errorf("bwrap: CgroupParent %q must be a relative path with no \"..\" in it", c.CgroupParent)
+	case !filepath.IsAbs(c.StageDir) || filepath.Clean(c.StageDir) != c.StageDir || c.StageDir == "/":
+		return fmt.Errorf("bwrap: StageDir %q must be a clean absolute path other than /", c.StageDir)
 	case c.UID < 0 || c.GID < 0:
 		return errors.New("bwrap: negative UID or GID")
+	case c.RunAsUID <= 0 || c.RunAsGID <= 0 || int64(c.RunAsUID) >= 1<<32-1 || int64(c.RunAsGID) >= 1<<32-1:
+		return fmt.Errorf("bwrap: RunAsUID %d and RunAsGID %d must be ids other than root (1 to 4294967294)", c.RunAsUID, c.RunAsGID)
 	case c.AddressSpaceSlack < 0:
 		return errors.New("bwrap: negative AddressSpaceSlack")
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/egress"
@@ -17,6 +18,7 @@ import (
 	"github.com/writhq/writ/sandbox/internal/interp"
 	"github.com/writhq/writ/sandbox/internal/proc"
 	"github.com/writhq/writ/sandbox/internal/seccomp"
+	"github.com/writhq/writ/sandbox/internal/workspace"
 )
 
 // Driver runs tools under bubblewrap.
@@ -90,8 +92,17 @@ func (d *Driver) Available() error {
 			return
 		}
 		d.version = strings.TrimSpace(string(out))
+		if fi, err := os.Stat(d.bin); err == nil && fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+			// A setuid bwrap running as the run-as user would still act
+			// with root's privileges on the host.
+			d.probeErr = fmt.Errorf("%w: %s is setuid or setgid; the bwrap tier runs an unprivileged bwrap "+
+				"(Debian's bubblewrap package, with unprivileged user namespaces)", sandbox.ErrUnavailable, d.bin)
+			return
+		}
 		args := append(Namespaces(d.cfg.UID, d.cfg.GID), "--ro-bind", "/", "/", "/bin/true")
-		if b, err := exec.Command(d.bin, args...).CombinedOutput(); err != nil {
+		probe := exec.Command(d.bin, args...)
+		probe.SysProcAttr = &syscall.SysProcAttr{Credential: d.runAs()}
+		if b, err := probe.CombinedOutput(); err != nil {
 			d.probeErr = fmt.Errorf("%w: bwrap cannot create the sandbox namespaces: %v: %s",
 				sandbox.ErrUnavailable, err, strings.TrimSpace(string(b)))
 		}
@@ -122,7 +133,37 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 		return sandbox.Refuse(tier, err)
 	}
 	defer filter.Close()
-	files := []*os.File{cmd.Exe, filter}
+	quota, err := workspace.Limit(inv.Workspace, m.Limits.DiskBytes)
+	if err != nil {
+		return sandbox.Refuse(tier, err)
+	}
+	defer quota.Close()
+	ctx, filled := quota.Watch(ctx)
+	defer filled()
+	cred := d.runAs()
+	var (
+		ws     *os.File
+		staged string
+	)
+	if cred != nil {
+		ws, err = workspace.HandOver(inv.Workspace, cred.Uid, cred.Gid)
+		if err == nil {
+			staged, err = d.stage()
+		}
+	} else {
+		ws, err = workspace.Open(inv.Workspace)
+	}
+	if err != nil {
+		return sandbox.Refuse(tier, err)
+	}
+	defer ws.Close()
+	files := []*os.File{cmd.Exe, filter, ws}
+	var binds []proc.Bind
+	if staged != "" {
+		// bwrap does not get the descriptor: a directory of the host
+		// left open in the sandbox would lead out of it.
+		files[2], binds = nil, []proc.Bind{{Source: ws, Target: staged}}
+	}
 	env := command.Environ(m, inv.Env)
 	var netns *os.File
 	var s *egress.Session
@@ -140,17 +181,53 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 		files, env, netns = append(files, hosts), append(env, s.Env()...), s.Namespace()
 	}
 
-	args := d.args(m, cmd.Argv, env, inv.Workspace, netns != nil)
+	args := d.args(m, cmd.Argv, env, netns != nil, staged)
 	spec := proc.Spec{Tier: tier, Path: d.bin, Args: args, Env: []string{}, Dir: "/",
 		Stdin: cmd.Stdin, ExtraFiles: files, Limits: m.Limits, Rlimits: true, SignalExit: true,
 		// The tool gets its session from bwrap (--new-session).
 		KeepSession:  true,
-		AddressSpace: m.Limits.MemoryBytes + d.cfg.AddressSpaceSlack, NetNS: netns}
+		AddressSpace: m.Limits.MemoryBytes + d.cfg.AddressSpaceSlack, NetNS: netns, Credential: cred,
+		Binds: binds}
 	out, err := proc.RunLimited(ctx, spec, d.cg)
 	out.ExecDigest = cmd.Digest
 	if s != nil {
 		s.Close()
 		out.Egress = s.Audit()
 	}
+	full, herr := quota.HandBack(filled)
+	out = sandbox.DiskLimited(out, full, m.Limits.DiskBytes)
+	if herr != nil && err == nil {
+		err = fmt.Errorf("%s: %w", tier, herr)
+	}
+	if rerr := workspace.Reclaim(inv.Workspace); rerr != nil && err == nil {
+		err = fmt.Errorf("%s: %w", tier, rerr)
+	}
 	return out, err
+}
+
+// stage makes StageDir/ws, the mount point of every run's workspace, and
+// returns it.
+func (d *Driver) stage() (string, error) {
+	p := filepath.Join(d.cfg.StageDir, "ws")
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		return "", fmt.Errorf("bwrap: stage: %w", err)
+	}
+	// 0755 whatever the umask (the agent's unit sets 0077): the run-as
+	// user must walk it.
+	for _, dir := range []string{d.cfg.StageDir, p} {
+		if err := os.Chmod(dir, 0o755); err != nil {
+			return "", fmt.Errorf("bwrap: stage: %w", err)
+		}
+	}
+	return p, nil
+}
+
+// runAs is the credential bwrap starts with: RunAsUID and RunAsGID with no
+// supplementary groups when the agent is root, nil (the agent's own user)
+// otherwise.
+func (d *Driver) runAs() *syscall.Credential {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	return &syscall.Credential{Uid: uint32(d.cfg.RunAsUID), Gid: uint32(d.cfg.RunAsGID), Groups: []uint32{}}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/writhq/writ/sandbox/internal/command"
 	"github.com/writhq/writ/sandbox/internal/interp"
 	"github.com/writhq/writ/sandbox/internal/proc"
+	"github.com/writhq/writ/sandbox/internal/workspace"
 )
 
 // Driver runs tools as contained host processes.
@@ -19,6 +20,7 @@ type Driver struct {
 	detect *interp.Detector
 	cg     *cgroup.Manager // nil when cgroups are off or missing
 	proxy  *egress.Proxy
+	filter []byte // the seccomp program (Linux), nil where there is none
 
 	probeOnce sync.Once
 	probeErr  error
@@ -37,6 +39,7 @@ func New(cfg Config) (*Driver, error) {
 		return nil, err
 	}
 	d := &Driver{cfg: cfg, detect: interp.NewDetector(cfg.InterpreterDirs), proxy: proxy}
+	d.filter = filterProgram()
 	if cfg.CgroupParent != "" {
 		m, err := cgroup.Detect(cfg.CgroupParent)
 		if err != nil && cfg.RequireCgroup {
@@ -67,6 +70,7 @@ func (d *Driver) Available() error {
 		spec := proc.Spec{Tier: sandbox.TierProcess, Path: "/bin/true", Args: []string{"true"}, Dir: "/",
 			Limits: sandbox.DefaultLimits(), Rlimits: true, UnshareNet: d.cfg.UnshareNetwork,
 			AddressSpace: sandbox.DefaultLimits().MemoryBytes + d.cfg.AddressSpaceSlack, Credential: d.runAs()}
+		d.isolate(&spec)
 		out, err := d.probe(spec)
 		if err == nil && out.Status != sandbox.StatusOK {
 			err = fmt.Errorf("probe ended %s (%s)", out.Status, out.Reason)
@@ -103,6 +107,13 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 	}
 	defer cmd.Exe.Close()
 
+	quota, err := workspace.Limit(inv.Workspace, m.Limits.DiskBytes)
+	if err != nil {
+		return sandbox.Refuse(tier, err)
+	}
+	defer quota.Close()
+	ctx, filled := quota.Watch(ctx)
+	defer filled()
 	spec := proc.Spec{Tier: tier, Exe: cmd.Exe, Args: cmd.Argv, Env: command.Environ(m, inv.Env),
 		Dir: inv.Workspace, Stdin: cmd.Stdin, Limits: m.Limits, Rlimits: true, UnshareNet: d.cfg.UnshareNetwork,
 		AddressSpace: m.Limits.MemoryBytes + d.cfg.AddressSpaceSlack}
@@ -121,5 +132,13 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 	out, err := proc.RunLimited(ctx, spec, d.cg)
 	out.ExecDigest = cmd.Digest
 	out.Egress = done()
+	full, herr := quota.HandBack(filled)
+	out = sandbox.DiskLimited(out, full, m.Limits.DiskBytes)
+	if herr != nil && err == nil {
+		err = fmt.Errorf("%s: %w", tier, herr)
+	}
+	if rerr := workspace.Reclaim(inv.Workspace); rerr != nil && err == nil {
+		err = fmt.Errorf("%s: %w", tier, rerr)
+	}
 	return out, err
 }

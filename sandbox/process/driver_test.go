@@ -52,6 +52,8 @@ func TestSandbox(t *testing.T) {
 		IsolatesFilesystem: true,
 		Network:            true,
 		MemoryCgroup:       d.MemoryCgroup(),
+		Seccomp:            true,
+		SeccompTraceMe:     true,
 	}
 	t.Run("Conformance", func(t *testing.T) { sandboxtest.Run(t, h) })
 	t.Run("Escape", func(t *testing.T) { sandboxtest.Escape(t, h) })

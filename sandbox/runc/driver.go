@@ -18,6 +18,7 @@ import (
 	"github.com/writhq/writ/sandbox/internal/command"
 	"github.com/writhq/writ/sandbox/internal/interp"
 	"github.com/writhq/writ/sandbox/internal/proc"
+	"github.com/writhq/writ/sandbox/internal/workspace"
 )
 
 // Driver runs tools in OCI containers.
@@ -140,6 +141,14 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 	if err != nil {
 		return sandbox.Refuse(tier, err)
 	}
+	// limits.disk_bytes: the workspace is a tmpfs of that size.
+	quota, err := workspace.Limit(inv.Workspace, m.Limits.DiskBytes)
+	if err != nil {
+		return sandbox.Refuse(tier, err)
+	}
+	defer quota.Close()
+	ctx, filled := quota.Watch(ctx)
+	defer filled()
 	id := containerID()
 	dir := filepath.Join(d.cfg.StateDir, "bundles", id)
 	if err := os.Mkdir(dir, 0o700); err != nil {
@@ -189,6 +198,16 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 	if net != nil {
 		net.Close()
 		out.Egress = net.Audit()
+	}
+	full, herr := quota.HandBack(filled)
+	out = sandbox.DiskLimited(out, full, m.Limits.DiskBytes)
+	if herr != nil && err == nil {
+		err = herr
+	}
+	// The tool runs as RunAs (65534) on the host; nothing it set setuid or
+	// setgid in the workspace keeps the bit.
+	if rerr := workspace.Reclaim(inv.Workspace); rerr != nil && err == nil {
+		err = rerr
 	}
 	if err != nil {
 		return out, fmt.Errorf("%s: %w", tier, err)

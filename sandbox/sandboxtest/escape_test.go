@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -73,18 +74,41 @@ func TestAttacksWork(t *testing.T) {
 		t.Errorf("connect op on the host network: %s %q", out.Status, out.Stderr)
 	}
 
-	// Without a seccomp filter the syscalls op sees other answers than EPERM
+	// Without a seccomp filter (run straight on the host: every tier that
+	// runs it has one) the syscalls op sees other answers than EPERM
 	// (unshare of a user namespace is EINVAL in a threaded process).
-	out, _ = d.Run(context.Background(), sandbox.Invocation{Manifest: m, Workspace: ws,
-		Params: json.RawMessage(`{"op":"syscalls"}`)})
-	if got := string(out.Output); !strings.Contains(got, "ptrace=OK") || strings.Contains(got, "unshare=EPERM") {
+	host := exec.Command(tool)
+	host.Stdin = strings.NewReader(`{"op":"syscalls"}`)
+	got, _ := host.Output()
+	if !strings.Contains(string(got), "ptrace=OK") || strings.Contains(string(got), "unshare=EPERM") {
 		t.Errorf("syscalls op without a filter: got %q, want ptrace=OK and unshare not EPERM", got)
+	}
+
+	// Straight on the host, the procs op reads another process's command
+	// line, and (as root) the userns op makes a user namespace.
+	other := exec.Command(tool, "--token=WRIT-OTHER-SECRET")
+	other.Stdin = strings.NewReader(`{"op":"sleep","ms":30000}`)
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { other.Process.Kill(); other.Wait() }()
+	procs := exec.Command(tool)
+	procs.Stdin = strings.NewReader(`{"op":"procs"}`)
+	if got, _ := procs.Output(); !strings.Contains(string(got), "WRIT-OTHER-SECRET") {
+		t.Errorf("procs op on the host does not see another process's command line")
+	}
+	if os.Geteuid() == 0 {
+		userns := exec.Command(tool)
+		userns.Stdin = strings.NewReader(`{"op":"userns"}`)
+		if got, err := userns.CombinedOutput(); err != nil || string(got) != "userns created" {
+			t.Errorf("userns op on the host: %q %v, want a user namespace", got, err)
+		}
 	}
 
 	os.WriteFile(filepath.Join(ws, "entry"), []byte("safe"), 0o644)
 	out, _ = d.Run(context.Background(), sandbox.Invocation{Manifest: m, Params: json.RawMessage(`{"op":"race","path":"entry","bytes":10}`), Workspace: ws})
 	if string(out.Output) != "leaks=0 safe=10 failed=0" {
-		t.Errorf("race op on a plain file: got %q", out.Output)
+		t.Errorf("race op on a plain file: got %q (%s %q %q)", out.Output, out.Status, out.Reason, out.Stderr)
 	}
 	os.Remove(filepath.Join(ws, "entry"))
 	os.Symlink(file, filepath.Join(ws, "entry"))

@@ -38,6 +38,11 @@ type Harness struct {
 	// Seccomp says the tier filters system calls: unshare, mount, ptrace,
 	// keyctl, bpf and perf_event_open fail with EPERM.
 	Seccomp bool
+	// SeccompTraceMe says the filter lets ptrace(PTRACE_TRACEME) through
+	// (the process tier, whose agent holds every tool at its exec that way:
+	// the tracer is the agent, which lets the thread go). Every other
+	// ptrace request still fails.
+	SeccompTraceMe bool
 	// MemoryCgroup says the tier enforces limits.memory_bytes with a memory
 	// cgroup and reports its kill with reason "memory".
 	MemoryCgroup bool

@@ -17,6 +17,7 @@ import (
 
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/internal/capture"
+	"github.com/writhq/writ/sandbox/internal/workspace"
 )
 
 // Driver runs WASI modules with wazero.
@@ -137,6 +138,15 @@ func (d *Driver) RunGated(ctx context.Context, inv sandbox.Invocation, gate func
 		stdin = []byte("{}")
 	}
 
+	// limits.disk_bytes: the workspace is a tmpfs of that size.
+	quota, err := workspace.Limit(inv.Workspace, m.Limits.DiskBytes)
+	if err != nil {
+		return sandbox.Refuse(tier, err)
+	}
+	defer quota.Close()
+	ctx, filled := quota.Watch(ctx)
+	defer filled()
+
 	pages := uint32(min(m.Limits.MemoryBytes/65536, 65536))
 	eng, err := d.engineFor(ctx, pages)
 	if err != nil {
@@ -159,7 +169,11 @@ func (d *Driver) RunGated(ctx context.Context, inv sandbox.Invocation, gate func
 		return sandbox.Refuse(tier, gateErr)
 	}
 	out.ExecDigest = "sha256:" + hex.EncodeToString(compiled.sum[:])
-	return out, nil
+	full, err := quota.HandBack(filled)
+	if err != nil {
+		return out, fmt.Errorf("wasm: %w", err)
+	}
+	return sandbox.DiskLimited(out, full, m.Limits.DiskBytes), nil
 }
 
 // beforeInstantiate is called between taking the compiled module and

@@ -26,6 +26,7 @@ const (
 	CodeToolError      protocol.Code = "tool_error"
 	CodeTimeout        protocol.Code = "timeout"
 	CodeOutputLimit    protocol.Code = "output_limit"
+	CodeDiskLimit      protocol.Code = "disk_limit"
 	CodeRefusedByNode  protocol.Code = "refused_by_node"
 	CodeInterrupted    protocol.Code = "interrupted"
 	CodeNodeSilent     protocol.Code = "node_silent"
@@ -124,6 +125,8 @@ func resultError(status, msg string) *protocol.ErrorBody {
 		code = CodeTimeout
 	case protocol.StatusOutputLimit:
 		code = CodeOutputLimit
+	case protocol.StatusDiskLimit:
+		code = CodeDiskLimit
 	case protocol.StatusRefused:
 		code = CodeRefusedByNode
 	case protocol.StatusUnknown:

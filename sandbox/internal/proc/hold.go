@@ -39,11 +39,11 @@ func hold(pid int, spec Spec, wantFDs int) error {
 		return fmt.Errorf("proc: child did not stop at exec (status %v)", ws)
 	}
 	var err error
-	if spec.Landlock == nil {
+	if spec.Landlock == nil && spec.Seccomp == nil {
 		err = prepare(pid, spec, wantFDs)
 	} else {
 		// prepare writes cgroup files: it runs on another thread, since
-		// this one is confined by Landlock already.
+		// this one is confined by Landlock and seccomp already.
 		errc := make(chan error, 1)
 		go func() { errc <- prepare(pid, spec, wantFDs) }()
 		err = <-errc

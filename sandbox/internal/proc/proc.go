@@ -111,16 +111,22 @@ func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 		// runs a single instruction; see hold.go.
 		Ptrace: true,
 	}
-	if spec.Cgroup != nil && !spec.CgroupWatchOnly && spec.Cgroup.FD() >= 0 && !cloneIntoBroken.Load() {
+	// A seccomp filter on the starting thread answers clone3, which
+	// CLONE_INTO_CGROUP needs, with ENOSYS: then the process is moved into
+	// its group at its exec stop.
+	if spec.Cgroup != nil && !spec.CgroupWatchOnly && spec.Cgroup.FD() >= 0 && !cloneIntoBroken.Load() && spec.Seccomp == nil {
 		// v2: the child is born in its group; nothing to move at the stop.
 		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, spec.Cgroup.FD()
 		spec.cloneInto = true
 	}
-	if spec.UnshareNet && spec.NetNS == nil {
-		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNET
-	}
 	if spec.Credential != nil {
 		cmd.SysProcAttr.Credential = spec.Credential
+	}
+	if spec.PidNS {
+		// Born in another pid namespace, the child sees parent pid 0,
+		// which Go's child takes for a dead parent; the namespace's init
+		// dies with the agent instead (pidNamespace).
+		cmd.SysProcAttr.Pdeathsig = 0
 	}
 
 	markCloexec()

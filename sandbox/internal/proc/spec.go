@@ -48,6 +48,21 @@ type Spec struct {
 	Landlock *landlock.Rules
 	// Credential, when set, is the uid and gid the process runs as.
 	Credential *syscall.Credential
+	// Seccomp, when set, is an encoded seccomp program (see
+	// sandbox/internal/seccomp, ProgramTraced) installed on the thread that
+	// starts the process, which inherits it with no_new_privs.
+	Seccomp []byte
+	// PidNS starts the process as pid 1 of a new pid namespace, in a mount
+	// namespace of its own (slave of the host's) where a fresh /proc of that
+	// pid namespace replaces the host's before the process runs: it sees
+	// its own processes only. The agent must be root.
+	PidNS bool
+	// Binds, when set, are bind mounts made in a private mount namespace
+	// (its mounts slaves of the host's, nothing propagating back) that the
+	// process starts in; the agent must be root. The bwrap tier uses it to
+	// show a workspace, which the run-as user cannot reach through the
+	// agent's private directories, at a path that user can walk.
+	Binds []Bind
 	// CgroupWatchOnly uses Cgroup to kill and account only: the process is
 	// not moved into it (the runc tier's runtime places the container).
 	CgroupWatchOnly bool
@@ -67,6 +82,12 @@ type Spec struct {
 	Grace      time.Duration // how long to wait for output after the end
 
 	cloneInto bool // the process is cloned into Cgroup (v2), not moved
+}
+
+// Bind mounts the open directory Source on Target.
+type Bind struct {
+	Source *os.File
+	Target string
 }
 
 // ErrLeakedFD means the new program would have started with a descriptor

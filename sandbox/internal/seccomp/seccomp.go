@@ -1,7 +1,8 @@
 // Package seccomp builds, in pure Go, the classic-BPF seccomp program the
-// bwrap tier hands to bubblewrap (--seccomp FD): default allow, EPERM for
+// bwrap tier hands to bubblewrap (--seccomp FD) and the process tier
+// installs on the thread that starts a tool (InstallThread): default allow, EPERM for
 // the system calls a tool has no use for and an escape has — mounts and
-// namespaces (unshare, setns, clone with CLONE_NEWUSER), tracing, BPF and
+// namespaces (unshare, setns, clone with any CLONE_NEW* flag), tracing, BPF and
 // perf, keyrings, kexec and modules, userfaultfd, handle-based opens,
 // ioctl(TIOCSTI) — ENOSYS for clone3 (its flags sit behind a pointer
 // seccomp cannot read, so libc falls back to clone), and death for a call
@@ -34,8 +35,12 @@ const (
 	offArg0 = 16 // low half of args[0] (little endian)
 	offArg1 = 24 // low half of args[1]
 
-	cloneNewUser = 0x10000000
-	tiocsti      = 0x5412
+	// cloneNamespaces are clone's new-namespace flags: NEWNS, NEWCGROUP,
+	// NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET.
+	cloneNamespaces = 0x7e020000
+	tiocsti         = 0x5412
+	ptraceTraceMe   = 0
+	ptraceDetach    = 17
 )
 
 // ErrUnsupported means there is no syscall table for this architecture.
@@ -49,7 +54,17 @@ type Instruction struct {
 }
 
 // Program returns the filter for the architecture the agent was built for.
-func Program() ([]Instruction, error) {
+func Program() ([]Instruction, error) { return program(false) }
+
+// ProgramTraced is Program for a tool the agent starts itself, holding it
+// at its exec with ptrace (the process tier): the filter is installed on the
+// agent's thread that starts the tool, which inherits it, and that thread
+// and the tool's child half need ptrace(PTRACE_TRACEME) and
+// ptrace(PTRACE_DETACH); every other ptrace request still fails. A tool
+// that makes itself traced is traced by the agent, which lets it go.
+func ProgramTraced() ([]Instruction, error) { return program(true) }
+
+func program(traced bool) ([]Instruction, error) {
 	if table.arch == 0 {
 		return nil, ErrUnsupported
 	}
@@ -62,16 +77,26 @@ func Program() ([]Instruction, error) {
 	if table.x32 {
 		p = append(p, Instruction{Code: jgeK, Jf: 1, K: 0x40000000}, Instruction{Code: retK, K: retKill})
 	}
+	if traced {
+		p = append(p,
+			Instruction{Code: jeqK, Jf: 4, K: table.ptrace},
+			Instruction{Code: ldAbs, K: offArg0},
+			Instruction{Code: jeqK, Jt: 1, K: ptraceTraceMe},
+			Instruction{Code: jeqK, Jf: 1, K: ptraceDetach},
+			Instruction{Code: retK, K: retAllow},
+			Instruction{Code: ldAbs, K: offNr},
+		)
+	}
 	for _, nr := range table.denied {
 		p = append(p, Instruction{Code: jeqK, Jf: 1, K: nr}, Instruction{Code: retK, K: retErrno | ePERM})
 	}
 	p = append(p,
 		Instruction{Code: jeqK, Jf: 1, K: table.clone3}, Instruction{Code: retK, K: retErrno | eNOSYS},
-		// clone(flags & CLONE_NEWUSER)
+		// clone(flags & any CLONE_NEW*)
 		Instruction{Code: jeqK, Jf: 4, K: table.clone},
 		Instruction{Code: ldAbs, K: offArg0},
-		Instruction{Code: andK, K: cloneNewUser},
-		Instruction{Code: jeqK, Jf: 1, K: cloneNewUser},
+		Instruction{Code: andK, K: cloneNamespaces},
+		Instruction{Code: jeqK, Jt: 1, K: 0},
 		Instruction{Code: retK, K: retErrno | ePERM},
 		// ioctl(fd, TIOCSTI)
 		Instruction{Code: ldAbs, K: offNr},

@@ -6,4 +6,5 @@ type syscallTable struct {
 	x32                  bool // reject the x32 ABI's numbers (bit 30)
 	denied               []uint32
 	clone, clone3, ioctl uint32
+	ptrace               uint32
 }

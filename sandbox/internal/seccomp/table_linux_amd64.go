@@ -18,5 +18,5 @@ var table = syscallTable{
 		unix.SYS_SWAPON, unix.SYS_SYSFS, unix.SYS_UMOUNT2, unix.SYS_UNSHARE, unix.SYS_USELIB,
 		unix.SYS_USERFAULTFD, unix.SYS_USTAT, unix.SYS_VHANGUP,
 	},
-	clone: unix.SYS_CLONE, clone3: unix.SYS_CLONE3, ioctl: unix.SYS_IOCTL,
+	clone: unix.SYS_CLONE, clone3: unix.SYS_CLONE3, ioctl: unix.SYS_IOCTL, ptrace: unix.SYS_PTRACE,
 }

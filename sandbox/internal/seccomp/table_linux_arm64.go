@@ -15,5 +15,5 @@ var table = syscallTable{
 		unix.SYS_REQUEST_KEY, unix.SYS_SETNS, unix.SYS_SETTIMEOFDAY, unix.SYS_SWAPOFF, unix.SYS_SWAPON,
 		unix.SYS_UMOUNT2, unix.SYS_UNSHARE, unix.SYS_USERFAULTFD, unix.SYS_VHANGUP,
 	},
-	clone: unix.SYS_CLONE, clone3: unix.SYS_CLONE3, ioctl: unix.SYS_IOCTL,
+	clone: unix.SYS_CLONE, clone3: unix.SYS_CLONE3, ioctl: unix.SYS_IOCTL, ptrace: unix.SYS_PTRACE,
 }

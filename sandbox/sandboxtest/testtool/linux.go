@@ -152,6 +152,38 @@ func platformOp(p params) bool {
 			fmt.Fprintf(&b, "Max %s %s %s %s\n", l.name, v(r.Cur), v(r.Max), l.unit)
 		}
 		fmt.Print(b.String())
+	case "userns":
+		// Start a child in a new user namespace (with a new network
+		// namespace, the road to nf_tables): it must not start.
+		cmd := exec.Command("/proc/self/exe")
+		cmd.Stdin = strings.NewReader(`{"op":"exit","code":0}`)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET}
+		if err := cmd.Run(); err != nil {
+			fail("userns: %v", err)
+		}
+		fmt.Print("userns created")
+	case "procs":
+		// Read the command line of every process /proc shows; print them
+		// all, and how many there were (its own at least, when there is a
+		// /proc at all).
+		entries, err := os.ReadDir("/proc")
+		if err != nil {
+			fmt.Printf("no /proc: %v", err)
+			return true
+		}
+		n := 0
+		for _, e := range entries {
+			if e.Name()[0] < '0' || e.Name()[0] > '9' {
+				continue
+			}
+			b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+			if err != nil {
+				continue
+			}
+			n++
+			fmt.Printf("%s: %q\n", e.Name(), b)
+		}
+		fmt.Printf("cmdlines=%d", n)
 	case "forkbomb":
 		n := 0
 		for ; n < 10000; n++ {

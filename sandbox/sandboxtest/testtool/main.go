@@ -129,6 +129,42 @@ func main() {
 		}
 		f.Close()
 		fmt.Print("tty open")
+	case "setuid":
+		// Leave a file with the setuid and setgid bits set (on one's own
+		// file an unprivileged owner may) and report its mode.
+		if err := os.WriteFile(p.Path, []byte("#"), 0o755); err != nil {
+			fail("setuid: %v", err)
+		}
+		if err := os.Chmod(p.Path, 0o755|os.ModeSetuid|os.ModeSetgid); err != nil {
+			fail("setuid: %v", err)
+		}
+		fi, err := os.Stat(p.Path)
+		if err != nil {
+			fail("setuid: %v", err)
+		}
+		fmt.Printf("%v", fi.Mode())
+	case "fill":
+		// Write Bytes into Path in 1 MiB steps, going on past errors
+		// (a tool that ignores ENOSPC), and report how far it got.
+		chunk := make([]byte, 1<<20)
+		f, err := os.Create(p.Path)
+		if err != nil {
+			fail("fill: %v", err)
+		}
+		var wrote int64
+		var last error
+		for n := int64(0); n < p.Bytes; n += int64(len(chunk)) {
+			k, err := f.Write(chunk)
+			wrote += int64(k)
+			if err != nil {
+				last = err
+			}
+		}
+		f.Close()
+		fmt.Printf("wrote=%d err=%v", wrote, last)
+		if last != nil {
+			os.Exit(1)
+		}
 	case "alloc":
 		// Allocate and touch Bytes in 8 MiB chunks, all kept, writing one
 		// "." per chunk: the output says how far the tool got.

@@ -1,0 +1,342 @@
+package workspace
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// source names the tmpfs mounts Limit makes, so that Release and a
+// restarted agent recognise them.
+const source = "writ-workspace"
+
+// Quota is a workspace bounded, for one run, by a size-limited tmpfs
+// mounted on it.
+type Quota struct {
+	dir    string
+	size   int64
+	old    *os.Root // the directory under the tmpfs
+	once   sync.Once
+	closed error
+}
+
+// ErrDiskLimit means the workspace held more than its limit when it was
+// handed back; the copy stopped there.
+var ErrDiskLimit = errors.New("workspace: above its disk limit")
+
+// Enforced reports whether this Quota mounted the tmpfs that bounds the
+// workspace: only a root agent can, and only the first of concurrent runs of
+// one workspace does (the others work in its tmpfs).
+func (q *Quota) Enforced() bool { return q != nil && q.old != nil }
+
+// Limit bounds everything a tool can write in dir during one run to size
+// bytes: a tmpfs of that size (and 1 inode per 4 KiB of it), mounted nosuid
+// and nodev on dir, receives a copy of dir's contents, and the tiers show it
+// to the tool as its workspace; Close copies it back and unmounts it. Copies
+// take regular files, directories and symbolic links (as links, never
+// followed), and nothing else; they go through os.Root, so nothing lands
+// outside dir. The tmpfs's pages are memory, counted by the memory cgroup of
+// whoever writes them. An agent that is not root cannot mount: it gets a
+// Quota that is not Enforced.
+func Limit(dir string, size int64) (*Quota, error) {
+	if os.Geteuid() != 0 || size <= 0 {
+		return &Quota{dir: dir}, nil
+	}
+	dir, err := resolve(dir)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	if ours, err := isOurs(dir); err != nil {
+		return nil, err
+	} else if ours {
+		// Another run of the same workspace is going on: this one works in
+		// that run's tmpfs, bounded by it, and leaves the hand-back to it.
+		return &Quota{dir: dir}, nil
+	}
+	old, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		old.Close()
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=%o,uid=%d,gid=%d", size, max(size/4096, 64), st.Mode&0o777, st.Uid, st.Gid)
+	if err := unix.Mount(source, dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		old.Close()
+		return nil, fmt.Errorf("workspace: mount a tmpfs of %d bytes: %w", size, err)
+	}
+	q := &Quota{dir: dir, size: size, old: old}
+	tmp, err := os.OpenRoot(dir)
+	if err == nil {
+		budget := size
+		err = copyTree(old, tmp, &budget)
+		tmp.Close()
+	}
+	if err != nil {
+		unix.Unmount(dir, unix.MNT_DETACH)
+		old.Close()
+		return nil, fmt.Errorf("workspace: copy its contents into the tmpfs: %w", err)
+	}
+	return q, nil
+}
+
+// Close hands the workspace back once the tool is dead: dir's contents are
+// replaced by the tmpfs's, at most size bytes of files (ErrDiskLimit beyond:
+// a sparse file takes no room in a tmpfs and its whole length on a disk),
+// with no setuid or setgid bit, and the tmpfs is unmounted, freeing it.
+// Later calls return the first one's error.
+func (q *Quota) Close() error {
+	if !q.Enforced() {
+		return nil
+	}
+	q.once.Do(func() { q.closed = q.handBack() })
+	return q.closed
+}
+
+// HandBack stops the watch (stop, from Watch) and closes q; full says
+// whether the tool filled the workspace, or left more in it than fits.
+func (q *Quota) HandBack(stop func() bool) (full bool, err error) {
+	full = stop()
+	err = q.Close()
+	if errors.Is(err, ErrDiskLimit) {
+		return true, nil
+	}
+	return full, err
+}
+
+func (q *Quota) handBack() error {
+	defer q.old.Close()
+	tmp, err := os.OpenRoot(q.dir)
+	if err == nil {
+		err = clear(q.old)
+		if err == nil {
+			budget := q.size
+			err = copyTree(tmp, q.old, &budget)
+		}
+		tmp.Close()
+	}
+	if uerr := unix.Unmount(q.dir, unix.MNT_DETACH); uerr != nil && err == nil {
+		err = fmt.Errorf("workspace: unmount its tmpfs: %w", uerr)
+	}
+	return err
+}
+
+// clear removes everything in r.
+func clear(r *os.Root) error {
+	f, err := r.Open(".")
+	if err != nil {
+		return err
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	for _, n := range names {
+		if rerr := r.RemoveAll(n); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	return err
+}
+
+// Full reports whether the tmpfs has no room left.
+func (q *Quota) Full() bool {
+	if !q.Enforced() {
+		return false
+	}
+	var s unix.Statfs_t
+	return unix.Statfs(q.dir, &s) == nil && s.Bavail == 0
+}
+
+// Watch returns a context that is cancelled, as ctx is, and also as soon as
+// the workspace is full, and a function that stops watching and reports
+// whether it filled; call it at least once (more is harmless).
+func (q *Quota) Watch(ctx context.Context) (context.Context, func() bool) {
+	if !q.Enforced() {
+		return ctx, func() bool { return false }
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var hit atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if q.Full() {
+					hit.Store(true)
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	return ctx, func() bool {
+		once.Do(func() { close(done); cancel() })
+		return hit.Load() || q.Full()
+	}
+}
+
+// Release unmounts the tmpfs Limit put on dir, if there is one (a run cut
+// short by a crash left it), freeing everything in it; what dir held
+// before Limit is back. It is safe to call on any directory.
+func Release(dir string) error {
+	dir, err := resolve(dir)
+	if err != nil {
+		return err
+	}
+	for {
+		ours, err := isOurs(dir)
+		if err != nil || !ours {
+			return err
+		}
+		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+			return fmt.Errorf("workspace: unmount its tmpfs: %w", err)
+		}
+	}
+}
+
+// resolve is dir as mountinfo spells it: absolute, no symbolic links.
+func resolve(dir string) (string, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(dir)
+}
+
+// isOurs reports whether the topmost mount on dir is a tmpfs of Limit's.
+func isOurs(dir string) (bool, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return false, fmt.Errorf("workspace: %w", err)
+	}
+	defer f.Close()
+	ours := false
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		// id parent major:minor root mountpoint options [optional...] - fstype source superoptions
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		fields, tail := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(fields) < 5 || len(tail) < 2 {
+			continue
+		}
+		if unescape(fields[4]) == dir {
+			// Later lines are mounts made later: the last one on dir is on top.
+			ours = tail[0] == "tmpfs" && tail[1] == source
+		}
+	}
+	return ours, sc.Err()
+}
+
+// unescape undoes mountinfo's octal escapes (\040 for a space, ...).
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// copyTree copies the tree of src into dst: regular files (at most *budget
+// bytes in all, ErrDiskLimit past it), directories and symbolic links (as
+// links), owners kept, setuid and setgid bits dropped; anything else is
+// left out.
+func copyTree(src, dst *os.Root, budget *int64) error {
+	return fs.WalkDir(src.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == "." {
+			return err
+		}
+		fi, err := src.Lstat(p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case fi.IsDir():
+			err = dst.Mkdir(p, fi.Mode().Perm())
+		case fi.Mode()&fs.ModeSymlink != 0:
+			var target string
+			if target, err = src.Readlink(p); err == nil {
+				err = dst.Symlink(target, p)
+			}
+		case fi.Mode().IsRegular():
+			err = copyFile(src, dst, p, fi.Mode().Perm(), budget)
+		default:
+			return nil
+		}
+		if errors.Is(err, fs.ErrExist) {
+			// Written meanwhile by someone else (not the tool: it is not
+			// running during a copy); the newer entry stays.
+			return nil
+		}
+		if err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				err = dst.Lchown(p, int(st.Uid), int(st.Gid))
+			}
+		}
+		if err == nil && fi.IsDir() {
+			err = dst.Chmod(p, fi.Mode().Perm()) // not the umask's
+		}
+		return err
+	})
+}
+
+func copyFile(src, dst *os.Root, p string, perm fs.FileMode, budget *int64) error {
+	in, err := src.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := dst.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	n, err := io.CopyN(out, in, *budget+1)
+	*budget -= n
+	if err == io.EOF {
+		err = nil
+	}
+	if err == nil && *budget < 0 {
+		err = ErrDiskLimit
+	}
+	if errors.Is(err, unix.ENOSPC) {
+		err = fmt.Errorf("%w: %w", ErrDiskLimit, err)
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = dst.Chmod(p, perm) // not the umask's
+	}
+	return err
+}

@@ -1,0 +1,31 @@
+//go:build !linux
+
+package workspace
+
+import "context"
+
+// Quota bounds a workspace; only Linux has one (tmpfs).
+type Quota struct{}
+
+// Enforced is false: nothing bounds the workspace here.
+func (q *Quota) Enforced() bool { return false }
+
+// Limit bounds nothing outside Linux.
+func Limit(string, int64) (*Quota, error) { return &Quota{}, nil }
+
+// Full is always false.
+func (q *Quota) Full() bool { return false }
+
+// Watch watches nothing.
+func (q *Quota) Watch(ctx context.Context) (context.Context, func() bool) {
+	return ctx, func() bool { return false }
+}
+
+// Close hands back nothing.
+func (q *Quota) Close() error { return nil }
+
+// HandBack stops the watch.
+func (q *Quota) HandBack(stop func() bool) (bool, error) { return stop(), nil }
+
+// Release releases nothing.
+func Release(string) error { return nil }
