@@ -1,0 +1,467 @@
+package faults
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/writhq/writ/client"
+	"github.com/writhq/writ/ledger"
+	"github.com/writhq/writ/protocol"
+)
+
+// Report is what the checker found after one scenario: the figures, and
+// every violated guarantee in Problems.
+type Report struct {
+	Scenario string
+	Faults   int // faults the nemesis injected
+	Keys     int
+	// Submissions answered and not answered (each unanswered one retried),
+	// and the resubmissions after the scenario that named the original.
+	Acked, Unanswered, Resubmitted int
+	Admitted, Completed            int
+	States                         map[string]int
+	// Executions counts the witness's runs; RanNotCompleted the runs of
+	// intents that ended failed or unknown (the node's result was lost).
+	Executions, RanNotCompleted int
+	Duplicates, Lost, Extra     int // keys run twice; missing intents or receipts; receipts beyond one per intent
+	Stuck                       int
+	Receipts                    int // receipts read and checked
+	LedgerSize                  int64
+	Problems                    []string
+}
+
+func (r *Report) problem(format string, args ...any) {
+	r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
+}
+
+// String is the report's line of figures.
+func (r *Report) String() string {
+	var states []string
+	for s, n := range r.States {
+		states = append(states, fmt.Sprintf("%s=%d", s, n))
+	}
+	sort.Strings(states)
+	return fmt.Sprintf("%-18s faults=%d keys=%d acked=%d unanswered=%d admitted=%d completed=%d executions=%d ran_not_completed=%d duplicates=%d lost=%d extra=%d stuck=%d receipts=%d resubmitted=%d ledger=%d states=[%s] problems=%d",
+		r.Scenario, r.Faults, r.Keys, r.Acked, r.Unanswered, r.Admitted, r.Completed, r.Executions, r.RanNotCompleted,
+		r.Duplicates, r.Lost, r.Extra, r.Stuck, r.Receipts, r.Resubmitted, r.LedgerSize, strings.Join(states, " "), len(r.Problems))
+}
+
+// Checker checks each scenario's outcome; it remembers how far the ledger
+// was read.
+type Checker struct {
+	c    *Cluster
+	read int64 // receipts below this index were checked by earlier scenarios
+	seen map[string]bool
+	// Slack is how long past an intent's expiry it may stay non-final.
+	Slack time.Duration
+}
+
+// NewChecker returns the checker of a cluster.
+func NewChecker(c *Cluster) *Checker {
+	return &Checker{c: c, seen: map[string]bool{}, Slack: 30 * time.Second}
+}
+
+// Check waits for the healed cluster to agree, then checks the scenario's
+// history and outcomes, filling in r.
+func (k *Checker) Check(ctx context.Context, l *Load, r *Report) error {
+	c := k.c
+	leader, err := c.WaitLeader(ctx, 90*time.Second)
+	if err != nil {
+		return err
+	}
+	if err := c.WaitCaughtUp(ctx, leader, 60*time.Second); err != nil {
+		return err
+	}
+	r.Acked, r.Unanswered = int(l.Acked.Load()), int(l.Errors.Load())
+	keys := l.Keys()
+	r.Keys, r.States = len(keys), map[string]int{}
+	// Which intents the cluster holds for each key, read from the leader: the
+	// reads that close the idempotency history.
+	admitted := map[string]string{} // intent id → key
+	bound := map[string]string{}    // key → its intent id
+	history := append([]porcupine.Operation(nil), l.history...)
+	cl := c.Client(leader)
+	defer cl.CloseIdleConnections()
+	for _, key := range keys {
+		var held []string
+		for _, id := range l.ids[key] {
+			ok, err := exists(ctx, cl, id)
+			if err != nil {
+				return fmt.Errorf("faults: reading intent %s: %w", id, err)
+			}
+			if ok {
+				held = append(held, id)
+				admitted[id], bound[key] = key, id
+			}
+		}
+		at := l.ts()
+		history = append(history, porcupine.Operation{ClientId: l.cfg.Workers, Input: Op{Read: true, Key: key},
+			Call: at, Output: Op{Read: true, Key: key, Answered: strings.Join(held, ",")}, Return: at + 1})
+		if len(held) > 1 {
+			r.Duplicates++
+			r.problem("key %s: the cluster holds %d intents: %v", key, len(held), held)
+		}
+	}
+	for _, op := range l.history {
+		if out := op.Output.(Op); !out.Unknown && admitted[out.Answered] == "" {
+			r.Lost++
+			r.problem("key %s: submission %s was answered with intent %s, which the cluster does not hold", out.Key, out.ID, out.Answered)
+		}
+	}
+	if res := porcupine.CheckOperationsTimeout(idempotencyModel.ToModel(), history, time.Minute); res != porcupine.Ok {
+		r.problem("the idempotency history of %d operations is not linearizable (%s)", len(history), res)
+	}
+	r.Admitted = len(admitted)
+	// Every admitted intent ends, by its expiry plus slack at the latest.
+	var ids []string
+	var latest time.Time
+	for id := range admitted {
+		ids = append(ids, id)
+		if e := l.expires[id]; e.After(latest) {
+			latest = e
+		}
+	}
+	sort.Strings(ids)
+	answers, stuck := k.waitFinal(ctx, ids, time.Until(latest.Add(k.Slack)))
+	for _, id := range stuck {
+		r.Stuck++
+		r.problem("intent %s is not final %s after its expiry", id, k.Slack)
+	}
+	// The witness's runs against the intents' outcomes.
+	for _, key := range keys {
+		runs := c.Runs(key)
+		r.Executions += runs
+		id, ok := bound[key]
+		if runs > 1 {
+			r.Duplicates++
+			r.problem("key %s: the tool ran %d times", key, runs)
+		}
+		if !ok {
+			if runs > 0 {
+				r.problem("key %s: the tool ran, but the cluster holds no intent of the key", key)
+			}
+			continue
+		}
+		a := answers[id]
+		if a == nil {
+			continue // stuck, reported above
+		}
+		r.States[a.State]++
+		switch a.State {
+		case "completed":
+			r.Completed++
+			if runs != 1 {
+				r.problem("intent %s completed, and the tool ran %d times", id, runs)
+			}
+		case "failed", "unknown":
+			if runs == 1 {
+				r.RanNotCompleted++
+			}
+		default: // refused before it ran: rejected, denied, expired, canceled
+			if runs != 0 {
+				r.problem("intent %s ended %s, yet the tool ran %d times", id, a.State, runs)
+			}
+		}
+	}
+	if err := k.checkReceipts(ctx, leader, l, admitted, answers, r); err != nil {
+		return err
+	}
+	// Resubmitting a key's signed intent answers the intent it is bound to.
+	k.resubmit(ctx, l, bound, r)
+	time.Sleep(500 * time.Millisecond) // a checkpoint of the last receipts
+	if err := c.WaitCaughtUp(ctx, leader, 60*time.Second); err != nil {
+		return err
+	}
+	return k.checkLedgers(ctx, r)
+}
+
+// exists reports whether the cluster holds intent id as an admitted attempt
+// (an attempt refused for an idempotency conflict admitted nothing).
+func exists(ctx context.Context, cl *client.Client, id string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	r, err := cl.Intent(ctx, id, 0)
+	var ae *client.Error
+	switch {
+	case err == nil:
+		return r.Error == nil || r.Error.Code != "idempotency_conflict", nil
+	case errors.As(err, &ae) && ae.Code == "not_found":
+		return false, nil
+	}
+	return false, err
+}
+
+func final(state string) bool {
+	return state != "dispatched" && state != "pending_approval" && state != "queued" && state != ""
+}
+
+// waitFinal waits, up to d in all, until each intent is final; it returns
+// the answers, and the intents still not final at the deadline.
+func (k *Checker) waitFinal(ctx context.Context, ids []string, d time.Duration) (map[string]*client.IntentResponse, []string) {
+	out := make(map[string]*client.IntentResponse, len(ids))
+	var stuck []string
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(max(d, 10*time.Second))
+	work := make(chan string)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl := k.c.Client(-1)
+			defer cl.CloseIdleConnections()
+			for id := range work {
+				var r *client.IntentResponse
+				var err error
+				for ctx.Err() == nil {
+					left := time.Until(deadline)
+					c, cancel := context.WithTimeout(ctx, left+5*time.Second)
+					r, err = cl.Intent(c, id, min(max(left, 0), 10*time.Second).Truncate(time.Second))
+					cancel()
+					if (err == nil && final(r.State)) || time.Now().After(deadline) {
+						break
+					}
+					if err != nil {
+						time.Sleep(100 * time.Millisecond)
+					}
+				}
+				mu.Lock()
+				if err == nil && r != nil && final(r.State) {
+					out[id] = r
+				} else {
+					stuck = append(stuck, id)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, id := range ids {
+		work <- id
+	}
+	close(work)
+	wg.Wait()
+	sort.Strings(stuck)
+	return out, stuck
+}
+
+// checkReceipts reads, with the admin token, every receipt the leader's
+// ledger recorded since the last scenario, and requires exactly one final
+// receipt for each admitted intent — the one its answer names — or that
+// one (unknown) and one superseding it with the result that came late; no
+// receipt for an intent that was not admitted, and none for an intent the
+// suite never submitted.
+func (k *Checker) checkReceipts(ctx context.Context, leader int, l *Load, admitted map[string]string, answers map[string]*client.IntentResponse, r *Report) error {
+	var need uint64
+	for _, a := range answers {
+		if a.ReceiptIndex != nil {
+			need = max(need, *a.ReceiptIndex+1)
+		}
+	}
+	cl := k.c.Client(leader)
+	defer cl.CloseIdleConnections()
+	var size int64
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+		cp, err := cl.Checkpoint(c)
+		cancel()
+		if err == nil && uint64(cp.Size) >= need {
+			size = cp.Size
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("faults: no checkpoint covers %d receipts (%v)", need, err)
+		}
+	}
+	receipts := make([]protocol.Receipt, size-k.read)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failed error
+	for w := range int64(4) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := k.read + w; i < size; i += 4 {
+				c, cancel := context.WithTimeout(ctx, 10*time.Second)
+				raw, err := cl.Receipt(c, uint64(i))
+				cancel()
+				var rp struct {
+					Receipt protocol.Receipt `json:"receipt"`
+				}
+				if err == nil {
+					err = json.Unmarshal(raw, &rp)
+				}
+				if err == nil && rp.Receipt.Index != uint64(i) {
+					err = fmt.Errorf("the receipt says index %d", rp.Receipt.Index)
+				}
+				if err != nil {
+					mu.Lock()
+					failed = fmt.Errorf("faults: receipt %d: %w", i, err)
+					mu.Unlock()
+					return
+				}
+				receipts[i-k.read] = rp.Receipt
+			}
+		}()
+	}
+	wg.Wait()
+	if failed != nil {
+		return failed
+	}
+	k.read = size
+	r.Receipts, r.LedgerSize = len(receipts), size
+	by := map[string][]protocol.Receipt{}
+	for _, rc := range receipts {
+		by[rc.IntentID] = append(by[rc.IntentID], rc)
+	}
+	mine := map[string]bool{}
+	for _, ids := range l.ids {
+		for _, id := range ids {
+			mine[id] = true
+		}
+	}
+	for id, rs := range by {
+		switch {
+		case mine[id] && admitted[id] == "":
+			r.Extra++
+			r.problem("intent %s was not admitted, yet has %d receipts (%s)", id, len(rs), rs[0].Outcome)
+		case !mine[id] && !k.seen[id]:
+			r.Extra++
+			r.problem("receipt %d names intent %s, which the suite never submitted", rs[0].Index, id)
+		case !mine[id]:
+			// A result of an earlier scenario's intent that came late.
+			for _, rc := range rs {
+				if rc.Supersedes == nil {
+					r.Extra++
+					r.problem("intent %s of an earlier scenario has another final receipt %d", id, rc.Index)
+				}
+			}
+		}
+	}
+	for id := range admitted {
+		k.seen[id] = true
+		a, rs := answers[id], by[id]
+		if a == nil {
+			continue // stuck
+		}
+		switch {
+		case len(rs) == 0:
+			r.Lost++
+			r.problem("intent %s (%s) has no receipt", id, a.State)
+		case a.ReceiptIndex == nil || rs[0].Index != *a.ReceiptIndex:
+			r.problem("intent %s: its answer names receipt %v, the ledger holds %d", id, a.ReceiptIndex, rs[0].Index)
+		case rs[0].Outcome != a.State && a.SupersededBy == nil:
+			r.problem("intent %s ended %s, its receipt says %s", id, a.State, rs[0].Outcome)
+		case len(rs) == 2 && (rs[0].Outcome != "unknown" || rs[1].Supersedes == nil || *rs[1].Supersedes != rs[0].Index):
+			r.Extra++
+			r.problem("intent %s has two receipts, %d (%s) and %d (%s), the second not superseding an unknown outcome", id, rs[0].Index, rs[0].Outcome, rs[1].Index, rs[1].Outcome)
+		case len(rs) > 2:
+			r.Extra++
+			r.problem("intent %s has %d receipts", id, len(rs))
+		}
+	}
+	return nil
+}
+
+// resubmit sends every key's first signed intent again: each answer must
+// name the intent the key is bound to.
+func (k *Checker) resubmit(ctx context.Context, l *Load, bound map[string]string, r *Report) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	work := make(chan string)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl := k.c.Client(-1)
+			defer cl.CloseIdleConnections()
+			for key := range work {
+				c, cancel := context.WithTimeout(ctx, 20*time.Second)
+				a, err := cl.Submit(c, l.bodies[key+"-a"], nil, 0)
+				cancel()
+				mu.Lock()
+				switch {
+				case err != nil:
+					r.problem("resubmitting key %s: %v", key, err)
+				case a.IntentID != bound[key]:
+					r.problem("resubmitting key %s answered intent %s, the key is bound to %s", key, a.IntentID, bound[key])
+				default:
+					r.Resubmitted++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for key := range bound {
+		work <- key
+	}
+	close(work)
+	wg.Wait()
+}
+
+// checkLedgers requires every running server's latest checkpoint to verify
+// with one key, equal roots at equal sizes, and each smaller one to be
+// consistent with each larger one.
+func (k *Checker) checkLedgers(ctx context.Context, r *Report) error {
+	type cp struct {
+		i int
+		c ledger.Checkpoint
+	}
+	var cps []cp
+	vkey := ""
+	for i, s := range k.c.Servers {
+		if !s.Running() {
+			continue
+		}
+		c, cancel := context.WithTimeout(ctx, 10*time.Second)
+		got, err := k.c.Client(i).Checkpoint(c)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("faults: %s checkpoint: %w", s.Name, err)
+		}
+		v, err := ledger.NewVerifier(got.VerifierKey)
+		if err != nil {
+			return err
+		}
+		parsed, err := ledger.OpenCheckpoint([]byte(got.Checkpoint), v)
+		if err != nil {
+			r.problem("%s's checkpoint does not verify: %v", s.Name, err)
+			continue
+		}
+		if vkey == "" {
+			vkey = got.VerifierKey
+		} else if got.VerifierKey != vkey {
+			r.problem("%s signs checkpoints with %s, another server with %s", s.Name, got.VerifierKey, vkey)
+		}
+		cps = append(cps, cp{i, parsed})
+	}
+	for _, a := range cps {
+		for _, b := range cps {
+			switch {
+			case a.c.Size == b.c.Size && a.c.Root != b.c.Root:
+				r.problem("%s and %s: different roots at size %d", ServerNames[a.i], ServerNames[b.i], a.c.Size)
+			case a.c.Size < b.c.Size:
+				c, cancel := context.WithTimeout(ctx, 10*time.Second)
+				hashes, err := k.c.Client(b.i).Consistency(c, a.c.Size, b.c.Size)
+				cancel()
+				if err != nil {
+					return err
+				}
+				proof, err := ledger.ParseProof(hashes)
+				if err != nil {
+					return err
+				}
+				if err := ledger.CheckConsistency(a.c, b.c, proof); err != nil {
+					r.problem("%s's checkpoint (size %d) is not consistent with %s's (size %d): %v", ServerNames[a.i], a.c.Size, ServerNames[b.i], b.c.Size, err)
+				}
+			}
+		}
+	}
+	return nil
+}
