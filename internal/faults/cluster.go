@@ -238,6 +238,9 @@ func (c *Cluster) WaitLeader(ctx context.Context, d time.Duration) (int, error) 
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		leader, agree := "", true
 		for i, s := range c.Servers {
+			if s.Crashed() {
+				return -1, fmt.Errorf("faults: %s exited: %s", s.Name, Excerpt(s))
+			}
 			if !s.Running() {
 				continue
 			}
@@ -339,6 +342,19 @@ func (c *Cluster) WaitAgents(ctx context.Context, d time.Duration) error {
 func (c *Cluster) Runs(key string) int {
 	b, _ := os.ReadFile(filepath.Join(c.WitnessDir, key))
 	return bytes.Count(b, []byte("ran "))
+}
+
+// Excerpt returns what process p's log says of a panic or a fatal error,
+// or else its last lines.
+func Excerpt(p *Proc) string {
+	b, _ := os.ReadFile(p.log)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "panic:") || strings.HasPrefix(l, "fatal error:") {
+			return strings.Join(lines[i:min(len(lines), i+12)], "\n")
+		}
+	}
+	return Tail(p, 12)
 }
 
 // Tail returns the last n lines of process p's log.

@@ -54,6 +54,9 @@ func (p *Proc) Running() bool {
 	}
 }
 
+// Crashed reports whether the process exited without being killed.
+func (p *Proc) Crashed() bool { return p.cmd != nil && !p.Running() }
+
 // Kill sends SIGKILL (after SIGCONT, so that a paused process dies too) and
 // waits for the process to be gone.
 func (p *Proc) Kill() {

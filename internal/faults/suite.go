@@ -48,7 +48,7 @@ func (s *Suite) Run(ctx context.Context, sc Scenario) (*Report, error) {
 	}
 	for _, p := range append(append([]*Proc{}, s.C.Servers...), s.C.Agents...) {
 		if !p.Running() {
-			return r, fmt.Errorf("faults: %s: %s is not running after the scenario healed:\n%s", sc.Name, p.Name, Tail(p, 20))
+			return r, fmt.Errorf("faults: %s: %s is not running after the scenario healed:\n%s", sc.Name, p.Name, Excerpt(p))
 		}
 	}
 	if err := s.C.WaitAgents(ctx, 90*time.Second); err != nil {
