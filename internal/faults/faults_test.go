@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"testing"
 	"time"
@@ -25,6 +26,11 @@ const (
 	// sets its number of rounds of every scenario.
 	envMode   = "WRIT_FAULTS"
 	envRounds = "WRIT_FAULTS_ROUNDS"
+	// WRIT_FAULTS_ONLY, a regular expression, runs only the scenarios whose
+	// names it matches.
+	envOnly = "WRIT_FAULTS_ONLY"
+	// WRIT_FAULTS_BIN names a writ binary to test instead of building one.
+	envBin = "WRIT_FAULTS_BIN"
 )
 
 // TestFaults runs every scenario against a cluster of three servers and two
@@ -65,7 +71,14 @@ func TestFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	writ, witness := filepath.Join(dir, "writ"), filepath.Join(dir, "witness")
-	for _, b := range []struct{ out, pkg string }{{writ, "../../cmd/writ"}, {witness, "../../nodeagent/internal/witness"}} {
+	builds := []struct{ out, pkg string }{{writ, "../../cmd/writ"}, {witness, "../../nodeagent/internal/witness"}}
+	if bin := os.Getenv(envBin); bin != "" {
+		if writ, err = filepath.Abs(bin); err != nil {
+			t.Fatal(err)
+		}
+		builds = builds[1:]
+	}
+	for _, b := range builds {
 		if out, err := exec.Command("go", "build", "-o", b.out, b.pkg).CombinedOutput(); err != nil {
 			t.Fatalf("go build %s: %v\n%s", b.pkg, err, out)
 		}
@@ -120,11 +133,20 @@ func inside(t *testing.T) {
 			rounds = r
 		}
 	}
+	var only *regexp.Regexp
+	if e := os.Getenv(envOnly); e != "" {
+		if only, err = regexp.Compile(e); err != nil {
+			t.Fatalf("%s: %v", envOnly, err)
+		}
+	}
 	s := &Suite{C: c, Checker: NewChecker(c), Load: load, Logf: t.Logf}
 	var reports []*Report
 	began := time.Now()
 	for round := range rounds {
 		for _, sc := range Scenarios(hold, times) {
+			if only != nil && !only.MatchString(sc.Name) {
+				continue
+			}
 			if rounds > 1 {
 				sc.Name = fmt.Sprintf("r%d-%s", round+1, sc.Name)
 			}

@@ -156,13 +156,27 @@ func (l *Load) submit(cl *client.Client, worker int, key, id string) string {
 // sign signs an intent of the witness tool for key: the tool appends a line
 // to the witness file named after the key each time it runs.
 func (l *Load) sign(key, id string) ([]byte, time.Time) {
-	params, _ := json.Marshal(map[string]string{"file": filepath.Join(l.c.WitnessDir, key)})
+	return l.signFor(key, id, "", "")
+}
+
+// signFor signs an intent of the witness tool for key that runs on node
+// (any node for ""), and, with waitFor, lasts until that file exists (at
+// most 20 s).
+func (l *Load) signFor(key, id, node, waitFor string) ([]byte, time.Time) {
+	p := map[string]string{"file": filepath.Join(l.c.WitnessDir, key)}
+	if waitFor != "" {
+		p["wait_for"] = waitFor
+	}
+	params, _ := json.Marshal(p)
 	now := time.Now().UTC()
 	expires := now.Add(l.cfg.Expiry)
 	in := &protocol.Intent{
 		Type: "writ.intent/v1", ID: id, Tenant: Tenant, Principal: "bot", RunID: l.prefix, Tool: "witness",
 		Params: jsontext.Value(params), IdempotencyKey: key, IssuedAt: protocol.FormatTime(now),
 		ExpiresAt: protocol.FormatTime(expires), KeyID: "orch",
+	}
+	if node != "" {
+		in.Target = &protocol.Target{Node: node}
 	}
 	in.SetPayloadHash()
 	in.Sign(l.c.secret)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/writhq/writ/client"
@@ -58,15 +60,39 @@ func killLeader(ctx context.Context, s *Suite, l *Load, r *Report) error {
 	return nil
 }
 
-// killAgent kills agent a1 with SIGKILL while it runs intents, and starts it
-// again two seconds later, each time.
+// killAgent kills an agent with SIGKILL while it runs intents — two of them
+// held running until a release file appears, so that the kill surely comes
+// mid-run — and starts it again two seconds later, each time.
 func killAgent(ctx context.Context, s *Suite, l *Load, r *Report) error {
 	for i := range max(s.current.Times, 1) {
 		a := s.C.Agents[i%len(s.C.Agents)]
 		s.waitAcked(l, 20)
-		s.Logf("nemesis: kill -9 agent %s", a.Name)
+		release := filepath.Join(s.C.WitnessDir, fmt.Sprintf("%s-release-%d", l.prefix, i))
+		cl := s.C.Client(-1)
+		var held []string
+		for h := range 2 {
+			key := fmt.Sprintf("%s-held-%d-%d", l.prefix, i, h)
+			if l.onceFor(ctx, cl, key, key+"-a", a.Name, release, 30*time.Second) != "" {
+				held = append(held, key)
+			}
+		}
+		cl.CloseIdleConnections()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			n := 0
+			for _, k := range held {
+				n += s.C.Runs(k)
+			}
+			if n == len(held) {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("faults: the held runs never started on %s (%d of %d)", a.Name, n, len(held))
+			}
+		}
+		s.Logf("nemesis: kill -9 agent %s with %d held runs in flight", a.Name, len(held))
 		a.Kill()
 		r.Faults++
+		os.WriteFile(release, nil, 0o644)
 		time.Sleep(2 * time.Second)
 		if err := a.Start(); err != nil {
 			return err
@@ -246,7 +272,13 @@ func (s *Suite) newLeader(ctx context.Context, old int, d time.Duration) (int, e
 // once submits an intent once to cl, recording it in the history; it
 // returns the intent id answered, "" for none.
 func (l *Load) once(ctx context.Context, cl *client.Client, key, id string, timeout time.Duration) string {
-	body, expires := l.sign(key, id)
+	return l.onceFor(ctx, cl, key, id, "", "", timeout)
+}
+
+// onceFor is once for an intent that runs on node and lasts until waitFor
+// exists (see signFor).
+func (l *Load) onceFor(ctx context.Context, cl *client.Client, key, id, node, waitFor string, timeout time.Duration) string {
+	body, expires := l.signFor(key, id, node, waitFor)
 	l.mu.Lock()
 	l.keys = append(l.keys, key)
 	l.ids[key] = append(l.ids[key], id)
