@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -181,11 +182,20 @@ func isolateMinority(hold time.Duration) func(context.Context, *Suite, *Load, *R
 		cl.Failover = 0
 		defer cl.CloseIdleConnections()
 		var sent []string
+		answers := map[string]int{}
 		for i := 0; time.Since(began) < hold; i++ {
 			key := fmt.Sprintf("%s-minority-%03d", l.prefix, i)
 			id := key + "-a"
-			if answered := l.once(ctx, cl, key, id, 5*time.Second); answered != "" {
+			answered, err := l.onceErr(ctx, cl, key, id, "", "", 5*time.Second)
+			if answered != "" {
 				r.problem("the isolated server %s admitted %s (answered %s)", f, id, answered)
+			}
+			var ae *client.Error
+			switch {
+			case errors.As(err, &ae):
+				answers[string(ae.Code)]++
+			case err != nil:
+				answers["no answer"]++
 			}
 			sent = append(sent, id)
 			time.Sleep(200 * time.Millisecond)
@@ -194,7 +204,7 @@ func isolateMinority(hold time.Duration) func(context.Context, *Suite, *Load, *R
 			return err
 		}
 		s.minority = append(s.minority, sent...)
-		s.Logf("nemesis: %d submissions to the isolated %s, none answered with an intent", len(sent), f)
+		s.Logf("nemesis: %d submissions to the isolated %s, none answered with an intent: %v", len(sent), f, answers)
 		return nil
 	}
 }
@@ -278,6 +288,12 @@ func (l *Load) once(ctx context.Context, cl *client.Client, key, id string, time
 // onceFor is once for an intent that runs on node and lasts until waitFor
 // exists (see signFor).
 func (l *Load) onceFor(ctx context.Context, cl *client.Client, key, id, node, waitFor string, timeout time.Duration) string {
+	answered, _ := l.onceErr(ctx, cl, key, id, node, waitFor, timeout)
+	return answered
+}
+
+// onceErr is onceFor that also returns the submission's error.
+func (l *Load) onceErr(ctx context.Context, cl *client.Client, key, id, node, waitFor string, timeout time.Duration) (string, error) {
 	body, expires := l.signFor(key, id, node, waitFor)
 	l.mu.Lock()
 	l.keys = append(l.keys, key)
@@ -299,5 +315,5 @@ func (l *Load) onceFor(ctx context.Context, cl *client.Client, key, id, node, wa
 	l.mu.Lock()
 	l.history = append(l.history, Operation(l.cfg.Workers+1, Op{Key: key, ID: id}, out, call, ret))
 	l.mu.Unlock()
-	return out.Answered
+	return out.Answered, err
 }
