@@ -84,7 +84,8 @@ func (k *Checker) Check(ctx context.Context, l *Load, r *Report) error {
 	r.Keys, r.States = len(keys), map[string]int{}
 	// Which intents the cluster holds for each key, read from the leader: the
 	// reads that close the idempotency history.
-	admitted := map[string]string{} // intent id → key
+	admitted := map[string]string{} // intent id → key, of the intents that bind their key
+	recorded := map[string]string{} // intent id → key, of every recorded attempt
 	bound := map[string]string{}    // key → its intent id
 	history := append([]porcupine.Operation(nil), l.history...)
 	cl := c.Client(leader)
@@ -92,11 +93,14 @@ func (k *Checker) Check(ctx context.Context, l *Load, r *Report) error {
 	for _, key := range keys {
 		var held []string
 		for _, id := range l.ids[key] {
-			ok, err := exists(ctx, cl, id)
+			rec, binds, err := attempt(ctx, cl, id)
 			if err != nil {
 				return fmt.Errorf("faults: reading intent %s: %w", id, err)
 			}
-			if ok {
+			if rec {
+				recorded[id] = key
+			}
+			if binds {
 				held = append(held, id)
 				admitted[id], bound[key] = key, id
 			}
@@ -110,7 +114,7 @@ func (k *Checker) Check(ctx context.Context, l *Load, r *Report) error {
 		}
 	}
 	for _, op := range l.history {
-		if out := op.Output.(Op); !out.Unknown && admitted[out.Answered] == "" {
+		if out := op.Output.(Op); !out.Unknown && (admitted[out.Answered] == "" && !(out.Unbound && recorded[out.Answered] != "")) {
 			r.Lost++
 			r.problem("key %s: submission %s was answered with intent %s, which the cluster does not hold", out.Key, out.ID, out.Answered)
 		}
@@ -119,10 +123,10 @@ func (k *Checker) Check(ctx context.Context, l *Load, r *Report) error {
 		r.problem("the idempotency history of %d operations is not linearizable (%s)", len(history), res)
 	}
 	r.Admitted = len(admitted)
-	// Every admitted intent ends, by its expiry plus slack at the latest.
+	// Every recorded intent ends, by its expiry plus slack at the latest.
 	var ids []string
 	var latest time.Time
-	for id := range admitted {
+	for id := range recorded {
 		ids = append(ids, id)
 		if e := l.expires[id]; e.After(latest) {
 			latest = e
@@ -133,6 +137,11 @@ func (k *Checker) Check(ctx context.Context, l *Load, r *Report) error {
 	for _, id := range stuck {
 		r.Stuck++
 		r.problem("intent %s is not final %s after its expiry", id, k.Slack)
+	}
+	for id, a := range answers {
+		if admitted[id] == "" {
+			r.States[a.State]++ // attempts that bound nothing: rejected
+		}
 	}
 	// The witness's runs against the intents' outcomes.
 	for _, key := range keys {
@@ -170,11 +179,21 @@ func (k *Checker) Check(ctx context.Context, l *Load, r *Report) error {
 			}
 		}
 	}
-	if err := k.checkReceipts(ctx, leader, l, admitted, answers, r); err != nil {
+	if err := k.checkReceipts(ctx, leader, l, recorded, answers, r); err != nil {
 		return err
 	}
-	// Resubmitting a key's signed intent answers the intent it is bound to.
-	k.resubmit(ctx, l, bound, r)
+	// Resubmitting a key's first signed intent answers that intent if it was
+	// recorded, else the intent the key is bound to.
+	want := map[string]string{}
+	for key, id := range bound {
+		want[key] = id
+	}
+	for id, key := range recorded {
+		if id == key+"-a" {
+			want[key] = id
+		}
+	}
+	k.resubmit(ctx, l, want, r)
 	time.Sleep(500 * time.Millisecond) // a checkpoint of the last receipts
 	if err := c.WaitCaughtUp(ctx, leader, 60*time.Second); err != nil {
 		return err
@@ -182,20 +201,21 @@ func (k *Checker) Check(ctx context.Context, l *Load, r *Report) error {
 	return k.checkLedgers(ctx, r)
 }
 
-// exists reports whether the cluster holds intent id as an admitted attempt
-// (an attempt refused for an idempotency conflict admitted nothing).
-func exists(ctx context.Context, cl *client.Client, id string) (bool, error) {
+// attempt reads intent id: whether the cluster recorded it at all, and
+// whether it binds its key (every recorded attempt does but one rejected
+// before any decision: an idempotency conflict, no eligible node, …).
+func attempt(ctx context.Context, cl *client.Client, id string) (recorded, binds bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	r, err := cl.Intent(ctx, id, 0)
 	var ae *client.Error
 	switch {
 	case err == nil:
-		return r.Error == nil || r.Error.Code != "idempotency_conflict", nil
+		return true, r.State != "rejected", nil
 	case errors.As(err, &ae) && ae.Code == "not_found":
-		return false, nil
+		return false, false, nil
 	}
-	return false, err
+	return false, false, err
 }
 
 func final(state string) bool {
@@ -330,7 +350,7 @@ func (k *Checker) checkReceipts(ctx context.Context, leader int, l *Load, admitt
 		switch {
 		case mine[id] && admitted[id] == "":
 			r.Extra++
-			r.problem("intent %s was not admitted, yet has %d receipts (%s)", id, len(rs), rs[0].Outcome)
+			r.problem("intent %s was not recorded, yet has %d receipts (%s)", id, len(rs), rs[0].Outcome)
 		case !mine[id] && !k.seen[id]:
 			r.Extra++
 			r.problem("receipt %d names intent %s, which the suite never submitted", rs[0].Index, id)
@@ -370,8 +390,8 @@ func (k *Checker) checkReceipts(ctx context.Context, leader int, l *Load, admitt
 }
 
 // resubmit sends every key's first signed intent again: each answer must
-// name the intent the key is bound to.
-func (k *Checker) resubmit(ctx context.Context, l *Load, bound map[string]string, r *Report) {
+// name the intent want says.
+func (k *Checker) resubmit(ctx context.Context, l *Load, want map[string]string, r *Report) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	work := make(chan string)
@@ -389,8 +409,8 @@ func (k *Checker) resubmit(ctx context.Context, l *Load, bound map[string]string
 				switch {
 				case err != nil:
 					r.problem("resubmitting key %s: %v", key, err)
-				case a.IntentID != bound[key]:
-					r.problem("resubmitting key %s answered intent %s, the key is bound to %s", key, a.IntentID, bound[key])
+				case a.IntentID != want[key]:
+					r.problem("resubmitting key %s's first intent answered intent %s, want %s", key, a.IntentID, want[key])
 				default:
 					r.Resubmitted++
 				}
@@ -398,7 +418,7 @@ func (k *Checker) resubmit(ctx context.Context, l *Load, bound map[string]string
 			}
 		}()
 	}
-	for key := range bound {
+	for key := range want {
 		work <- key
 	}
 	close(work)

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -88,6 +90,17 @@ func TestFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close()
+	// Interrupted (^C, a timeout's kill of the test comes as SIGKILL and is
+	// left to the next run's Sweep), the namespaces still go.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	go func() {
+		if _, ok := <-sig; ok {
+			n.Close()
+			os.Exit(1)
+		}
+	}()
 	state := filepath.Join(dir, "cluster")
 	if err := os.Mkdir(state, 0o755); err != nil {
 		t.Fatal(err)

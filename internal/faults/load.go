@@ -52,6 +52,9 @@ type Op struct {
 	Key, ID  string
 	Answered string
 	Unknown  bool
+	// Unbound: the answer is an attempt rejected before any decision, which
+	// binds nothing.
+	Unbound bool
 }
 
 // Load is the client side of one scenario: workers that sign and submit
@@ -140,7 +143,7 @@ func (l *Load) submit(cl *client.Client, worker int, key, id string) string {
 			out.Unknown, ret = true, math.MaxInt64
 			l.Errors.Add(1)
 		} else {
-			out.Answered = r.IntentID
+			out.Answered, out.Unbound = r.IntentID, r.State == "rejected"
 			l.Acked.Add(1)
 		}
 		l.mu.Lock()

@@ -9,10 +9,13 @@ import (
 // idempotencyModel is porcupine's model of the idempotency registry: one
 // register per key, holding the intent id the key is bound to. A submission
 // binds an unbound key to its own id and answers it; on a bound key it
-// answers the bound id. A submission whose answer never came may or may not
-// have happened. A read answers the ids the cluster holds for the key,
-// comma-separated: the bound one, "" for none, and a list when more than one
-// intent holds the key (which no state allows).
+// answers the bound id. An attempt rejected before any decision (such as
+// no_eligible_node) is recorded under its own id but binds nothing
+// (docs/controlplane.md, Idempotency): its answer names itself, and the
+// register stays as it was. A submission whose answer never came may or may
+// not have happened. A read answers the binding ids the cluster holds for
+// the key, comma-separated: the bound one, "" for none, and a list when more
+// than one intent holds the key (which no state allows).
 var idempotencyModel = porcupine.NondeterministicModel{
 	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
 		by := map[string][]porcupine.Operation{}
@@ -43,6 +46,8 @@ var idempotencyModel = porcupine.NondeterministicModel{
 		case out.Unknown && st == "":
 			return []any{"", in.ID}
 		case out.Unknown:
+			return []any{st}
+		case out.Unbound && out.Answered == in.ID:
 			return []any{st}
 		case st == "" && out.Answered == in.ID:
 			return []any{in.ID}

@@ -19,6 +19,9 @@ func TestIdempotencyModel(t *testing.T) {
 		}
 		return porcupine.Operation{Input: Op{Key: "k", ID: id}, Call: call, Output: out, Return: ret}
 	}
+	unbound := func(id string, call, ret int64) porcupine.Operation {
+		return porcupine.Operation{Input: Op{Key: "k", ID: id}, Call: call, Output: Op{Key: "k", ID: id, Answered: id, Unbound: true}, Return: ret}
+	}
 	read := func(at int64, held string) porcupine.Operation {
 		return porcupine.Operation{Input: Op{Read: true, Key: "k"}, Call: at, Output: Op{Read: true, Key: "k", Answered: held}, Return: at + 1}
 	}
@@ -32,6 +35,8 @@ func TestIdempotencyModel(t *testing.T) {
 		{"unknown, never admitted", []porcupine.Operation{sub("a", 0, -1, ""), read(10, "")}, porcupine.Ok},
 		{"bound twice", []porcupine.Operation{sub("a", 0, 2, "a"), sub("b", 3, 4, "b"), read(10, "a")}, porcupine.Illegal},
 		{"acknowledged, then missing", []porcupine.Operation{sub("a", 0, 2, "a"), read(10, "")}, porcupine.Illegal},
+		{"rejected binds nothing", []porcupine.Operation{unbound("a", 0, 2), sub("b", 3, 4, "b"), unbound("a", 5, 6), read(10, "b")}, porcupine.Ok},
+		{"rejected, nothing held", []porcupine.Operation{unbound("a", 0, 2), read(10, "")}, porcupine.Ok},
 		{"two held", []porcupine.Operation{sub("a", 0, -1, ""), sub("b", 0, -1, ""), read(10, "a,b")}, porcupine.Illegal},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

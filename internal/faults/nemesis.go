@@ -306,7 +306,7 @@ func (l *Load) onceErr(ctx context.Context, cl *client.Client, key, id, node, wa
 	cancel()
 	out, ret := Op{Key: key, ID: id}, l.ts()
 	if err == nil {
-		out.Answered = a.IntentID
+		out.Answered, out.Unbound = a.IntentID, a.State == "rejected"
 	} else {
 		// Even a definite refusal is recorded as unknown: the model allows
 		// both outcomes, and the suite checks admission on its own.

@@ -61,12 +61,12 @@ func (s *Suite) Run(ctx context.Context, sc Scenario) (*Report, error) {
 		cl := s.C.Client(-1)
 		defer cl.CloseIdleConnections()
 		for _, id := range s.minority {
-			ok, err := exists(ctx, cl, id)
+			rec, _, err := attempt(ctx, cl, id)
 			if err != nil {
 				return r, err
 			}
-			if ok {
-				r.problem("%s, sent only to the isolated server, was admitted", id)
+			if rec {
+				r.problem("%s, sent only to the isolated server, was recorded", id)
 			}
 		}
 	}
