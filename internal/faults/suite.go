@@ -31,8 +31,11 @@ func (s *Suite) waitAcked(l *Load, n int64) {
 // the checker checks. An error means the suite could not do its work (the
 // cluster never recovered); violated guarantees are in the report.
 func (s *Suite) Run(ctx context.Context, sc Scenario) (*Report, error) {
-	s.current, s.minority = sc, nil
 	r := &Report{Scenario: sc.Name}
+	if err := s.Load.Validate(); err != nil {
+		return r, err
+	}
+	s.current, s.minority = sc, nil
 	l := NewLoad(s.C, s.Load, sc.Name)
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() { l.Run(stop); close(done) }()
