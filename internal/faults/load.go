@@ -25,6 +25,10 @@ type LoadConfig struct {
 	// Expiry of each intent; a key's submission is retried (the same signed
 	// intent) until it is answered or this long has passed.
 	Expiry time.Duration
+	// Wait is how long a submission waits for its intent's final state
+	// (?wait=): each worker has at most one intent in flight, so the load
+	// follows what the agents can run instead of queueing without bound.
+	Wait time.Duration
 	// SecondEvery: every SecondEvery-th key is submitted again under another
 	// intent id with the same payload (a second orchestrator replica), whose
 	// answer must name the first intent.
@@ -33,13 +37,13 @@ type LoadConfig struct {
 
 // DefaultLoadConfig is the short run's load.
 func DefaultLoadConfig() LoadConfig {
-	return LoadConfig{Workers: 4, Pause: 50 * time.Millisecond, Expiry: 2 * time.Minute, SecondEvery: 4}
+	return LoadConfig{Workers: 4, Pause: 50 * time.Millisecond, Expiry: 2 * time.Minute, Wait: 10 * time.Second, SecondEvery: 4}
 }
 
 // Validate reports a load that is not bounded.
 func (l LoadConfig) Validate() error {
-	if l.Workers < 1 || l.Workers > 512 || l.Expiry < 10*time.Second || l.SecondEvery < 1 {
-		return fmt.Errorf("faults: load needs 1-512 workers, an expiry of at least 10 s and SecondEvery ≥ 1: %+v", l)
+	if l.Workers < 1 || l.Workers > 512 || l.Expiry < 10*time.Second || l.Wait < 0 || l.Wait > 60*time.Second || l.SecondEvery < 1 {
+		return fmt.Errorf("faults: load needs 1-512 workers, an expiry of at least 10 s, a wait of at most 60 s and SecondEvery ≥ 1: %+v", l)
 	}
 	return nil
 }
@@ -93,6 +97,7 @@ func (l *Load) Run(stop <-chan struct{}) {
 		go func() {
 			defer wg.Done()
 			cl := l.c.Client(-1)
+			cl.NoProofWait = true // the checker reads the receipts and proves the ledger
 			defer cl.CloseIdleConnections()
 			for {
 				select {
@@ -134,8 +139,8 @@ func (l *Load) submit(cl *client.Client, worker int, key, id string) string {
 			time.Sleep(200 * time.Millisecond)
 		}
 		call := l.ts()
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		r, err := cl.Submit(ctx, body, nil, 0)
+		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Wait+20*time.Second)
+		r, err := cl.Submit(ctx, body, nil, l.cfg.Wait)
 		cancel()
 		ret := l.ts()
 		out := Op{Key: key, ID: id}

@@ -78,7 +78,7 @@ func killAgent(ctx context.Context, s *Suite, l *Load, r *Report) error {
 			}
 		}
 		cl.CloseIdleConnections()
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			n := 0
 			for _, k := range held {
 				n += s.C.Runs(k)
