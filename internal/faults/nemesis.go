@@ -279,14 +279,9 @@ func (s *Suite) newLeader(ctx context.Context, old int, d time.Duration) (int, e
 	return -1, fmt.Errorf("faults: no leader other than %s within %s", ServerNames[old], d)
 }
 
-// once submits an intent once to cl, recording it in the history; it
-// returns the intent id answered, "" for none.
-func (l *Load) once(ctx context.Context, cl *client.Client, key, id string, timeout time.Duration) string {
-	return l.onceFor(ctx, cl, key, id, "", "", timeout)
-}
-
-// onceFor is once for an intent that runs on node and lasts until waitFor
-// exists (see signFor).
+// onceFor submits an intent once to cl, recording it in the history; it
+// returns the intent id answered, "" for none. The intent runs on node
+// and lasts until waitFor exists (see signFor).
 func (l *Load) onceFor(ctx context.Context, cl *client.Client, key, id, node, waitFor string, timeout time.Duration) string {
 	answered, _ := l.onceErr(ctx, cl, key, id, node, waitFor, timeout)
 	return answered
