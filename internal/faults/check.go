@@ -139,8 +139,10 @@ func (k *Checker) Check(ctx context.Context, l *Load, r *Report) error {
 		r.problem("intent %s is not final %s after its expiry", id, k.Slack)
 	}
 	for id, a := range answers {
-		if admitted[id] == "" {
-			r.States[a.State]++ // attempts that bound nothing: rejected
+		if admitted[id] == "" && a.Error != nil {
+			r.States[a.State+"/"+string(a.Error.Code)]++ // attempts that bound nothing: rejected, with why
+		} else if admitted[id] == "" {
+			r.States[a.State]++
 		}
 	}
 	// The witness's runs against the intents' outcomes.
