@@ -59,13 +59,16 @@ type Checker struct {
 	c    *Cluster
 	read int64 // receipts below this index were checked by earlier scenarios
 	seen map[string]bool
+	// receipted: the intents whose final receipt was read; an earlier
+	// scenario's intent that was stuck gets its first one later.
+	receipted map[string]bool
 	// Slack is how long past an intent's expiry it may stay non-final.
 	Slack time.Duration
 }
 
 // NewChecker returns the checker of a cluster.
 func NewChecker(c *Cluster) *Checker {
-	return &Checker{c: c, seen: map[string]bool{}, Slack: 30 * time.Second}
+	return &Checker{c: c, seen: map[string]bool{}, receipted: map[string]bool{}, Slack: 30 * time.Second}
 }
 
 // Check waits for the healed cluster to agree, then checks the scenario's
@@ -357,18 +360,23 @@ func (k *Checker) checkReceipts(ctx context.Context, leader int, l *Load, admitt
 			r.Extra++
 			r.problem("receipt %d names intent %s, which the suite never submitted", rs[0].Index, id)
 		case !mine[id]:
-			// A result of an earlier scenario's intent that came late.
+			// A result of an earlier scenario's intent that came late, or the
+			// first final receipt of one that was stuck (reported then).
 			for _, rc := range rs {
-				if rc.Supersedes == nil {
+				if rc.Supersedes == nil && k.receipted[id] {
 					r.Extra++
 					r.problem("intent %s of an earlier scenario has another final receipt %d", id, rc.Index)
 				}
+				k.receipted[id] = true
 			}
 		}
 	}
 	for id := range admitted {
 		k.seen[id] = true
 		a, rs := answers[id], by[id]
+		if len(rs) > 0 {
+			k.receipted[id] = true
+		}
 		if a == nil {
 			continue // stuck
 		}
