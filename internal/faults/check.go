@@ -30,6 +30,7 @@ type Report struct {
 	// Executions counts the witness's runs; RanNotCompleted the runs of
 	// intents that ended failed or unknown (the node's result was lost).
 	Executions, RanNotCompleted int
+	RanStuck                    int // runs of intents that were stuck
 	Duplicates, Lost, Extra     int // keys run twice; missing intents or receipts; receipts beyond one per intent
 	Stuck                       int
 	Receipts                    int // receipts read and checked
@@ -48,8 +49,8 @@ func (r *Report) String() string {
 		states = append(states, fmt.Sprintf("%s=%d", s, n))
 	}
 	sort.Strings(states)
-	return fmt.Sprintf("%-18s faults=%d keys=%d acked=%d unanswered=%d admitted=%d completed=%d executions=%d ran_not_completed=%d duplicates=%d lost=%d extra=%d stuck=%d receipts=%d resubmitted=%d ledger=%d states=[%s] problems=%d",
-		r.Scenario, r.Faults, r.Keys, r.Acked, r.Unanswered, r.Admitted, r.Completed, r.Executions, r.RanNotCompleted,
+	return fmt.Sprintf("%-18s faults=%d keys=%d acked=%d unanswered=%d admitted=%d completed=%d executions=%d ran_not_completed=%d ran_stuck=%d duplicates=%d lost=%d extra=%d stuck=%d receipts=%d resubmitted=%d ledger=%d states=[%s] problems=%d",
+		r.Scenario, r.Faults, r.Keys, r.Acked, r.Unanswered, r.Admitted, r.Completed, r.Executions, r.RanNotCompleted, r.RanStuck,
 		r.Duplicates, r.Lost, r.Extra, r.Stuck, r.Receipts, r.Resubmitted, r.LedgerSize, strings.Join(states, " "), len(r.Problems))
 }
 
@@ -165,7 +166,8 @@ func (k *Checker) Check(ctx context.Context, l *Load, r *Report) error {
 		}
 		a := answers[id]
 		if a == nil {
-			continue // stuck, reported above
+			r.RanStuck += runs // stuck, reported above
+			continue
 		}
 		r.States[a.State]++
 		switch a.State {

@@ -90,6 +90,7 @@ func Sum(name string, reports []*Report) *Report {
 		t.Completed += r.Completed
 		t.Executions += r.Executions
 		t.RanNotCompleted += r.RanNotCompleted
+		t.RanStuck += r.RanStuck
 		t.Duplicates += r.Duplicates
 		t.Lost += r.Lost
 		t.Extra += r.Extra
