@@ -310,4 +310,3 @@ func (k *Checker) resubmit(ctx context.Context, l *Load, want map[string]string,
 	close(work)
 	wg.Wait()
 }
-

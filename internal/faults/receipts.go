@@ -133,4 +133,3 @@ func (k *Checker) checkReceipts(ctx context.Context, leader int, l *Load, admitt
 	}
 	return nil
 }
-
