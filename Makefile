@@ -20,10 +20,11 @@ STATICCHECK := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)
 # runsc is Debian 12's 0.0~20221219. systemd gives
 # systemd-analyze, which checks the agent's unit file; chromium runs the
 # dashboard's end-to-end test. mount gives the process tier's pid namespaces
-# their own /proc.
-APT_PACKAGES := bubblewrap runc busybox-static systemd chromium runsc crun mount
+# their own /proc; iproute2's ip makes the fault suite's network namespaces
+# (not in Debian's minimal images).
+APT_PACKAGES := bubblewrap runc busybox-static systemd chromium runsc crun mount iproute2
 
-.PHONY: help deps build dev cluster cluster-down test check fuzz bench clean screenshots rootfs vectors dist
+.PHONY: help deps build dev cluster cluster-down test check fuzz bench clean screenshots rootfs vectors dist faults
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-7s %s\n", $$1, $$2}'
@@ -59,6 +60,15 @@ cluster-down: ## stop the local cluster's agents and servers (state stays in .cl
 test: deps rootfs ## run every test, then each fuzz target for 30,000 executions (CI=true: missing dependencies fail)
 	WRIT_TEST_ROOTFS=$(ROOTFS) $(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=30000x FUZZTIME_DISK=2000x
+
+# The fault suite (internal/faults, docs/reliability.md): its short run is
+# TestFaults in `make test`; this is the long run, which prints the figures.
+# It needs root (network namespaces): without, it fails. FAULTS_ROUNDS rounds
+# of every scenario.
+FAULTS_ROUNDS ?= 3
+faults: deps build ## run the fault suite's long run (root: servers and agents in network namespaces) and print its figures
+	CI=true WRIT_FAULTS=long WRIT_FAULTS_ROUNDS=$(FAULTS_ROUNDS) WRIT_FAULTS_BIN=$(BIN)/writ \
+	  $(GO) test -count=1 -v -timeout 120m -run '^TestFaults$$' ./internal/faults/
 
 check: deps ## vet, staticcheck, gofmt, dependency boundaries, docs' links and named files, darwin and linux/arm64 builds
 	$(GO) vet ./...
