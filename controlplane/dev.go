@@ -60,10 +60,12 @@ type DevConfig struct {
 	// ToolsDir holds echo.wasm, which the echo tools' manifests name.
 	ToolsDir string
 	Base     Config // limits and logger; ID, addresses and mode are set by Dev
-	// ReadyLater leaves /v1/health answering 503 once StartDev returns,
-	// until the caller sets its own check with SetReadyCheck (writ dev does,
-	// once its agent is connected). Otherwise the server is ready as soon as
-	// the dev keys, tools and policy are committed.
+	// ReadyLater leaves /v1/health answering 503, and dev.json unwritten,
+	// once StartDev returns, until the caller publishes the credentials
+	// (PublishDevCredentials) and sets its own check with SetReadyCheck
+	// (writ dev does, once its agent is connected). Otherwise the server is
+	// ready, and dev.json written, as soon as the dev keys, tools and policy
+	// are committed.
 	ReadyLater bool
 	// ResetPolicy installs the dev policy even when a policy is installed
 	// already. Without it the dev policy is installed only when there is
@@ -127,9 +129,13 @@ func StartDev(ctx context.Context, dc DevConfig) (*Server, *DevCredentials, erro
 	}
 	if dc.ReadyLater {
 		s.SetReadyCheck(func() error { return errors.New("writ dev is starting: connecting its agent") })
-	} else {
-		s.SetReadyCheck(func() error { return nil })
+		return s, creds, nil
 	}
+	if err := PublishDevCredentials(dc.DataDir); err != nil {
+		s.Close(context.Background())
+		return nil, nil, err
+	}
+	s.SetReadyCheck(func() error { return nil })
 	return s, creds, nil
 }
 

@@ -82,8 +82,9 @@ func (c *cluster) submit(t *testing.T, tool, params, wait string) map[string]any
 	if json.Unmarshal([]byte(out), &r) != nil {
 		t.Fatalf("submit: %q exit %d", out, code)
 	}
-	if state, _ := r["state"].(string); code != exitFor(state, wait != "") {
-		t.Fatalf("submit: %q exit %d, want %d", out, code, exitFor(state, wait != ""))
+	d, _ := time.ParseDuration(wait)
+	if state, _ := r["state"].(string); code != exitFor(state, d > 0) {
+		t.Fatalf("submit: %q exit %d, want %d", out, code, exitFor(state, d > 0))
 	}
 	return r
 }

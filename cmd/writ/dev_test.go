@@ -146,7 +146,8 @@ func TestDevEndToEnd(t *testing.T) {
 		LedgerKey string `json:"ledger_key"`
 	}
 	json.Unmarshal(b, &ledgerKey)
-	echoReceipt, code := run(t, "", "receipt", "get", fmt.Sprint(*echo.ReceiptIndex), "--server", server)
+	echoReceipt, code := run(t, "", "receipt", "get", fmt.Sprint(*echo.ReceiptIndex), "--server", server, "--tenant", creds.Tenant,
+		"--key", creds.Orchestrator.KeyID+"="+filepath.Join(dir, "orchestrator.key"))
 	if code != 0 || strings.Contains(echoReceipt, `{\"msg\":\"hi\"}`) {
 		t.Fatalf("echo's receipt: %q exit %d", echoReceipt, code)
 	}
@@ -243,10 +244,10 @@ func TestDevEndToEnd(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("token create --role auditor: %q exit %d", auditor, code)
 	}
-	// Receipt 0 carries echo's output (writ.result/v1): an auditor reads it
-	// only with the outputs grant.
-	if out, code := run(t, "", "ledger", "export", "--server", server, "--out", bundle, "--token", strings.TrimSpace(auditor)); code == 0 {
-		t.Fatalf("ledger export by an auditor without outputs: %q exit 0", out)
+	// No receipt carries a tool's output (writ.result/v2): an auditor
+	// without the outputs grant exports them all.
+	if out, code := run(t, "", "ledger", "export", "--server", server, "--out", bundle, "--token", strings.TrimSpace(auditor)); code != 0 {
+		t.Fatalf("ledger export by an auditor without outputs: %q exit %d", out, code)
 	}
 	auditor, code = run(t, "", "--output", "text", "token", "create", "--role", "auditor", "--outputs", "--server", server, "--token", creds.AdminToken)
 	if code != 0 {
@@ -341,7 +342,10 @@ func TestDevFromLoneBinary(t *testing.T) {
 		t.Fatalf("intent sign: exit %d", code)
 	}
 	answer, code := run(t, intent, "intent", "submit", "--server", "http://"+addr, "--wait", "30s")
-	var r struct{ IntentID, State string }
+	var r struct {
+		IntentID string `json:"intent_id"`
+		State    string `json:"state"`
+	}
 	if code != 0 || json.Unmarshal([]byte(answer), &r) != nil || r.State != "completed" {
 		t.Fatalf("submit echo: %q exit %d, want completed", answer, code)
 	}
