@@ -28,10 +28,20 @@ func freePort(t *testing.T) string {
 	return addr
 }
 
-// startWritDev runs `writ dev` and waits for it to say it serves.
+// startWritDev runs `writ dev` and waits for its banner.
 func startWritDev(t *testing.T, dir, addr, raftAddr string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(writBin, "dev", "--data-dir", dir, "--addr", addr, "--raft-addr", raftAddr, "--tools-dir", toolsDir)
+	cmd, _ := startDevBanner(t, writBin, "--data-dir", dir, "--addr", addr, "--raft-addr", raftAddr, "--tools-dir", toolsDir)
+	return cmd
+}
+
+// startDevBanner runs `bin dev args...` in an environment without WRIT_
+// variables and returns it, with its banner's lines, once it has printed
+// them (it is ready then); the caller stops it with stopWritDev.
+func startDevBanner(t *testing.T, bin string, args ...string) (*exec.Cmd, []string) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"dev"}, args...)...)
+	cmd.Env = withoutWritEnv()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -40,22 +50,26 @@ func startWritDev(t *testing.T, dir, addr, raftAddr string) *exec.Cmd {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ready := make(chan bool, 1)
+	banner := make(chan []string, 1)
 	go func() {
+		var lines []string
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "Writ dev server on") {
-				ready <- true
+			lines = append(lines, sc.Text())
+			if strings.HasPrefix(sc.Text(), "A node agent runs") {
+				banner <- lines
 			}
 		}
 	}()
 	select {
-	case <-ready:
-	case <-time.After(30 * time.Second):
+	case lines := <-banner:
+		return cmd, lines
+	case <-time.After(60 * time.Second):
 		cmd.Process.Kill()
-		t.Fatal("writ dev did not start within 30s")
+		cmd.Wait()
+		t.Fatal("writ dev printed no banner within 60s")
+		return nil, nil
 	}
-	return cmd
 }
 
 func stopWritDev(t *testing.T, cmd *exec.Cmd) {
@@ -300,30 +314,8 @@ func TestDevFromLoneBinary(t *testing.T) {
 	}
 	dir := t.TempDir()
 	addr, raftAddr := freePort(t), freePort(t)
-	cmd := exec.Command(bin, "dev", "--data-dir", dir, "--addr", addr, "--raft-addr", raftAddr)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, _ := startDevBanner(t, bin, "--data-dir", dir, "--addr", addr, "--raft-addr", raftAddr)
 	defer stopWritDev(t, cmd)
-	ready := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "Writ dev server on") {
-				ready <- true
-			}
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(60 * time.Second):
-		t.Fatal("writ dev did not start within 60s")
-	}
 	if _, err := os.Stat(filepath.Join(dir, "tools", "echo.wasm")); err != nil {
 		t.Fatalf("the built-in echo module was not written: %v", err)
 	}
@@ -464,31 +456,16 @@ when { principal.tenant == "dev" && principal.name == "ops-bot" };
 		t.Fatalf("after a restart, support-bot's intent is %q, want denied by the applied policy", got)
 	}
 	stopWritDev(t, dev)
-	cmd := exec.Command(writBin, "dev", "--data-dir", dir, "--addr", addr, "--raft-addr", raftAddr, "--tools-dir", toolsDir, "--reset-policy")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, banner := startDevBanner(t, writBin, "--data-dir", dir, "--addr", addr, "--raft-addr", raftAddr, "--tools-dir", toolsDir, "--reset-policy")
 	defer stopWritDev(t, cmd)
-	banner := make(chan string, 64)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			banner <- sc.Text()
-		}
-		close(banner)
-	}()
-	for line := range banner {
+	policy := ""
+	for _, line := range banner {
 		if strings.HasPrefix(line, "Policy:") {
-			if !strings.Contains(line, "dev policy") {
-				t.Fatalf("banner after --reset-policy: %q", line)
-			}
-			break
+			policy = line
 		}
+	}
+	if !strings.Contains(policy, "the permissive dev policy") {
+		t.Fatalf("banner after --reset-policy says %q", policy)
 	}
 	if got := submit("support-bot"); got != "completed" {
 		t.Fatalf("after --reset-policy, support-bot's intent is %q, want completed", got)
@@ -502,34 +479,8 @@ when { principal.tenant == "dev" && principal.name == "ops-bot" };
 func TestDevStepsRun(t *testing.T) {
 	dir := t.TempDir()
 	addr, raftAddr := freePort(t), freePort(t)
-	cmd := exec.Command(writBin, "dev", "--data-dir", dir, "--addr", addr, "--raft-addr", raftAddr, "--tools-dir", toolsDir)
-	cmd.Env = withoutWritEnv()
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, lines := startDevBanner(t, writBin, "--data-dir", dir, "--addr", addr, "--raft-addr", raftAddr, "--tools-dir", toolsDir)
 	defer stopWritDev(t, cmd)
-	banner := make(chan []string, 1)
-	go func() {
-		var lines []string
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines = append(lines, sc.Text())
-			if strings.HasPrefix(sc.Text(), "A node agent runs") {
-				banner <- lines
-			}
-		}
-	}()
-	var lines []string
-	select {
-	case lines = <-banner:
-	case <-time.After(60 * time.Second):
-		t.Fatal("writ dev printed no banner within 60s")
-	}
 	var steps []string
 	for _, l := range lines {
 		if strings.HasPrefix(l, "  ") {
