@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -42,6 +43,10 @@ Existing files are never replaced unless --force is given.`,
 			if id == "" {
 				return fmt.Errorf("--id is required")
 			}
+			// --dir is made when missing, 0700: it holds secret keys.
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return err
+			}
 			base := filepath.Join(dir, fileBase(id))
 			res, err := generateKey(args[0], id, base, force)
 			if err != nil {
@@ -58,7 +63,7 @@ Existing files are never replaced unless --force is given.`,
 		},
 	}
 	cmd.Flags().StringVar(&id, "id", "", "key id (for note keys, the name of the log origin)")
-	cmd.Flags().StringVar(&dir, "dir", ".", "directory to write the key files in")
+	cmd.Flags().StringVar(&dir, "dir", ".", "directory to write the key files in (made, 0700, when missing)")
 	cmd.Flags().BoolVar(&force, "force", false, "replace existing key files")
 	return cmd
 }

@@ -45,3 +45,17 @@ func TestKeygenForceDoesNotFollowSymlink(t *testing.T) {
 		t.Fatalf("the new key: %v", err)
 	}
 }
+
+// TestKeygenMakesDir: --dir is made when missing, 0700, and the key is in it.
+func TestKeygenMakesDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "keys", "orch")
+	if _, err := runCmd(t, newKeygen, "hmac", "--id", "orch-1", "--dir", dir); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("%s: %v, want a 0700 folder", dir, err)
+	}
+	if _, err := readKeyFile(filepath.Join(dir, "orch-1.key")); err != nil {
+		t.Fatalf("the key: %v", err)
+	}
+}
