@@ -1,6 +1,10 @@
 package controlplane
 
-import "github.com/writhq/writ/controlplane/internal/fsm"
+import (
+	"context"
+
+	"github.com/writhq/writ/controlplane/internal/fsm"
+)
 
 // ConfigOf is the configuration s was made with, to start it again.
 func ConfigOf(s *Server) Config { return s.cfg }
@@ -13,4 +17,11 @@ func LocalNodeView(s *Server, id string) (status, server string, ok bool) {
 	var n fsm.Node
 	n, ok = s.fsm.Node(id)
 	return n.Status, n.Server, ok
+}
+
+// CloseAsCrash stops s without the snapshot a graceful stop takes, as after
+// a crash: its next start replays the log since its last snapshot.
+func CloseAsCrash(s *Server) error {
+	s.noStopSnapshot = true
+	return s.Close(context.Background())
 }

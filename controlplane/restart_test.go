@@ -79,7 +79,7 @@ func TestReconnectToALaggingServer(t *testing.T) {
 	cfgs := make([]controlplane.Config, 3)
 	for i, s := range servers {
 		cfgs[i] = controlplane.ConfigOf(s)
-		s.Close(context.Background())
+		controlplane.CloseAsCrash(s) // x keeps its stale snapshot
 		delete(running, i)
 	}
 	start := func(i int) *controlplane.Server {

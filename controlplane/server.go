@@ -57,6 +57,9 @@ type Server struct {
 	done      sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
+	// noStopSnapshot makes Close stop as a crash would, without the
+	// snapshot of snapshotOnStop (tests of a lagging replica).
+	noStopSnapshot bool
 }
 
 // New opens the data directory and starts Raft. Serve starts the API.
@@ -285,7 +288,9 @@ func (s *Server) close(ctx context.Context) error {
 	}
 	err := s.http.Shutdown(ctx)
 	s.done.Wait()
-	s.snapshotOnStop()
+	if !s.noStopSnapshot {
+		s.snapshotOnStop()
+	}
 	if rerr := s.node.Shutdown(); err == nil {
 		err = rerr
 	}

@@ -50,7 +50,7 @@ func TestFillAttest(t *testing.T) {
 			{Host: "api.test", Port: 443, Via: "connect", Allowed: true, BytesUp: 10, BytesDown: 20},
 			{Host: "evil.test", Port: 443, Via: "sni", Reason: "not_allowed"},
 		}}}
-	r := &protocol.Result{Type: protocol.KindResult.Type(), DispatchID: "dsp-1", IntentID: "int-1", Node: nodeID, KeyID: nodeID,
+	r := &protocol.Result{Type: protocol.ResultTypeV2, DispatchID: "dsp-1", IntentID: "int-1", Node: nodeID, KeyID: nodeID,
 		StartedAt: "2026-11-22T10:00:00.000Z", FinishedAt: "2026-11-22T10:00:02.000Z"}
 	fillFromOutcome(r, out)
 	fillAttest(r, out)

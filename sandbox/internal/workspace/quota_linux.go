@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,6 +56,8 @@ func Limit(dir string, size int64) (*Quota, error) {
 	if os.Geteuid() != 0 || size <= 0 {
 		return &Quota{dir: dir}, nil
 	}
+	runtime.LockOSThread() // mountinfo and mount of one thread
+	defer runtime.UnlockOSThread()
 	dir, err := resolve(dir)
 	if err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
@@ -200,6 +203,8 @@ func (q *Quota) Watch(ctx context.Context) (context.Context, func() bool) {
 // short by a crash left it), freeing everything in it; what dir held
 // before Limit is back. It is safe to call on any directory.
 func Release(dir string) error {
+	runtime.LockOSThread() // mountinfo and unmount of one thread
+	defer runtime.UnlockOSThread()
 	dir, err := resolve(dir)
 	if err != nil {
 		return err
@@ -226,7 +231,10 @@ func resolve(dir string) (string, error) {
 
 // isOurs reports whether the topmost mount on dir is a tmpfs of Limit's.
 func isOurs(dir string) (bool, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	// The calling thread's mounts, which its mount and unmount calls act
+	// on: /proc/self is the main thread's, and a thread of this process
+	// may have left for a namespace of its own (a tool's start does).
+	f, err := os.Open("/proc/thread-self/mountinfo")
 	if err != nil {
 		return false, fmt.Errorf("workspace: %w", err)
 	}
@@ -275,11 +283,11 @@ func unescape(s string) string {
 func copyTree(src, dst *os.Root, budget *int64) error {
 	return fs.WalkDir(src.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || p == "." {
-			return err
+			return vanished(err)
 		}
 		fi, err := src.Lstat(p)
 		if err != nil {
-			return err
+			return vanished(err)
 		}
 		switch {
 		case fi.IsDir():
@@ -305,10 +313,20 @@ func copyTree(src, dst *os.Root, budget *int64) error {
 			}
 		}
 		if err == nil && fi.IsDir() {
-			err = dst.Chmod(p, fi.Mode().Perm()) // not the umask's
+			err = chmodDir(dst, p, fi.Mode().Perm())
 		}
-		return err
+		return vanished(err)
 	})
+}
+
+// vanished forgives an entry that went away during a copy: the workspace's
+// owner (or another run of it) may change it while a run starts or ends,
+// and an entry removed meanwhile is one the copy need not carry.
+func vanished(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
 }
 
 func copyFile(src, dst *os.Root, p string, perm fs.FileMode, budget *int64) error {
@@ -332,11 +350,27 @@ func copyFile(src, dst *os.Root, p string, perm fs.FileMode, budget *int64) erro
 	if errors.Is(err, unix.ENOSPC) {
 		err = fmt.Errorf("%w: %w", ErrDiskLimit, err)
 	}
+	if err == nil {
+		// On the open file, not by name: the name may be a link by now.
+		err = out.Chmod(perm) // not the umask's
+	}
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = dst.Chmod(p, perm) // not the umask's
-	}
 	return err
+}
+
+// chmodDir sets a copied directory's mode through a descriptor opened
+// without following a link, so that an entry swapped for a link meanwhile
+// changes nothing and the copy leaves it out.
+func chmodDir(dst *os.Root, p string, perm fs.FileMode) error {
+	f, err := dst.OpenFile(p, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+			return nil
+		}
+		return err
+	}
+	defer f.Close()
+	return f.Chmod(perm) // not the umask's
 }
