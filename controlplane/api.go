@@ -193,7 +193,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, wait
 		if r.URL.Query().Get("proof") == "false" {
 			proofWait = 0
 		}
-		s.attachReceipt(ctx, &resp, *in.Receipt, proofWait)
+		s.attachReceipt(ctx, &resp, *in.Receipt, proofWait, withOutput)
 	}
 	s.log.Debug("intent answered", "intent_id", in.ID, "state", in.State)
 	writeJSON(w, http.StatusOK, resp)

@@ -157,15 +157,21 @@ func (s *Server) handleConsistency(w http.ResponseWriter, r *http.Request) {
 // attachReceipt adds an intent's receipt, its proof and the checkpoint it is
 // proved against, waiting up to wait for a checkpoint that covers it (woken by
 // the FSM when one is applied, not by polling).
-func (s *Server) attachReceipt(ctx context.Context, resp *protocol.IntentResponse, index uint64, wait time.Duration) {
+//
+// A receipt whose signed result carries the tool's output (a
+// writ.result/v1, recorded before results committed to it by hash) goes only
+// into an answer entitled to the output (withOutput): anyone holding a copy
+// of a signed intent can resubmit it and be answered.
+func (s *Server) attachReceipt(ctx context.Context, resp *protocol.IntentResponse, index uint64, wait time.Duration, withOutput bool) {
 	resp.ReceiptIndex = &index
+	content := func(b []byte) jsontext.Value { return receiptContent(b, withOutput) }
 	timer := time.NewTimer(max(wait, 0))
 	defer timer.Stop()
 	for {
 		changed := s.fsm.CheckpointChanged()
 		rp, err := s.ledger.ProveReceipt(int64(index))
 		if err == nil {
-			resp.Receipt = jsontext.Value(rp.Receipt)
+			resp.Receipt = content(rp.Receipt)
 			resp.Proof = rp.Proof.Strings()
 			resp.Checkpoint = rp.Checkpoint
 			return
@@ -174,7 +180,7 @@ func (s *Server) attachReceipt(ctx context.Context, resp *protocol.IntentRespons
 			// No checkpoint covers it yet: the receipt itself, without proof;
 			// GET /v1/receipts/{index} proves it once one does.
 			if leaf, lerr := s.ledger.Leaf(int64(index)); lerr == nil {
-				resp.Receipt = jsontext.Value(leaf)
+				resp.Receipt = content(leaf)
 			}
 			return
 		}
@@ -186,4 +192,15 @@ func (s *Server) attachReceipt(ctx context.Context, resp *protocol.IntentRespons
 			return
 		}
 	}
+}
+
+// receiptContent is the receipt leaf b as an intent's answer carries it:
+// whole, unless its result carries the tool's output and the answer is not
+// entitled to it (or it does not decode): then nothing.
+func receiptContent(b []byte, withOutput bool) jsontext.Value {
+	var h receiptHead
+	if withOutput || (jsonv2.Unmarshal(b, &h) == nil && !h.carriesOutput()) {
+		return jsontext.Value(b)
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // Mode is the mode of every secret file.
@@ -107,9 +108,9 @@ func syncDir(dir string) {
 	}
 }
 
-// Check refuses a secret file that group or others can read or write, as
-// ssh refuses such a private key: the error names the file, its mode and
-// the fix. A missing file is the caller's own error (fs.ErrNotExist).
+// Check refuses a secret file that group or others can read or write, or
+// that another user than this one or root owns, as ssh refuses such a
+// private key: the error names the file, its mode or owner, and the fix. A missing file is the caller's own error (fs.ErrNotExist).
 func Check(path string) error {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -117,6 +118,11 @@ func Check(path string) error {
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
 		return fmt.Errorf("%w: permissions %04o for %s are too open: it holds secrets; run chmod 600 %s", ErrTooOpen, fi.Mode().Perm(), path, path)
+	}
+	// Owned by this user or by root, as ssh asks: another user could
+	// rewrite a file of theirs whatever its mode.
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() && st.Uid != 0 {
+		return fmt.Errorf("%w: %s is owned by uid %d, not by this user (uid %d) or root: it holds secrets; run chown %d %s", ErrTooOpen, path, st.Uid, os.Geteuid(), os.Geteuid(), path)
 	}
 	return nil
 }

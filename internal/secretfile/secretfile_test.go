@@ -119,3 +119,27 @@ func TestCheck(t *testing.T) {
 		t.Errorf("missing file: got %v", err)
 	}
 }
+
+// TestCheckOwner: a 0600 file that another user owns is refused (run as
+// root, which may chown; as another user the check cannot be set up).
+func TestCheckOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("TestCheckOwner needs root to give a file to another user")
+		}
+		t.Skip("needs root to give a file to another user")
+	}
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(p); err != nil {
+		t.Fatalf("root's own 0600 file: %v", err)
+	}
+	if err := os.Chown(p, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(p); !errors.Is(err, ErrTooOpen) || !strings.Contains(err.Error(), "owned by uid 65534") {
+		t.Fatalf("a file of uid 65534: %v, want it refused as not ours", err)
+	}
+}
