@@ -122,7 +122,10 @@ func platformOp(p params) bool {
 			try("unshare", syscall.SYS_UNSHARE, syscall.CLONE_NEWUSER),
 			try("setns", sysSetns, 0, 0),
 			try("mount", syscall.SYS_MOUNT, 0, 0, 0, 0, 0),
-			try("ptrace", syscall.SYS_PTRACE, syscall.PTRACE_TRACEME),
+			// ATTACH to no process: ESRCH where ptrace is allowed, EPERM
+			// where a filter refuses it. TRACEME would leave this thread
+			// traced by the parent, which stops it at its next signal.
+			try("ptrace", syscall.SYS_PTRACE, syscall.PTRACE_ATTACH, 0),
 			try("keyctl", sysKeyctl, 0),
 			try("bpf", sysBPF, 0, 0, 0),
 			try("perf_event_open", syscall.SYS_PERF_EVENT_OPEN, 0, 0, 0, 0, 0),
