@@ -104,6 +104,25 @@ func (f *FSM) ListIntents(q IntentFilter) ([]Intent, *IntentCursor) {
 		}
 		return true
 	}
+	if q.Tenant != "" {
+		// One tenant's intents, from its own index: no other tenant's is
+		// examined.
+		in := func(k tenantKey) bool {
+			if k.tenant != q.Tenant {
+				return k.tenant > q.Tenant // above the tenant's range: go on down into it
+			}
+			return visit(k.timedKey)
+		}
+		switch {
+		case q.After != nil:
+			v.byTenant.DescendLessOrEqual(tenantKey{q.Tenant, timedKey{q.After.At, q.After.ID}}, in)
+		case !q.Until.IsZero():
+			v.byTenant.DescendLessOrEqual(tenantKey{q.Tenant, timedKey{at: q.Until}}, in)
+		default:
+			v.byTenant.DescendLessOrEqual(tenantKey{tenant: q.Tenant + "\x00"}, in)
+		}
+		return out, next
+	}
 	switch {
 	case q.After != nil:
 		v.admitted.DescendLessOrEqual(timedKey{q.After.At, q.After.ID}, visit)
