@@ -129,7 +129,12 @@ func (s *Server) handleListIntents(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, refusal(codeUnauthorized, "intents are listed with a read signed by a tenant's orchestrator key, an auditor token or the admin token"))
 		return
 	}
-	f, aerr := parseIntentQuery(r.URL.Query())
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		writeError(w, protocol.CodeMalformed, "the query is not URL-encoded")
+		return
+	}
+	f, aerr := parseIntentQuery(q)
 	if aerr != nil {
 		writeError(w, aerr.code, aerr.msg)
 		return
