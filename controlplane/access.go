@@ -80,6 +80,8 @@ var accessMatrix = func() []RouteAccess {
 		// another tenant, admin.
 		row("POST /v1/intents", "the intent's HMAC signature (its tenant's key) authorizes it",
 			body, body, body, body, body, body, body, body, body),
+		row("GET /v1/intents", "intent summaries (no params, no output), each caller only of the tenants it sees: a tenant's key and an auditor its tenant's, an auditor of all and the admin every tenant's",
+			no, yes, yes, no, no, no, yes, yes, yes),
 		row("GET /v1/intents/{id}", "",
 			no, hidden, yes, no, no, no, no, no, yes),
 		row("GET /v1/intents/{id}/output", "the tool's output; also an auditor of the tenant whose token grants outputs",

@@ -40,6 +40,7 @@ type probe struct {
 // authorizing them.
 var probes = map[string]probe{
 	"POST /v1/intents":                                  {method: "POST", path: "/v1/intents", body: `{}`, status: 400},
+	"GET /v1/intents":                                   {method: "GET", path: "/v1/intents?limit=5", status: 200},
 	"GET /v1/intents/{id}":                              {method: "GET", path: "/v1/intents/{intent}", status: 200},
 	"GET /v1/intents/{id}/output":                       {method: "GET", path: "/v1/intents/{intent}/output", status: 200},
 	"POST /v1/approvals":                                {method: "POST", path: "/v1/approvals", body: `{}`, status: 400},

@@ -20,6 +20,7 @@ func (s *Server) routes() http.Handler {
 	mux := newRouteMux()
 	s.mux = mux
 	mux.HandleFunc("POST /v1/intents", s.handleSubmit)
+	mux.HandleFunc("GET /v1/intents", s.handleListIntents)
 	mux.HandleFunc("GET /v1/intents/{id}", s.handleGetIntent)
 	mux.HandleFunc("GET /v1/intents/{id}/output", s.handleGetOutput)
 	mux.HandleFunc("POST /v1/approvals", s.handleApproval)

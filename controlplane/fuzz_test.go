@@ -2,9 +2,14 @@ package controlplane
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/writhq/writ/controlplane/internal/fsm"
+	"github.com/writhq/writ/protocol"
 )
 
 // TestErrorPlaces: a policy error is logged with its policy and position,
@@ -32,6 +37,43 @@ func FuzzErrorPlaces(f *testing.F) {
 		got := errorPlaces([]string{e})
 		if len(got) != 1 || !strings.HasPrefix(e, got[0]) || len(got[0]) > len(e)-len(": "+msg) {
 			t.Fatalf("errorPlaces(%q) = %q", e, got)
+		}
+	})
+}
+
+// FuzzIntentListQuery: GET /v1/intents' query parser never panics, and what
+// it accepts is within its bounds; a cursor it accepts reads back the same
+// after it is written again.
+func FuzzIntentListQuery(f *testing.F) {
+	for _, s := range []string{"", "limit=5", "run=r&principal=p&tool=echo&state=completed&since=2026-01-02T03:04:05Z",
+		"cursor=" + encodeIntentCursor(&fsm.IntentCursor{At: time.Unix(1, 2), ID: "int-1"}), "limit=501", "cursor=%%", "a=b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		q, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		filter, aerr := parseIntentQuery(q)
+		if aerr != nil {
+			if aerr.code != protocol.CodeMalformed {
+				t.Fatalf("%q: code %s", raw, aerr.code)
+			}
+			return
+		}
+		if filter.Limit < 1 || filter.Limit > intentListMax || (filter.State != "" && !intentStates[filter.State]) {
+			t.Fatalf("%q accepted as %+v", raw, filter)
+		}
+		for _, v := range []string{filter.Tenant, filter.Run, filter.Principal, filter.Tool} {
+			if len(v) > intentListValueMax {
+				t.Fatalf("%q: a value of %d bytes", raw, len(v))
+			}
+		}
+		if c := filter.After; c != nil {
+			again, ok := decodeIntentCursor(encodeIntentCursor(c))
+			if !ok || !again.At.Equal(c.At) || again.ID != c.ID {
+				t.Fatalf("%q: cursor %+v reads back as %+v", raw, c, again)
+			}
 		}
 	})
 }

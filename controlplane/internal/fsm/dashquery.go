@@ -15,10 +15,10 @@ import (
 // set, keeps only intents older than it (AdmittedAt, then ID): the cursor of
 // the next page.
 type IntentFilter struct {
-	Tenant, Tool, Principal, State string
-	Since, Until                   time.Time
-	After                          *IntentCursor
-	Limit                          int
+	Tenant, Tool, Principal, State, Run string
+	Since, Until                        time.Time
+	After                               *IntentCursor
+	Limit                               int
 }
 
 // IntentCursor is where a page of intents ended.
@@ -31,6 +31,7 @@ func (q *IntentFilter) keep(in *Intent) bool {
 	switch {
 	case q.Tenant != "" && in.Tenant != q.Tenant, q.Tool != "" && in.Tool != q.Tool,
 		q.Principal != "" && in.Principal != q.Principal, q.State != "" && in.State != q.State,
+		q.Run != "" && in.RunID != q.Run,
 		!q.Since.IsZero() && in.AdmittedAt.Before(q.Since), !q.Until.IsZero() && !in.AdmittedAt.Before(q.Until):
 		return false
 	case q.After != nil:
@@ -102,6 +103,25 @@ func (f *FSM) ListIntents(q IntentFilter) ([]Intent, *IntentCursor) {
 			out = append(out, *in)
 		}
 		return true
+	}
+	if q.Tenant != "" {
+		// One tenant's intents, from its own index: no other tenant's is
+		// examined.
+		in := func(k tenantKey) bool {
+			if k.tenant != q.Tenant {
+				return k.tenant > q.Tenant // above the tenant's range: go on down into it
+			}
+			return visit(k.timedKey)
+		}
+		switch {
+		case q.After != nil:
+			v.byTenant.DescendLessOrEqual(tenantKey{q.Tenant, timedKey{q.After.At, q.After.ID}}, in)
+		case !q.Until.IsZero():
+			v.byTenant.DescendLessOrEqual(tenantKey{q.Tenant, timedKey{at: q.Until}}, in)
+		default:
+			v.byTenant.DescendLessOrEqual(tenantKey{tenant: q.Tenant + "\x00"}, in)
+		}
+		return out, next
 	}
 	switch {
 	case q.After != nil:

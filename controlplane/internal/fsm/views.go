@@ -14,6 +14,9 @@ import (
 type views struct {
 	// admitted orders every intent by admission time, then id.
 	admitted *btree.BTreeG[timedKey]
+	// byTenant orders every intent by tenant, then admission time, then id:
+	// one tenant's list reads only that tenant's intents.
+	byTenant *btree.BTreeG[tenantKey]
 	// pending holds the intents waiting for an approval.
 	pending map[string]struct{}
 	// byNode orders dispatches by node, then fence.
@@ -22,6 +25,18 @@ type views struct {
 	// state; counted remembers where each intent is counted.
 	minutes map[time.Time]map[string]int
 	counted map[string]countedAt
+}
+
+type tenantKey struct {
+	tenant string
+	timedKey
+}
+
+func lessTenant(a, b tenantKey) bool {
+	if a.tenant != b.tenant {
+		return a.tenant < b.tenant
+	}
+	return lessTimed(a.timedKey, b.timedKey)
 }
 
 type nodeFence struct {
@@ -55,6 +70,7 @@ func lessNodeFence(a, b nodeFence) bool {
 func newViews() *views {
 	return &views{
 		admitted: btree.NewG(32, lessTimed),
+		byTenant: btree.NewG(32, lessTenant),
 		pending:  map[string]struct{}{},
 		byNode:   btree.NewG(32, lessNodeFence),
 		minutes:  map[time.Time]map[string]int{},
@@ -65,6 +81,7 @@ func newViews() *views {
 // intent brings the views up to date with in, new or changed.
 func (v *views) intent(in *Intent) {
 	v.admitted.ReplaceOrInsert(timedKey{in.AdmittedAt, in.ID})
+	v.byTenant.ReplaceOrInsert(tenantKey{in.Tenant, timedKey{in.AdmittedAt, in.ID}})
 	if in.State == StatePendingApproval {
 		v.pending[in.ID] = struct{}{}
 	} else {
@@ -83,6 +100,7 @@ func (v *views) intent(in *Intent) {
 // forget removes in, which the state no longer keeps.
 func (v *views) forget(in *Intent) {
 	v.admitted.Delete(timedKey{in.AdmittedAt, in.ID})
+	v.byTenant.Delete(tenantKey{in.Tenant, timedKey{in.AdmittedAt, in.ID}})
 	delete(v.pending, in.ID)
 	v.uncount(in.ID)
 }

@@ -88,6 +88,8 @@ func checkViews(t *testing.T, f *FSM, when string) {
 		{}, {State: StatePendingApproval}, {State: StateCompleted}, {Tool: "echo"},
 		{Principal: "bot-1"}, {Since: now.Add(-90 * time.Minute)}, {Until: now.Add(-30 * time.Minute)},
 		{Since: now.Add(-3 * time.Hour), Until: now.Add(-time.Hour), State: StateUnknown},
+		{Tenant: "acme"}, {Tenant: "acme", State: StateCompleted}, {Tenant: "acme", Until: now.Add(-30 * time.Minute)},
+		{Tenant: "acme", State: StatePendingApproval}, {Tenant: "acm"}, {Tenant: "acmf"}, {Run: "run-1"}, {Run: "none"},
 	}
 	for _, q := range filters {
 		want := oracleList(f, q)
@@ -192,7 +194,7 @@ func TestViewsMatchAScan(t *testing.T) {
 	for _, g := range []*FSM{f, restored} {
 		g.Apply(b.add(MsgTick, Tick{At: at.Add(25 * time.Hour)}))
 		checkViews(t, g, "after pruning")
-		if len(g.state.Intents) != 0 || g.idx.views.admitted.Len() != 0 || len(g.idx.views.counted) != 0 {
+		if len(g.state.Intents) != 0 || g.idx.views.admitted.Len() != 0 || g.idx.views.byTenant.Len() != 0 || len(g.idx.views.counted) != 0 {
 			t.Fatalf("after pruning: %d intents, %d in the view, %d counted", len(g.state.Intents), g.idx.views.admitted.Len(), len(g.idx.views.counted))
 		}
 		b.logs = b.logs[:len(b.logs)-1]
@@ -221,5 +223,42 @@ func TestListIntentsScanLimit(t *testing.T) {
 	want := oracleList(f, IntentFilter{Principal: "rare"})
 	if got := pages(t, f, q); !slices.Equal(got, want) || len(want) != 4 {
 		t.Fatalf("rare intents across pages: %v, want %v", got, want)
+	}
+}
+
+// TestListIntentsByTenant: one tenant's list reads that tenant's index, so
+// that its few intents among many of another tenant's come in one page
+// however small the scan limit, with no other tenant's.
+func TestListIntentsByTenant(t *testing.T) {
+	defer func(n int) { scanLimit = n }(scanLimit)
+	scanLimit = 50
+	f, b := fleetFSM(t)
+	var small []string
+	for i := range 400 {
+		id := fmt.Sprintf("int-%03d", i)
+		f.Apply(b.add(MsgAdmit, admit(id, fmt.Sprintf("k%d", i), "p", t0.Add(time.Duration(i)*time.Second), func(a *Admit) {
+			if i%97 == 0 {
+				a.Tenant = "small"
+			}
+		})))
+		if i%97 == 0 {
+			small = slices.Insert(small, 0, id)
+		}
+	}
+	for _, tenant := range []string{"smal", "smalll", "small\x00"} {
+		if list, next := f.ListIntents(IntentFilter{Tenant: tenant, Limit: 10}); len(list) != 0 || next != nil {
+			t.Fatalf("tenant %q: %d intents, next %v; want none", tenant, len(list), next)
+		}
+	}
+	list, next := f.ListIntents(IntentFilter{Tenant: "small", Limit: 10})
+	var got []string
+	for _, in := range list {
+		got = append(got, in.ID)
+	}
+	if !slices.Equal(got, small) || next != nil {
+		t.Fatalf("tenant small: %v next %v, want %v in one page", got, next, small)
+	}
+	if got := pages(t, f, IntentFilter{Tenant: "small", Limit: 2}); !slices.Equal(got, small) {
+		t.Fatalf("tenant small by pages of 2: %v, want %v", got, small)
 	}
 }
