@@ -54,6 +54,10 @@ func TestToolInitRunsUnderDev(t *testing.T) {
 	dev, _ := startDevBanner(t, writBin, "--data-dir", dir, "--addr", addr, "--raft-addr", raftAddr, "--tools-dir", toolsDir, "--allowlist", allow)
 	defer stopWritDev(t, dev)
 
+	// The dev agent's allowlist holds the user's manifest byte for byte.
+	if held, err := os.ReadFile(filepath.Join(dir, "agent-tools", "mytool.json")); err != nil || string(held) != string(before) {
+		t.Fatalf("the dev agent's allowlist holds %q (%v), want %q", held, err, before)
+	}
 	token := filepath.Join(dir, "admin.token")
 	if out, code := run(t, "", "tool", "apply", "-f", filepath.Join(tool, "registration.json"), "--server", server, "--token-file", token); code != 0 {
 		t.Fatalf("tool apply: exit %d, %s", code, out)
