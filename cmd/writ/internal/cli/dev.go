@@ -29,7 +29,9 @@ func newDev(e *env) *cobra.Command {
 		Long: `Run a single-server control plane on 127.0.0.1:7070 with plain HTTP (loopback
 only), tenant "dev", an orchestrator key and an approver key (in DIR/dev.json and
 DIR/orchestrator.key, DIR/approver.key), the tools echo and echo_approval, and a
-permissive dev policy. Stop it with Ctrl-C; state persists in DIR.`,
+permissive dev policy. Stop it with Ctrl-C; state persists in DIR. --allowlist
+FOLDER lets its node agent also run the tools whose manifests are in FOLDER (as
+writ tool init writes them), read once at start; register each with writ tool apply.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if dir == "" {
