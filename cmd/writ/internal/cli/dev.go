@@ -21,7 +21,7 @@ import (
 )
 
 func newDev(e *env) *cobra.Command {
-	var dir, addr, raftAddr, toolsDir string
+	var dir, addr, raftAddr, toolsDir, allowlist string
 	var resetPolicy bool
 	cmd := &cobra.Command{
 		Use:   "dev --data-dir DIR",
@@ -29,13 +29,21 @@ func newDev(e *env) *cobra.Command {
 		Long: `Run a single-server control plane on 127.0.0.1:7070 with plain HTTP (loopback
 only), tenant "dev", an orchestrator key and an approver key (in DIR/dev.json and
 DIR/orchestrator.key, DIR/approver.key), the tools echo and echo_approval, and a
-permissive dev policy. Stop it with Ctrl-C; state persists in DIR.`,
+permissive dev policy. Stop it with Ctrl-C; state persists in DIR. --allowlist
+FOLDER lets its node agent also run the tools whose manifests are in FOLDER (as
+writ tool init writes them), read once at start; register each with writ tool apply.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if dir == "" {
 				return fmt.Errorf("--data-dir is required")
 			}
 			abs, err := filepath.Abs(dir)
+			if err != nil {
+				return err
+			}
+			// The user's manifests are read before anything starts: one that
+			// does not parse refuses the start, naming its file.
+			userTools, err := readDevAllowlist(allowlist)
 			if err != nil {
 				return err
 			}
@@ -63,7 +71,7 @@ permissive dev policy. Stop it with Ctrl-C; state persists in DIR.`,
 				return err
 			}
 			agentDone := make(chan error, 1)
-			node, err := startDevAgent(ctx, s, abs, toolsDir, base.Logger, agentDone)
+			node, err := startDevAgent(ctx, s, abs, toolsDir, userTools, base.Logger, agentDone)
 			if err != nil {
 				s.Close(context.Background())
 				return err
@@ -104,6 +112,7 @@ permissive dev policy. Stop it with Ctrl-C; state persists in DIR.`,
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:7070", "API address (loopback only)")
 	cmd.Flags().StringVar(&raftAddr, "raft-addr", "127.0.0.1:7071", "Raft address")
 	cmd.Flags().BoolVar(&resetPolicy, "reset-policy", false, "install the dev policy even if another policy was applied (the dev policy is otherwise installed only on first start)")
+	cmd.Flags().StringVar(&allowlist, "allowlist", "", "a folder of tool manifests (NAME.json, as writ tool init writes) the dev agent also runs; read at start")
 	cmd.Flags().StringVar(&toolsDir, "tools-dir", "", "directory holding echo.wasm (default: tools/ beside the writ binary when it has one, else the built-in echo module in DIR/tools)")
 	return cmd
 }
@@ -190,16 +199,63 @@ func printDevSteps(e *env, dir string, c *controlplane.DevCredentials) {
 	w("")
 }
 
+// readDevAllowlist reads the manifests of writ dev --allowlist DIR as a
+// node agent reads its allowlist (every *.json file must parse, none may be
+// writable by others, no two may name the same tool), and returns each
+// one's bytes by tool name. A tool may not take the name of a dev tool.
+func readDevAllowlist(dir string) (map[string][]byte, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	a, err := nodeagent.LoadAllowlist(dir)
+	if err != nil {
+		return nil, fmt.Errorf("--allowlist %s: %w", dir, err)
+	}
+	dev := controlplane.DevManifests("/")
+	tools := make(map[string][]byte, a.Len())
+	for _, ref := range a.Refs() {
+		e, _ := a.Lookup(ref.Name)
+		if _, taken := dev[ref.Name]; taken {
+			return nil, fmt.Errorf("--allowlist %s: %s names the tool %q, which is a dev tool; rename it", dir, e.File, ref.Name)
+		}
+		raw, err := readSmallFile(e.File, 1<<20)
+		if err != nil {
+			return nil, fmt.Errorf("--allowlist %s: %w", dir, err)
+		}
+		// The bytes read again must still be the manifest that was checked.
+		if h, err := nodeagent.ManifestHash(raw); err != nil || h != e.Hash {
+			return nil, fmt.Errorf("--allowlist %s: %s changed while it was read", dir, e.File)
+		}
+		tools[ref.Name] = raw
+	}
+	return tools, nil
+}
+
 // startDevAgent runs a node agent in this process, enrolled on first start
 // with a join token from the server itself, its allowlist holding exactly
-// the manifests the dev tools were registered with. It returns once the node
-// is ready, so that the first intent has somewhere to run, with the node's id.
-func startDevAgent(ctx context.Context, s *controlplane.Server, dir, toolsDir string, log *slog.Logger, done chan error) (string, error) {
+// the manifests the dev tools were registered with and the user's (from
+// --allowlist). It returns once the node is ready, so that the first intent
+// has somewhere to run, with the node's id.
+func startDevAgent(ctx context.Context, s *controlplane.Server, dir, toolsDir string, user map[string][]byte, log *slog.Logger, done chan error) (string, error) {
 	allow := filepath.Join(dir, "agent-tools")
 	if err := os.MkdirAll(allow, 0o700); err != nil {
 		return "", err
 	}
-	for name, m := range controlplane.DevManifests(toolsDir) {
+	// What an earlier start allowed goes: the allowlist is this start's.
+	old, err := filepath.Glob(filepath.Join(allow, "*.json"))
+	if err != nil {
+		return "", err
+	}
+	for _, f := range old {
+		if err := os.Remove(f); err != nil {
+			return "", err
+		}
+	}
+	manifests := controlplane.DevManifests(toolsDir)
+	for name, m := range user {
+		manifests[name] = m
+	}
+	for name, m := range manifests {
 		if err := secretfile.Write(filepath.Join(allow, name+".json"), m); err != nil {
 			return "", err
 		}
