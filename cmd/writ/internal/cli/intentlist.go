@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/writhq/writ/client"
-	"github.com/writhq/writ/protocol"
 )
 
 func newIntentList(e *env) *cobra.Command {
@@ -49,17 +47,8 @@ next; --cursor goes on from it, --all follows every page to the end.`,
 			var pages []*client.IntentPage
 			for {
 				p, err := c.Intents(context.Background(), f)
-				var ae *client.Error
-				if errors.As(err, &ae) {
-					if e.output == "text" {
-						fmt.Fprintf(e.out, "refused: %s: %s\n", ae.Code, ae.Message)
-					} else {
-						e.printJSON(protocol.ErrorResponse{Error: protocol.ErrorBody{Code: ae.Code, Message: ae.Message}})
-					}
-					return exitError{1}
-				}
 				if err != nil {
-					return err
+					return e.refused(err)
 				}
 				pages = append(pages, p)
 				if !all || p.Next == "" {

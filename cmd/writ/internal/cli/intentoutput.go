@@ -2,14 +2,10 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
 	"syscall"
 
 	"github.com/spf13/cobra"
-	"github.com/writhq/writ/client"
-	"github.com/writhq/writ/protocol"
 )
 
 func newIntentOutput(e *env) *cobra.Command {
@@ -37,17 +33,8 @@ writ verify receipt --output.`,
 				return err
 			}
 			o, err := c.Output(context.Background(), id)
-			var ae *client.Error
-			if errors.As(err, &ae) {
-				if e.output == "text" {
-					fmt.Fprintf(e.out, "refused: %s: %s\n", ae.Code, ae.Message)
-				} else {
-					e.printJSON(protocol.ErrorResponse{Error: protocol.ErrorBody{Code: ae.Code, Message: ae.Message}})
-				}
-				return exitError{1}
-			}
 			if err != nil {
-				return err
+				return e.refused(err)
 			}
 			if file != "" {
 				if err := writePrivate(file, o.Data); err != nil {

@@ -156,17 +156,8 @@ func stateExit(state string, waited bool) int {
 // answer prints an intent response, or an API error as {"error": …}, and
 // exits as stateExit says (an API error is a refusal).
 func (e *env) answer(r *client.IntentResponse, err error, waited bool) error {
-	var ae *client.Error
-	if errors.As(err, &ae) {
-		if e.output == "text" {
-			fmt.Fprintf(e.out, "refused: %s: %s\n", ae.Code, ae.Message)
-		} else {
-			e.printJSON(protocol.ErrorResponse{Error: protocol.ErrorBody{Code: ae.Code, Message: ae.Message}})
-		}
-		return exitError{exitRefused}
-	}
 	if err != nil {
-		return err
+		return e.refused(err)
 	}
 	if e.output == "text" {
 		fmt.Fprintf(e.out, "%s: %s", r.IntentID, r.State)
@@ -191,4 +182,19 @@ func (e *env) answer(r *client.IntentResponse, err error, waited bool) error {
 		return exitError{code}
 	}
 	return nil
+}
+
+// refused prints an API error as {"error": …} (or "refused: code: message"
+// with -o text) and exits 1; any other error is returned as it is.
+func (e *env) refused(err error) error {
+	var ae *client.Error
+	if !errors.As(err, &ae) {
+		return err
+	}
+	if e.output == "text" {
+		fmt.Fprintf(e.out, "refused: %s: %s\n", ae.Code, ae.Message)
+	} else {
+		e.printJSON(protocol.ErrorResponse{Error: protocol.ErrorBody{Code: ae.Code, Message: ae.Message}})
+	}
+	return exitError{exitRefused}
 }
