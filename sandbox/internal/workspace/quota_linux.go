@@ -302,6 +302,12 @@ func copyTree(src, dst *os.Root, budget *int64) error {
 		default:
 			return nil
 		}
+		if err != nil && changed(src, p, fi) {
+			// The entry changed kind since it was looked at (a link read
+			// that is a file now, a file opened without following that is
+			// a link now): like a vanished one, the copy leaves it out.
+			return nil
+		}
 		if errors.Is(err, fs.ErrExist) {
 			// Written meanwhile by someone else (not the tool: it is not
 			// running during a copy); the newer entry stays.
@@ -317,6 +323,13 @@ func copyTree(src, dst *os.Root, budget *int64) error {
 		}
 		return vanished(err)
 	})
+}
+
+// changed reports whether the entry p of src is gone or no longer of the
+// kind fi says it was.
+func changed(src *os.Root, p string, fi fs.FileInfo) bool {
+	now, err := src.Lstat(p)
+	return err != nil || now.Mode().Type() != fi.Mode().Type()
 }
 
 // vanished forgives an entry that went away during a copy: the workspace's
