@@ -46,6 +46,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	}
 	f.flushLeaves()
 	f.batch.on = false
+	f.mu.Lock()
+	f.applied = f.state.Index
+	f.mu.Unlock()
 	for _, id := range changed {
 		f.watch.notify(id)
 		if node, ok := strings.CutPrefix(id, nodeWatchPrefix); ok {

@@ -93,6 +93,10 @@ type FSM struct {
 	mu    sync.RWMutex
 	state *State
 	idx   *indexes
+	// applied is the index Index reports: state.Index once the receipts of
+	// every entry up to it are in the ledger, so that a reader who waited
+	// for an index finds its receipts there.
+	applied uint64
 
 	ledger       Ledger // nil: no receipts (tests of the state machine alone)
 	checkpointed bool   // a checkpoint was applied by the current command

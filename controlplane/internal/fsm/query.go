@@ -6,11 +6,12 @@ import (
 
 // The read methods return copies: callers may keep them while Apply goes on.
 
-// Index returns the last applied log index.
+// Index returns the last applied log index: every receipt of the entries up
+// to it is in the ledger.
 func (f *FSM) Index() uint64 {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return f.state.Index
+	return f.applied
 }
 
 // Intent returns a copy of an intent's record.

@@ -220,3 +220,34 @@ func TestRefusedAttemptsHaveReceipts(t *testing.T) {
 		t.Fatalf("the original: %+v", in)
 	}
 }
+
+// indexAtAppend is a ledger that records what the FSM's Index says while
+// receipts are being appended.
+type indexAtAppend struct {
+	*ledger.Log
+	f    *FSM
+	seen []uint64
+}
+
+func (l *indexAtAppend) Append(leaves ...[]byte) (int64, error) {
+	l.seen = append(l.seen, l.f.Index())
+	return l.Log.Append(leaves...)
+}
+
+// A reader who waited for an index finds the receipts of every entry up to
+// it in the ledger: Index counts a batch's entries only once their receipts
+// are appended.
+func TestIndexWaitsForReceipts(t *testing.T) {
+	l := &indexAtAppend{Log: memLedger(t)}
+	f := withLedger(t, l)
+	l.f = f
+	b := receiptLog(t)
+	last := b.logs[len(b.logs)-1].Index
+	f.ApplyBatch(b.logs)
+	if len(l.seen) != 1 || l.seen[0] != 0 {
+		t.Fatalf("Index while the batch's receipts were appended: %v, want [0]", l.seen)
+	}
+	if f.Index() != last || l.Size() != 5 {
+		t.Fatalf("after the batch: index %d, %d receipts; want %d and 5", f.Index(), l.Size(), last)
+	}
+}

@@ -63,6 +63,7 @@ func (f *FSM) Restore(r io.ReadCloser) error {
 	}
 	upgradeQueue(s)
 	f.state = s
+	f.applied = s.Index
 	f.idx = buildIndexes(s)
 	defer f.tellNode("")
 	defer f.obs.tell(s.Index, nil, true)
