@@ -315,15 +315,18 @@ func (c *Client) CreateJoinToken(ctx context.Context, labels map[string]string, 
 }
 
 // Nodes lists the enrolled nodes (admin), as the API shows them.
-func (c *Client) Nodes(ctx context.Context) (json.RawMessage, error) {
-	var out json.RawMessage
-	return out, c.do(ctx, "GET", "/v1/nodes", nil, &out)
+func (c *Client) Nodes(ctx context.Context) ([]protocol.NodeView, error) {
+	var out protocol.NodeList
+	return out.Nodes, c.do(ctx, "GET", "/v1/nodes", nil, &out)
 }
 
 // Node shows one node (admin).
-func (c *Client) Node(ctx context.Context, id string) (json.RawMessage, error) {
-	var out json.RawMessage
-	return out, c.do(ctx, "GET", "/v1/nodes/"+url.PathEscape(id), nil, &out)
+func (c *Client) Node(ctx context.Context, id string) (*protocol.NodeView, error) {
+	var out protocol.NodeView
+	if err := c.do(ctx, "GET", "/v1/nodes/"+url.PathEscape(id), nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // NodeAction drains, undrains ("ready") or revokes a node (admin).

@@ -10,25 +10,7 @@ import (
 )
 
 // NodeView is a node as the API shows it: never its keys.
-type NodeView struct {
-	ID          string            `json:"id"`
-	Name        string            `json:"name"`
-	Labels      map[string]string `json:"labels"`
-	TokenLabels map[string]string `json:"token_labels"`
-	Status      string            `json:"status"`
-	OS          string            `json:"os"`
-	Arch        string            `json:"arch"`
-	Version     string            `json:"version"`
-	Tiers       []string          `json:"tiers"`
-	Tools       map[string]string `json:"tools"`
-	Concurrency int               `json:"concurrency"`
-	InFlight    int               `json:"in_flight"`
-	Server      string            `json:"server,omitzero"`
-	EnrolledAt  string            `json:"enrolled_at"`
-	UpdatedAt   string            `json:"updated_at"`
-	// LastHeartbeat is known only to the server holding the session.
-	LastHeartbeat string `json:"last_heartbeat,omitzero"`
-}
+type NodeView = protocol.NodeView
 
 func (s *Server) nodeRoutes(mux *routeMux) {
 	mux.HandleFunc("GET /v1/nodes", s.adminJSON(s.handleNodes))
@@ -50,7 +32,7 @@ func (s *Server) handleNodes(w http.ResponseWriter, r *http.Request) (any, *apiE
 	for _, n := range nodes {
 		out = append(out, s.view(n))
 	}
-	return map[string]any{"nodes": out}, nil
+	return protocol.NodeList{Nodes: out}, nil
 }
 
 func (s *Server) handleNode(w http.ResponseWriter, r *http.Request) (any, *apiError) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -69,6 +70,27 @@ when { principal.tenant == "acme" };
 	}
 	if out, code := admin("session", "revoke", "0123456789abcdef"); code != 1 || !strings.Contains(out, "not_found") {
 		t.Fatalf("session revoke of no session: %q exit %d", out, code)
+	}
+	// -o text: tables for the listings, labelled lines for one node, and a
+	// refusal as one line.
+	if out, code := admin("token", "list", "-o", "text"); code != 0 || !strings.HasPrefix(out, "ID ") || !strings.Contains(out, " viewer ") || strings.Contains(out, strings.TrimSpace(viewer)) {
+		t.Fatalf("token list -o text: %q exit %d", out, code)
+	}
+	var nodes struct {
+		Nodes []struct{ ID, Name string }
+	}
+	if out, code := admin("nodes", "list"); code != 0 || json.Unmarshal([]byte(out), &nodes) != nil || len(nodes.Nodes) != 1 {
+		t.Fatalf("nodes list: %q exit %d", out, code)
+	}
+	if out, code := admin("nodes", "list", "-o", "text"); code != 0 || !strings.HasPrefix(out, "NAME ") ||
+		!strings.Contains(out, nodes.Nodes[0].Name+"  "+nodes.Nodes[0].ID+"  ready ") {
+		t.Fatalf("nodes list -o text: %q exit %d", out, code)
+	}
+	if out, code := admin("nodes", "show", nodes.Nodes[0].ID, "-o", "text"); code != 0 || !regexp.MustCompile(`(?m)^status:\s+ready$`).MatchString(out) {
+		t.Fatalf("nodes show -o text: %q exit %d", out, code)
+	}
+	if out, code := admin("session", "revoke", "0123456789abcdef", "-o", "text"); code != 1 || !strings.HasPrefix(out, "refused: not_found: ") {
+		t.Fatalf("session revoke -o text of no session: %q exit %d", out, code)
 	}
 	if out, code := admin("policy", "apply", "-f", tool); code != 1 || !strings.Contains(out, "malformed") {
 		t.Fatalf("a policy that does not parse: %q exit %d", out, code)

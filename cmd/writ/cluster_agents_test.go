@@ -39,7 +39,7 @@ func TestAgentsSessionServerKilled(t *testing.T) {
 		}
 	}
 	c.startAgents(followers, []int{0, 1, 2})
-	nodes := c.waitNodes("a1's session", func(n map[string]nodeView) bool { return n["a1"].Server != "" })
+	nodes := c.waitNodes("a1's session", func(n map[string]protocol.NodeView) bool { return n["a1"].Server != "" })
 	victim := -1
 	for i, s := range c.srv {
 		if s.id == nodes["a1"].Server {
@@ -121,7 +121,7 @@ func TestAgentsSessionServerKilled(t *testing.T) {
 	c.kill(victim)
 	killed := time.Now()
 	os.WriteFile(release, nil, 0o644) // the held runs end while a1 has no session
-	nodes = c.waitNodes("a1 to reconnect to another server", func(n map[string]nodeView) bool {
+	nodes = c.waitNodes("a1 to reconnect to another server", func(n map[string]protocol.NodeView) bool {
 		return n["a1"].Status == "ready" && n["a1"].Server != "" && n["a1"].Server != c.srv[victim].id
 	})
 	t.Logf("a1's session moved from %s to %s in %s", c.srv[victim].id, nodes["a1"].Server, time.Since(killed).Round(time.Millisecond))
@@ -193,7 +193,7 @@ func TestAgentsClusterRestart(t *testing.T) {
 	c.start(1)
 	c.start(2)
 	c.waitLeader(30 * time.Second)
-	c.waitNodes("a1 ready again", func(n map[string]nodeView) bool { return n["a1"].Status == "ready" })
+	c.waitNodes("a1 ready again", func(n map[string]protocol.NodeView) bool { return n["a1"].Status == "ready" })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	r, err := c.client(-1).Submit(ctx, c.witnessIntent("after-restart", "after-restart", "", ""), nil, 20*time.Second)
@@ -275,7 +275,7 @@ func (c *testCluster) startAgents(servers ...[]int) {
 		c.agents = append(c.agents, a)
 		c.startAgent(a, tok.Token)
 	}
-	c.waitNodes("every agent's node ready", func(nodes map[string]nodeView) bool {
+	c.waitNodes("every agent's node ready", func(nodes map[string]protocol.NodeView) bool {
 		for _, a := range c.agents {
 			if nodes[a.name].Status != "ready" {
 				return false
@@ -309,34 +309,16 @@ func (c *testCluster) startAgent(a *clusterAgent, token string) {
 	}
 }
 
-// nodeView is what the tests read of GET /v1/nodes.
-type nodeView struct {
-	ID       string `json:"id"`
-	Name     string `json:"name"`
-	Status   string `json:"status"`
-	Server   string `json:"server"`
-	InFlight int    `json:"in_flight"`
-	// LastHeartbeat is known to every server: the one holding the session
-	// is asked by the others.
-	LastHeartbeat string `json:"last_heartbeat"`
-}
-
 // nodes reads the nodes from server i (-1: any that answers), by name.
-func (c *testCluster) nodes(i int) (map[string]nodeView, error) {
+func (c *testCluster) nodes(i int) (map[string]protocol.NodeView, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	raw, err := c.client(i).Nodes(ctx)
+	nodes, err := c.client(i).Nodes(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out struct {
-		Nodes []nodeView `json:"nodes"`
-	}
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, err
-	}
-	m := map[string]nodeView{}
-	for _, n := range out.Nodes {
+	m := map[string]protocol.NodeView{}
+	for _, n := range nodes {
 		m[n.Name] = n
 	}
 	return m, nil
@@ -344,9 +326,9 @@ func (c *testCluster) nodes(i int) (map[string]nodeView, error) {
 
 // waitNodes waits, up to 30 s, until ok holds of the nodes as the leader
 // sees them, and returns them.
-func (c *testCluster) waitNodes(what string, ok func(map[string]nodeView) bool) map[string]nodeView {
+func (c *testCluster) waitNodes(what string, ok func(map[string]protocol.NodeView) bool) map[string]protocol.NodeView {
 	c.t.Helper()
-	var last map[string]nodeView
+	var last map[string]protocol.NodeView
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		nodes, err := c.nodes(c.waitLeader(10 * time.Second))
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/writhq/writ/client"
+	"github.com/writhq/writ/protocol"
 )
 
 // The suite's members: three servers, two agents, and the client namespace
@@ -288,29 +289,16 @@ func (c *Cluster) WaitCaughtUp(ctx context.Context, leader int, d time.Duration)
 	return nil
 }
 
-// NodeView is what the suite reads of GET /v1/nodes.
-type NodeView struct {
-	Name   string `json:"name"`
-	Status string `json:"status"`
-	Server string `json:"server"`
-}
-
 // Nodes reads the nodes by name, from any server that answers.
-func (c *Cluster) Nodes(ctx context.Context) (map[string]NodeView, error) {
+func (c *Cluster) Nodes(ctx context.Context) (map[string]protocol.NodeView, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	raw, err := c.Client(-1).Nodes(ctx)
+	nodes, err := c.Client(-1).Nodes(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out struct {
-		Nodes []NodeView `json:"nodes"`
-	}
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, err
-	}
-	m := map[string]NodeView{}
-	for _, n := range out.Nodes {
+	m := map[string]protocol.NodeView{}
+	for _, n := range nodes {
 		m[n.Name] = n
 	}
 	return m, nil
@@ -318,7 +306,7 @@ func (c *Cluster) Nodes(ctx context.Context) (map[string]NodeView, error) {
 
 // WaitAgents waits until every agent's node is ready.
 func (c *Cluster) WaitAgents(ctx context.Context, d time.Duration) error {
-	var last map[string]NodeView
+	var last map[string]protocol.NodeView
 	for deadline := time.Now().Add(d); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(200 * time.Millisecond) {
 		nodes, err := c.Nodes(ctx)
 		if err != nil {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/writhq/writ/client"
+	"github.com/writhq/writ/protocol"
 )
 
 // adminClient returns a client with the admin token of a.
@@ -25,8 +25,12 @@ func (a *adminFlags) client(e *env) (*client.Client, error) {
 func (e *env) apiFailure(err error) error {
 	var ae *client.Error
 	if errors.As(err, &ae) {
-		e.printJSON(map[string]any{"ok": false, "error": map[string]string{"code": string(ae.Code), "message": ae.Message}})
-		return exitError{1}
+		if e.output == "text" {
+			fmt.Fprintf(e.out, "refused: %s: %s\n", ae.Code, ae.Message)
+		} else {
+			e.printJSON(map[string]any{"ok": false, "error": map[string]string{"code": string(ae.Code), "message": ae.Message}})
+		}
+		return exitError{exitRefused}
 	}
 	return err
 }
@@ -92,29 +96,37 @@ func newNodes(e *env) *cobra.Command {
 	var a adminFlags
 	cmd := &cobra.Command{Use: "nodes", Short: "List, show, drain and revoke nodes (admin)"}
 	a.register(cmd)
-	show := func(get func(*client.Client) (json.RawMessage, error)) error {
-		c, err := a.client(e)
-		if err != nil {
-			return err
-		}
-		raw, err := get(c)
-		if err != nil {
-			return e.apiFailure(err)
-		}
-		var v any
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return err
-		}
-		return e.printJSON(v)
-	}
 	list := &cobra.Command{Use: "list", Short: "List enrolled nodes", Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			return show(func(c *client.Client) (json.RawMessage, error) { return c.Nodes(context.Background()) })
+			c, err := a.client(e)
+			if err != nil {
+				return err
+			}
+			nodes, err := c.Nodes(context.Background())
+			if err != nil {
+				return e.apiFailure(err)
+			}
+			if e.output == "text" {
+				return printNodeTable(e.out, nodes)
+			}
+			return e.printJSON(protocol.NodeList{Nodes: nodes})
 		}}
 	get := &cobra.Command{Use: "show NODE", Short: "Show one node", Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			return show(func(c *client.Client) (json.RawMessage, error) { return c.Node(context.Background(), args[0]) })
+			c, err := a.client(e)
+			if err != nil {
+				return err
+			}
+			n, err := c.Node(context.Background(), args[0])
+			if err != nil {
+				return e.apiFailure(err)
+			}
+			if e.output == "text" {
+				return printNode(e.out, n)
+			}
+			return e.printJSON(n)
 		}}
+	textOutput(list, get)
 	cmd.AddCommand(list, get)
 	for _, act := range []struct{ use, short string }{
 		{"drain", "Stop giving the node new dispatches (its runs finish)"},

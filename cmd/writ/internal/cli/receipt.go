@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/writhq/writ/client"
-	"github.com/writhq/writ/protocol"
 )
 
 func newReceipt(e *env) *cobra.Command {
@@ -61,13 +59,13 @@ with the intent's tenant's key.`,
 			} else {
 				body, err = c.Receipt(context.Background(), i)
 			}
-			var ae *client.Error
-			if errors.As(err, &ae) {
-				e.printJSON(protocol.ErrorResponse{Error: protocol.ErrorBody{Code: ae.Code, Message: ae.Message}})
-				return exitError{1}
-			}
 			if err != nil {
-				return err
+				return e.refused(err)
+			}
+			if e.output == "text" {
+				if body, err = indent(body); err != nil {
+					return err
+				}
 			}
 			_, err = fmt.Fprintf(e.out, "%s\n", body)
 			return err

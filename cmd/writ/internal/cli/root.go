@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -53,22 +54,44 @@ func Main(args []string, in io.Reader, out, errw io.Writer) int {
 
 func newRoot(e *env) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "writ",
-		Short:         "Writ: the execution boundary between AI agents and the machines they act on",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			if e.output != "json" && e.output != "text" {
-				return fmt.Errorf("--output must be json or text, not %q", e.output)
-			}
-			return nil
-		},
+		Use:               "writ",
+		Short:             "Writ: the execution boundary between AI agents and the machines they act on",
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return e.checkOutput(cmd) },
 	}
 	root.PersistentFlags().StringVarP(&e.output, "output", "o", "json", "output format: json or text")
 	root.PersistentFlags().StringVar(&e.caFile, "ca", os.Getenv("WRIT_CA"), "the cluster CA file, to reach an https server (default: $WRIT_CA)")
 	root.PersistentFlags().StringVar(&e.logLevel, "log-level", "", "debug, info, warn or error: what writ server, writ agent and writ dev log (default info)")
+	defer markTextCommands(root)
 	root.AddCommand(newVersion(e), newKeygen(e), newIntent(e), newApproval(e), newDev(e), newSandbox(e), newBench(e), newVerify(e), newTool(e), newPolicy(e), newTenant(e), newKey(e), newReceipt(e), newLedger(e), newServer(e), newCA(e), newAgent(e), newToken(e), newSession(e), newNodes(e), newOperator(e))
 	return root
+}
+
+// textCommands are the commands with a text form (-o text): a table, labelled
+// lines, indented JSON, or what a long-running command logs. Every other
+// command prints JSON only and refuses -o text.
+var textCommands = []string{
+	"agent", "approval sign", "approval submit", "approval verify",
+	"bench admit", "bench e2e", "bench fleet", "bench fleet-server", "bench sandbox",
+	"dev", "intent get", "intent list", "intent output", "intent sign", "intent submit", "intent verify",
+	"key add", "key add-approver", "key delete", "key delete-approver", "keygen",
+	"nodes drain", "nodes list", "nodes ready", "nodes revoke", "nodes show",
+	"operator migrate-log", "policy apply", "receipt get", "server",
+	"session list", "session revoke", "tenant put", "token create", "token list", "token revoke",
+	"tool apply", "tool hash", "tool init", "verify bundle", "verify receipt", "version",
+}
+
+// markTextCommands marks the textCommands under root; it panics on a name
+// that is not a command, so that the list cannot go stale.
+func markTextCommands(root *cobra.Command) {
+	for _, path := range textCommands {
+		c, rest, err := root.Find(strings.Fields(path))
+		if err != nil || len(rest) != 0 || c.CommandPath() != "writ "+path {
+			panic("cli: textCommands names " + path + ", which is not a command")
+		}
+		textOutput(c)
+	}
 }
 
 // now is the clock of signing commands, to the millisecond: finer digits only

@@ -121,9 +121,5 @@ func (a *adminFlags) list(e *env, path string) error {
 	if err := c.AdminJSON(context.Background(), "GET", path, nil, &out); err != nil {
 		return e.apiFailure(err)
 	}
-	var v any
-	if err := json.Unmarshal(out, &v); err != nil {
-		return err
-	}
-	return e.printJSON(v)
+	return e.printList(out)
 }
