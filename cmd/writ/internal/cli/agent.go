@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -28,8 +27,8 @@ create): it generates its keys here, checks the cluster CA against the token's p
 and receives a client certificate. Then it keeps a QUIC session with any of the
 servers, re-verifies every dispatch, runs allowlisted tools in their sandbox, and
 keeps each signed result until a server acknowledges it. A server address is
-host:port (the API's port; sessions use the same port over UDP); http://host:port
-enrolls over plain HTTP, for a dev server on loopback only.`,
+host:port or https://host:port (the API's port; sessions use the same port over
+UDP); http://host:port enrolls over plain HTTP, for a dev server on loopback only.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			cfg := nodeagent.DefaultConfig()
@@ -41,13 +40,13 @@ enrolls over plain HTTP, for a dev server on loopback only.`,
 				cfg = loaded
 			}
 			plain := false
-			if c.Flags().Changed("server") {
-				cfg.Servers = nil
-				for _, s := range servers {
-					if rest, ok := strings.CutPrefix(s, "http://"); ok {
-						s, plain = rest, true
-					}
-					cfg.Servers = append(cfg.Servers, strings.TrimPrefix(strings.TrimSuffix(s, "/"), "https://"))
+			if !c.Flags().Changed("server") && configFile == "" && os.Getenv("WRIT_SERVER") != "" {
+				servers = []string{os.Getenv("WRIT_SERVER")}
+			}
+			if len(servers) > 0 {
+				var err error
+				if cfg.Servers, plain, err = agentServers(servers); err != nil {
+					return err
 				}
 			}
 			set := func(flag string, dst *string, v string) {
@@ -98,7 +97,7 @@ enrolls over plain HTTP, for a dev server on loopback only.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&configFile, "config", "", "agent configuration file (JSON, docs/agent.md); flags override it")
-	f.StringSliceVar(&servers, "server", nil, "control-plane servers, host:port (repeat or comma-separate)")
+	f.StringSliceVar(&servers, "server", nil, "control-plane servers: host:port, https://host:port, or http://host:port for a dev server (repeat or comma-separate; default $WRIT_SERVER)")
 	joinToken.register(f) // --token, --token-file: the one-time join token, only for the first start
 	f.StringVar(&dataDir, "data-dir", "", "state directory: keys, certificate, journal and outbox")
 	f.StringVar(&toolsDir, "tools-dir", "", "the tool allowlist: one sandbox manifest per *.json file")

@@ -60,7 +60,14 @@ under DIR, for packaging or review, and no service is enabled. docs/agent.md.`,
 				return err
 			}
 			cfg := d
-			cfg.Servers = splitList(servers)
+			hosts, plain, err := agentServers([]string{servers})
+			if err != nil {
+				return err
+			}
+			if plain {
+				return errors.New("--server: an installed agent enrolls over TLS; give host:port or https://host:port")
+			}
+			cfg.Servers = hosts
 			cfg.DataDir, cfg.ToolsDir, cfg.Concurrency = dataDir, toolsDir, concurrency
 			cfg.TokenFile = filepath.Join(dataDir, "join-token")
 			if cfg.Labels, err = parseLabels(labels); err != nil {
@@ -99,7 +106,7 @@ under DIR, for packaging or review, and no service is enabled. docs/agent.md.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&servers, "server", "", "the control plane's session addresses, host:port, comma-separated")
+	f.StringVar(&servers, "server", os.Getenv("WRIT_SERVER"), "the control-plane servers, host:port or https://host:port, comma-separated (default $WRIT_SERVER)")
 	joinToken.register(f)
 	f.StringVar(&dataDir, "data-dir", d.DataDir, "the agent's data directory (created 0700)")
 	f.StringVar(&toolsDir, "tools", d.ToolsDir, "the tool allowlist directory: one manifest per *.json file")
@@ -110,7 +117,6 @@ under DIR, for packaging or review, and no service is enabled. docs/agent.md.`,
 	f.IntVar(&concurrency, "concurrency", d.Concurrency, "how many tools run at once")
 	f.StringVar(&platform, "platform", runtime.GOOS, "linux or darwin: which service manager to write for")
 	f.MarkHidden("platform")
-	cmd.MarkFlagRequired("server")
 	return cmd
 }
 

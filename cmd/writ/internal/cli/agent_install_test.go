@@ -141,6 +141,8 @@ func TestAgentInstallRefusesBadInputAndWritesNothing(t *testing.T) {
 		"no token":         {[]string{"--server", "s1:1"}, "token"},
 		"token with space": {[]string{"--server", "s1:1", "--token", "a b"}, "one word"},
 		"bad server":       {[]string{"--server", "s1", "--token", "t"}, "host:port"},
+		"plain server":     {[]string{"--server", "http://s1:1", "--token", "t"}, "enrolls over TLS"},
+		"server path":      {[]string{"--server", "https://s1:1/api", "--token", "t"}, "host:port"},
 		"relative data":    {[]string{"--server", "s1:1", "--token", "t", "--data-dir", "data"}, "data_dir"},
 		"bad label":        {[]string{"--server", "s1:1", "--token", "t", "--labels", "site"}, "k=v"},
 		"other platform":   {[]string{"--server", "s1:1", "--token", "t", "--platform", "windows"}, "supports linux"},

@@ -73,3 +73,37 @@ func explain(err error) error {
 	}
 	return err
 }
+
+// agentServers reads an agent's --server values, each a comma list in the
+// forms every other command takes: host:port or https://host:port (TLS, the
+// CA pinned by the join token), or http://host:port (plain HTTP, for a dev
+// server on loopback). It returns the host:port list and whether it is plain;
+// plain and TLS servers cannot be mixed.
+func agentServers(values []string) (hosts []string, plain bool, err error) {
+	schemes := map[string]bool{}
+	for _, v := range values {
+		for _, a := range strings.Split(v, ",") {
+			a = strings.TrimSpace(a)
+			if a == "" {
+				continue
+			}
+			if !strings.Contains(a, "://") {
+				a = "https://" + a
+			}
+			u, perr := url.Parse(a)
+			if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Port() == "" || u.Hostname() == "" ||
+				(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+				return nil, false, fmt.Errorf("--server %q: give host:port (the API's port), https://host:port, or http://host:port for a dev server", a)
+			}
+			schemes[u.Scheme] = true
+			hosts = append(hosts, u.Host)
+		}
+	}
+	if len(hosts) == 0 {
+		return nil, false, errors.New("--server is empty: give the servers' host:port (or set WRIT_SERVER)")
+	}
+	if len(schemes) > 1 {
+		return nil, false, errors.New("--server mixes http:// and TLS servers: a cluster is all one or the other")
+	}
+	return hosts, schemes["http"], nil
+}

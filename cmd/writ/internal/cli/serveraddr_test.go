@@ -79,3 +79,35 @@ func TestClientMistakes(t *testing.T) {
 		})
 	}
 }
+
+func TestAgentServers(t *testing.T) {
+	for _, c := range []struct {
+		in    []string
+		hosts string
+		plain bool
+		err   string
+	}{
+		{in: []string{"s1:7070"}, hosts: "s1:7070"},
+		{in: []string{"https://s1:7070/", " s2:7070"}, hosts: "s1:7070,s2:7070"},
+		{in: []string{"s1:7070,https://[::1]:7071"}, hosts: "s1:7070,[::1]:7071"},
+		{in: []string{"http://127.0.0.1:7070"}, hosts: "127.0.0.1:7070", plain: true},
+		{in: []string{"http://127.0.0.1:7070,s2:7070"}, err: "mixes"},
+		{in: []string{"s1"}, err: "host:port"},
+		{in: []string{"ftp://s1:1"}, err: "host:port"},
+		{in: []string{"https://s1:1?x=1"}, err: "host:port"},
+		{in: []string{"https://u:p@s1:1"}, err: "host:port"},
+		{in: []string{" , "}, err: "empty"},
+		{in: nil, err: "empty"},
+	} {
+		hosts, plain, err := agentServers(c.in)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: %v, want an error with %q", c.in, err, c.err)
+			}
+			continue
+		}
+		if err != nil || strings.Join(hosts, ",") != c.hosts || plain != c.plain {
+			t.Errorf("%q: %q plain=%v %v; want %q plain=%v", c.in, hosts, plain, err, c.hosts, c.plain)
+		}
+	}
+}
