@@ -78,14 +78,17 @@ func (s *Server) admit(ctx context.Context, raw []byte) (string, *apiError) {
 // the params fit its schema, and policy allows it (and says whether approval
 // is needed).
 func (s *Server) decide(in *protocol.Intent) fsm.Decision {
-	set := s.catalog.policySet()
+	// An unknown tool or params outside its schema is rejected before the
+	// policy is consulted: the decision names no policy set, so the receipt's
+	// policy is null and its error says what failed.
 	tool, ok := s.catalog.tool(in.Tool)
 	if !ok {
-		return fsm.Decision{PolicyHash: set.Hash(), Error: &protocol.ErrorBody{Code: codeUnknownTool, Message: "no tool " + in.Tool + " is registered"}}
+		return fsm.Decision{Error: &protocol.ErrorBody{Code: codeUnknownTool, Message: "no tool " + in.Tool + " is registered"}}
 	}
 	if err := tool.Validate(in.Params); err != nil {
-		return fsm.Decision{PolicyHash: set.Hash(), Error: &protocol.ErrorBody{Code: codeParamsInvalid, Message: err.Error()}}
+		return fsm.Decision{Error: &protocol.ErrorBody{Code: codeParamsInvalid, Message: err.Error()}}
 	}
+	set := s.catalog.policySet()
 	req, err := policy.NewInvokeRequest(in, policyTool(tool))
 	if err != nil {
 		return fsm.Decision{PolicyHash: set.Hash(), Error: &protocol.ErrorBody{Code: fsm.CodePolicyDenied, Message: err.Error()}}

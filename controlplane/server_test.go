@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -299,6 +300,12 @@ func TestRecordedOutcomes(t *testing.T) {
 	if err != nil || r.State != "rejected" || r.Error.Code != "params_invalid" {
 		t.Fatalf("params: got %+v %v, want params_invalid", r, err)
 	}
+	// Rejected before the policy was consulted: no policy decision, and the
+	// error says what failed.
+	if r.Policy != nil || !strings.Contains(r.Error.Message, "name") {
+		t.Fatalf("params: policy %+v, error %q: want no policy and the missing property named", r.Policy, r.Error.Message)
+	}
+	t.Logf("params_invalid says: %s", r.Error.Message)
 	if err := client.New("http://"+d.s.Addr().String(), "wrong").Admin(ctx, "PUT", "tenants/x", []byte(`{}`)); apiCode(err) != "unauthorized" {
 		t.Fatalf("admin with a wrong token: got %v", err)
 	}

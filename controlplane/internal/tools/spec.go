@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -133,7 +132,7 @@ func (t *Tool) Validate(params []byte) error {
 	if err := t.schema.Validate(v); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
-			return errors.New(strings.TrimSpace(ve.Error()))
+			return errors.New(schemaFailure(ve))
 		}
 		return err
 	}
