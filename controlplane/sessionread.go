@@ -130,12 +130,21 @@ func (ss *session) result(raw, output []byte) {
 		return
 	}
 	a := protocol.Ack{DispatchID: res.DispatchID}
+	state := ""
 	if in, ok := s.fsm.Intent(res.IntentID); ok {
 		a.Receipt = in.Receipt
 		if in.SupersededBy != nil {
 			a.Receipt = in.SupersededBy
 		}
+		state = in.State
 	}
+	// One line per result, as per admission and approval: names and
+	// statuses, never output or the tool's error text.
+	attrs := []any{"intent_id", res.IntentID, "dispatch", res.DispatchID, "node", res.Node, "status", res.Status, "state", state}
+	if a.Receipt != nil {
+		attrs = append(attrs, "receipt", *a.Receipt)
+	}
+	ss.log().Info("result recorded", attrs...)
 	ss.ack(a)
 }
 
