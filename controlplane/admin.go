@@ -179,7 +179,7 @@ func (s *Server) PutPolicy(ctx context.Context, text []byte) *apiError {
 	if err != nil {
 		return refusal(protocol.CodeMalformed, err.Error())
 	}
-	return s.adminApply(ctx, fsm.MsgPutPolicy, fsm.PutPolicy{Text: string(text), Hash: set.Hash()})
+	return s.adminApply(ctx, fsm.MsgPutPolicy, fsm.PutPolicy{Text: string(text), Hash: set.Hash(), At: s.now()})
 }
 
 func validID(s string) bool {

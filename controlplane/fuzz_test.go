@@ -77,3 +77,27 @@ func FuzzIntentListQuery(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPolicyCases: any cases file either is refused or parses into cases
+// that name described tools and expect a known decision, and deciding them
+// with any policy text never panics.
+func FuzzPolicyCases(f *testing.F) {
+	f.Add([]byte(`{"tools":{"echo":{"sandbox":"wasm"}},"cases":[{"name":"a","tenant":"t","principal":"p","tool":"echo","params":{"x":[1,{"y":null}]},"context":{"channel":"c"},"expect":"allow"}]}`),
+		[]byte(`@id("a") permit (principal, action, resource) when { context.params.x.contains(1) };`))
+	f.Add([]byte(`{"tools":{"t":{"requires_approval":true}},"cases":[{"name":"n","tenant":"t","principal":"p","tool":"t","params":[],"expect":"approval"}]}`), []byte(``))
+	f.Fuzz(func(t *testing.T, cases, text []byte) {
+		c, err := ParsePolicyCases(cases)
+		if err != nil {
+			return
+		}
+		for _, k := range c.Cases {
+			if _, ok := c.Tools[k.Tool]; !ok || k.Name == "" || !slices.Contains([]string{"allow", "deny", "approval"}, k.Expect) {
+				t.Fatalf("accepted case %+v", k)
+			}
+		}
+		res, err := TestPolicy(text, c)
+		if err == nil && len(res) != len(c.Cases) {
+			t.Fatalf("%d results for %d cases", len(res), len(c.Cases))
+		}
+	})
+}

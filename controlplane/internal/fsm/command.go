@@ -150,10 +150,15 @@ type PutTool struct {
 	Selector  map[string]string `json:"selector,omitzero"`
 }
 
-// PutPolicy installs a new version of the Cedar policy set.
+// PutPolicy installs a new version of the Cedar policy set. At is the
+// leader's time of the change (absent in entries written before it was
+// recorded: the FSM's clock stands in); RollbackOf names the version whose
+// text a rollback reinstalls.
 type PutPolicy struct {
-	Text string `json:"text"`
-	Hash string `json:"hash"`
+	Text       string    `json:"text"`
+	Hash       string    `json:"hash"`
+	At         time.Time `json:"at,omitzero"`
+	RollbackOf uint64    `json:"rollback_of,omitzero"`
 }
 
 // Decision is the leader's authorization of an intent, made before proposing.

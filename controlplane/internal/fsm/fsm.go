@@ -212,6 +212,7 @@ func (f *FSM) apply(index uint64, t MsgType, data []byte) (res Result, changed [
 		var c PutPolicy
 		decode(&c)
 		f.state.Policy = c
+		f.state.recordPolicy(index, c)
 	case MsgAdmit:
 		var c Admit
 		decode(&c)

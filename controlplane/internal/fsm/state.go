@@ -38,6 +38,10 @@ type State struct {
 	Tenants map[string]*Tenant `json:"tenants"`
 	Tools   map[string]*Tool   `json:"tools"`
 	Policy  PutPolicy          `json:"policy"`
+	// PolicyVersions are the policy sets installed, oldest first, the last
+	// being Policy: at most maxPolicyVersions, each numbered by the index of
+	// the entry that installed it.
+	PolicyVersions []PolicyVersion `json:"policy_versions,omitzero"`
 	Intents map[string]*Intent `json:"intents"`
 	// Idempotency maps tenant + "\x00" + key to the intent it admitted.
 	Idempotency map[string]*IdemEntry `json:"idempotency"`

@@ -65,7 +65,7 @@ func newTool(e *env) *cobra.Command {
 func newPolicy(e *env) *cobra.Command {
 	var a adminFlags
 	var file string
-	cmd := &cobra.Command{Use: "policy", Short: "Install the Cedar policy set (admin)"}
+	cmd := &cobra.Command{Use: "policy", Short: "Install, read, version, validate, test and dry-run the Cedar policy set"}
 	a.register(cmd)
 	apply := &cobra.Command{
 		Use:   "apply -f FILE",
@@ -81,7 +81,8 @@ func newPolicy(e *env) *cobra.Command {
 	}
 	apply.Flags().StringVarP(&file, "file", "f", "", "the policy text")
 	apply.MarkFlagRequired("file")
-	cmd.AddCommand(apply)
+	cmd.AddCommand(apply, newPolicyGet(e, &a), newPolicyHistory(e, &a), newPolicyRollback(e, &a),
+		newPolicyValidate(e), newPolicyTest(e), newPolicyDryRun(e, &a))
 	return cmd
 }
 

@@ -77,7 +77,8 @@ var textCommands = []string{
 	"dev", "intent get", "intent list", "intent output", "intent sign", "intent submit", "intent verify",
 	"key add", "key add-approver", "key delete", "key delete-approver", "keygen",
 	"nodes drain", "nodes list", "nodes ready", "nodes revoke", "nodes show",
-	"operator migrate-log", "policy apply", "receipt get", "server",
+	"operator migrate-log", "policy apply", "policy dry-run", "policy get", "policy history", "policy rollback",
+	"policy test", "policy validate", "receipt get", "server",
 	"session list", "session revoke", "tenant put", "token create", "token list", "token revoke",
 	"tool apply", "tool hash", "tool init", "verify bundle", "verify receipt", "version",
 }

@@ -1,0 +1,67 @@
+package fsm
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// Every policy install is a version named by its entry's index, kept up to
+// maxPolicyVersions (oldest dropped), the same on a replica restored from a
+// snapshot midway.
+func TestPolicyVersions(t *testing.T) {
+	f := newFSM(t)
+	b := &logBuilder{t: t}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for i := 0; i < maxPolicyVersions+6; i++ {
+		c := PutPolicy{Text: fmt.Sprintf("// v%d", i), Hash: fmt.Sprintf("sha256:%d", i), At: at.Add(time.Duration(i) * time.Minute)}
+		if i == 3 {
+			c.At = time.Time{} // an entry from before At was recorded: the FSM's clock stands in
+		}
+		if i == 5 {
+			c.RollbackOf = 2
+		}
+		f.Apply(b.add(MsgPutPolicy, c))
+	}
+	vs := f.PolicyVersions()
+	if len(vs) != maxPolicyVersions {
+		t.Fatalf("%d versions kept, want %d", len(vs), maxPolicyVersions)
+	}
+	last := vs[len(vs)-1]
+	if last.Version != b.logs[len(b.logs)-1].Index || last.Text != f.Policy().Text || last.Hash != f.Policy().Hash {
+		t.Fatalf("the last version %+v is not the current policy %+v", last, f.Policy())
+	}
+	if first := vs[0]; first.Version != 7 || first.Text != "// v6" {
+		t.Fatalf("the oldest kept version: %+v, want version 7 (// v6)", first)
+	}
+	if _, ok := f.PolicyVersion(6); ok {
+		t.Fatal("a dropped version is still found")
+	}
+	if v, ok := f.PolicyVersion(20); !ok || v.Text != "// v19" || !v.InstalledAt.Equal(at.Add(19*time.Minute)) {
+		t.Fatalf("version 20: %+v %v", v, ok)
+	}
+	// The same log replayed whole, or from a snapshot taken midway, gives
+	// the same versions.
+	want, _ := f.Encode()
+	if got, _ := replay(t, b.logs).Encode(); string(got) != string(want) {
+		t.Fatal("a replay keeps other versions")
+	}
+	restored := restoreInto(t, replay(t, b.logs[:10]), newFSM(t))
+	for _, l := range b.logs[10:] {
+		restored.Apply(l)
+	}
+	if got, _ := restored.Encode(); string(got) != string(want) {
+		t.Fatal("a replica restored midway keeps other versions")
+	}
+}
+
+func TestPolicyVersionOfOldEntryUsesClock(t *testing.T) {
+	f := newFSM(t)
+	b := &logBuilder{t: t}
+	f.Apply(b.add(MsgTick, Tick{At: t0}))
+	f.Apply(b.add(MsgPutPolicy, PutPolicy{Text: "x", Hash: "sha256:x", RollbackOf: 1}))
+	v, ok := f.PolicyVersion(2)
+	if !ok || !v.InstalledAt.Equal(t0) || v.RollbackOf != 1 {
+		t.Fatalf("%+v %v", v, ok)
+	}
+}

@@ -1,0 +1,116 @@
+package controlplane
+
+import (
+	"net/http"
+
+	"github.com/writhq/writ/controlplane/internal/fsm"
+	"github.com/writhq/writ/controlplane/internal/policy"
+	"github.com/writhq/writ/protocol"
+)
+
+// The policy's life cycle for the admin: read the installed set, list the
+// kept versions, roll back to one (a new version with its text), and replay
+// recent authorization requests against a candidate before applying it.
+func (s *Server) policyRoutes(mux *routeMux) {
+	mux.HandleFunc("GET /v1/admin/policy", s.adminJSON(s.handleGetPolicy))
+	mux.HandleFunc("GET /v1/admin/policy/versions", s.adminJSON(s.handlePolicyVersions))
+	mux.HandleFunc("POST /v1/admin/policy/rollback", s.admin(s.handlePolicyRollback))
+	mux.HandleFunc("POST /v1/admin/policy/dry-run", s.adminJSON(s.handlePolicyDryRun))
+}
+
+func (s *Server) handleGetPolicy(w http.ResponseWriter, r *http.Request) (any, *apiError) {
+	cur := s.fsm.Policy()
+	v := protocol.PolicyView{Hash: cur.Hash, Text: cur.Text}
+	if vs := s.fsm.PolicyVersions(); len(vs) > 0 && vs[len(vs)-1].Hash == cur.Hash {
+		last := vs[len(vs)-1]
+		v.Version, v.InstalledAt, v.RollbackOf = last.Version, last.InstalledAt, last.RollbackOf
+	}
+	return v, nil
+}
+
+func (s *Server) handlePolicyVersions(w http.ResponseWriter, r *http.Request) (any, *apiError) {
+	vs := s.fsm.PolicyVersions()
+	out := protocol.PolicyVersions{Versions: make([]protocol.PolicyVersionSummary, 0, len(vs))}
+	for i := len(vs) - 1; i >= 0; i-- {
+		v := vs[i]
+		out.Versions = append(out.Versions, protocol.PolicyVersionSummary{Version: v.Version, Hash: v.Hash, Bytes: len(v.Text),
+			InstalledAt: v.InstalledAt, RollbackOf: v.RollbackOf, Current: i == len(vs)-1})
+	}
+	return out, nil
+}
+
+// handlePolicyRollback reinstalls a kept version's text as a new version,
+// checked as any policy is before it is applied.
+func (s *Server) handlePolicyRollback(w http.ResponseWriter, r *http.Request) *apiError {
+	var req protocol.PolicyRollback
+	if aerr := decodeAdmin(w, r, &req); aerr != nil {
+		return aerr
+	}
+	v, ok := s.fsm.PolicyVersion(req.Version)
+	if !ok {
+		return refusal(codeNotFound, "no such policy version is kept (writ policy history lists them)")
+	}
+	set, err := policy.Parse([]byte(v.Text))
+	if err != nil {
+		return refusal(protocol.CodeMalformed, "that version no longer passes validation: "+err.Error())
+	}
+	return s.adminApply(r.Context(), fsm.MsgPutPolicy, fsm.PutPolicy{Text: v.Text, Hash: set.Hash(), At: s.now(), RollbackOf: v.Version})
+}
+
+// handlePolicyDryRun replays the authorization of the newest intents
+// admitted since the given time against a candidate policy set, with the
+// tools as registered now, and lists the decisions that would change.
+func (s *Server) handlePolicyDryRun(w http.ResponseWriter, r *http.Request) (any, *apiError) {
+	var req protocol.PolicyDryRun
+	if aerr := decodeAdmin(w, r, &req); aerr != nil {
+		return nil, aerr
+	}
+	set, err := policy.Parse([]byte(req.Text))
+	if err != nil {
+		return nil, refusal(protocol.CodeMalformed, err.Error())
+	}
+	out := protocol.PolicyDryRunResult{Hash: set.Hash(), Since: req.Since, Changes: []protocol.PolicyChange{}}
+	for _, in := range s.fsm.DecidedSince(req.Since, protocol.MaxPolicyReplay) {
+		tool, ok := s.catalog.tool(in.Tool)
+		intent, err := protocol.DecodeIntent(in.Raw, 0)
+		if !ok || err != nil {
+			out.Skipped++
+			continue
+		}
+		out.Examined++
+		pt := policyTool(tool)
+		after := protocol.DecisionDeny
+		var d policy.Decision
+		if req, err := policy.NewInvokeRequest(intent, pt); err == nil {
+			d = set.Invoke(req)
+			after = decisionName(d.Allow, d.Allow && (d.ApprovalRequired || tool.RequiresApproval))
+		}
+		before := decisionName(in.Decision.Allow, in.Decision.ApprovalRequired)
+		if before == after {
+			continue
+		}
+		out.Changed++
+		if len(out.Changes) == protocol.MaxPolicyChanges {
+			out.Truncated = true
+			continue
+		}
+		pol := d.Policies
+		if pol == nil {
+			pol = []string{}
+		}
+		out.Changes = append(out.Changes, protocol.PolicyChange{IntentID: in.ID, Tenant: in.Tenant, Principal: in.Principal,
+			Tool: in.Tool, AdmittedAt: in.AdmittedAt, Before: before, After: after, Policies: pol})
+	}
+	return out, nil
+}
+
+// decisionName is how a dry run and a policy test name a decision.
+func decisionName(allow, approval bool) string {
+	switch {
+	case !allow:
+		return protocol.DecisionDeny
+	case approval:
+		return protocol.DecisionApproval
+	}
+	return protocol.DecisionAllow
+}
