@@ -41,8 +41,8 @@ type State struct {
 	// PolicyVersions are the policy sets installed, oldest first, the last
 	// being Policy: at most maxPolicyVersions, each numbered by the index of
 	// the entry that installed it.
-	PolicyVersions []PolicyVersion `json:"policy_versions,omitzero"`
-	Intents map[string]*Intent `json:"intents"`
+	PolicyVersions []PolicyVersion    `json:"policy_versions,omitzero"`
+	Intents        map[string]*Intent `json:"intents"`
 	// Idempotency maps tenant + "\x00" + key to the intent it admitted.
 	Idempotency map[string]*IdemEntry `json:"idempotency"`
 	// Runs maps tenant + "\x00" + run id to its use of the run budget.
