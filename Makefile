@@ -24,7 +24,7 @@ STATICCHECK := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)
 # (not in Debian's minimal images).
 APT_PACKAGES := bubblewrap runc busybox-static systemd chromium runsc crun mount iproute2
 
-.PHONY: help deps build dev cluster cluster-down test check fuzz bench clean screenshots rootfs vectors dist faults
+.PHONY: help deps build dev cluster cluster-down test test-short check fuzz bench clean screenshots rootfs vectors dist faults
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-7s %s\n", $$1, $$2}'
@@ -60,6 +60,12 @@ cluster-down: ## stop the local cluster's agents and servers (state stays in .cl
 test: deps rootfs ## run every test, then each fuzz target for 30,000 executions (CI=true: missing dependencies fail)
 	WRIT_TEST_ROOTFS=$(ROOTFS) $(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=30000x FUZZTIME_DISK=2000x
+
+# The fast tier: -short leaves out the clusters, the browser, the escape
+# suite, the bench runs and the fault suite, and runs fewer crashes and
+# starts; no -race and no fuzzing. make test still runs everything.
+test-short: deps rootfs ## run the fast tier: go test -short (no clusters, browser, escape suite or fuzzing)
+	WRIT_TEST_ROOTFS=$(ROOTFS) $(GO) test -short -count=1 ./...
 
 # The fault suite (internal/faults, docs/reliability.md): its short run is
 # TestFaults in `make test`; this is the long run, which prints the figures.

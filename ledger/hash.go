@@ -17,12 +17,6 @@ type Hash [HashSize]byte
 // LeafHash returns the RFC 6962 hash of a leaf: SHA-256(0x00 || leaf).
 func LeafHash(leaf []byte) Hash { return Hash(tlog.RecordHash(leaf)) }
 
-// NodeHash returns the RFC 6962 hash of an interior node:
-// SHA-256(0x01 || left || right).
-func NodeHash(left, right Hash) Hash {
-	return Hash(tlog.NodeHash(tlog.Hash(left), tlog.Hash(right)))
-}
-
 // EmptyRoot is the root hash of the tree with no leaves, SHA-256 of nothing.
 func EmptyRoot() Hash {
 	h, _ := tlog.TreeHash(0, nil)
@@ -61,8 +55,8 @@ func ParseHash(s string) (Hash, error) {
 	return h, nil
 }
 
-// tlogHashes converts between our hash slices and tlog's without copying
-// semantics surprises: both are [32]byte arrays.
+// toTlog and fromTlog convert slices of hashes between Hash and tlog.Hash,
+// both [32]byte: each returns a new slice, so neither aliases the other.
 func toTlog(hs []Hash) []tlog.Hash {
 	out := make([]tlog.Hash, len(hs))
 	for i, h := range hs {

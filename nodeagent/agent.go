@@ -83,9 +83,6 @@ func (a *Agent) identity() *Identity {
 
 func (a *Agent) heartbeat() time.Duration { return time.Duration(a.hbeat.Load()) }
 
-// Keys are the server keys this agent trusts for dispatches.
-func (a *Agent) Keys() protocol.SignerKeys { return &a.keys }
-
 // Deliver sends a signed result, and beside it the captured output it
 // commits to, on the live session, if there is one; the store keeps both
 // either way until the result is acknowledged. The executor calls it as

@@ -120,8 +120,8 @@ func (m Manifest) WithDefaults() Manifest {
 // Hash returns "sha256:"+hex of the RFC 8785 canonical JSON of the manifest
 // with its defaults filled in, so that a manifest that spells out a default
 // and one that leaves it out hash the same. It is NOT what dispatches carry:
-// the control plane hashes the manifest text as registered, which
-// HashRegistered computes; Hash identifies what a tier will actually run.
+// the control plane and the agent hash the manifest text as registered (see
+// HashRegistered); Hash identifies what a tier will actually run.
 func (m Manifest) Hash() (string, error) {
 	raw, err := json.Marshal(m.WithDefaults())
 	if err != nil {

@@ -12,14 +12,15 @@ import (
 // HashRegistered returns the identity of a manifest as the control plane
 // registers it and as dispatches name it (tool_manifest_hash): "sha256:"+hex
 // of the RFC 8785 canonical form of the manifest's JSON text exactly as
-// registered — no defaults filled in, no field reinterpreted. It uses the
-// same canonicalizer as the protocol package, so the two agree byte for
-// byte. Text that is not one JSON value is an error wrapping
-// ErrInvalidManifest.
+// registered — no defaults filled in, no field reinterpreted. Text that is
+// not one JSON value is an error wrapping ErrInvalidManifest.
 //
-// An agent keeps the registered text of each allowlisted tool, compares
-// this hash with the dispatch's, and only then parses the text with
-// ParseManifest to run it.
+// The product computes this identity with protocol.Canonicalize (the control
+// plane in controlplane/internal/tools, the agent in nodeagent.ManifestHash),
+// which this package may not import; HashRegistered uses the same jsontext
+// canonicalizer and so gives the same hash for every manifest those accept
+// (protocol.Canonicalize also refuses numbers that are not I-JSON). Tests use
+// it to compare a registration with the allowlist file written from it.
 func HashRegistered(raw []byte) (string, error) {
 	v := jsontext.Value(bytes.Clone(raw))
 	if err := v.Canonicalize(); err != nil {

@@ -102,6 +102,9 @@ func BenchmarkFleet(b *testing.B) {
 // holds its session, and every dispatch, targeted or not, completes (the
 // command fails otherwise). Figures are not judged here.
 func TestBenchFleet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("not in -short: a benchmark")
+	}
 	var r fleetFigures
 	benchRun(t, &r, "fleet", "--agents", "20", "--dispatches", "20", "--settle", "1s", "--rewarm", "0s")
 	if r.Agents != 20 || r.After.Sessions != 20 || r.Random.N != 20 || r.Untargeted.N != 20 || r.One.N != 20 {
@@ -115,6 +118,9 @@ func TestBenchFleet(t *testing.T) {
 // TestBenchE2E runs `writ bench e2e` small: 3 servers, the writ agent and a
 // simulated one, every intent completed.
 func TestBenchE2E(t *testing.T) {
+	if testing.Short() {
+		t.Skip("not in -short: a benchmark")
+	}
 	var r e2eFigures
 	benchRun(t, &r, "e2e", "--n", "6", "--sandbox-n", "3", "--echo-wasm", filepath.Join(toolsDir, "echo.wasm"))
 	if r.All.N != 6 || r.Sim.N != 6 || r.Leader.N+r.Follower.N != 6 || r.Follower.N == 0 || r.SandboxStart <= 0 {
@@ -127,6 +133,9 @@ func TestBenchE2E(t *testing.T) {
 // them; no operation failed (a failed submission or bare post prints an
 // errors line).
 func TestBenchAdmit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("not in -short: a benchmark")
+	}
 	cmd := exec.Command(writBin, "bench", "admit", "--n", "300", "--concurrency", "8", "--log-stores", "bolt,raft-wal", "-o", "text")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

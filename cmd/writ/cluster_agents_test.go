@@ -30,6 +30,9 @@ import (
 // receipt for each (the held runs' results reach it through the outbox,
 // resent on the new session).
 func TestAgentsSessionServerKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("not in -short: three writ servers and two agents")
+	}
 	c := startTestCluster(t)
 	leader := c.waitLeader(10 * time.Second)
 	var followers []int
@@ -167,6 +170,9 @@ func TestAgentsSessionServerKilled(t *testing.T) {
 // enrollment). Once the other two are back, the agent's node is ready again
 // and runs an intent.
 func TestAgentsClusterRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("not in -short: three writ servers and two agents")
+	}
 	c := startTestCluster(t)
 	c.startAgents([]int{0})
 	a := c.agents[0]

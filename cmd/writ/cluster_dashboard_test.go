@@ -16,6 +16,9 @@ import (
 // out there, and finds the session ended on the first: tokens and sessions
 // are replicated, and a follower's dashboard writes reach the leader.
 func TestClusterDashboardSessions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("not in -short: three writ servers")
+	}
 	c := startTestCluster(t)
 	leader := c.waitLeader(30 * time.Second)
 	var f []int

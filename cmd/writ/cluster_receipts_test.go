@@ -20,6 +20,9 @@ import (
 // the attempt had, every receipt verifies against the latest checkpoint with
 // the cluster's key, and the three servers hold the same log.
 func TestClusterReceiptsEqualAttempts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("not in -short: three writ servers")
+	}
 	c := startTestCluster(t)
 	c.waitLeader(10 * time.Second)
 	c.startAgents([]int{0, 1, 2})

@@ -25,6 +25,9 @@ import (
 // (for the submissions whose params differ from the winner's). The winner
 // runs once on one of the two agents.
 func TestClusterOneKeyConcurrently(t *testing.T) {
+	if testing.Short() {
+		t.Skip("not in -short: three writ servers and two agents")
+	}
 	c := startTestCluster(t)
 	c.startAgents([]int{0, 1, 2}, []int{0, 1, 2})
 	const n = 64
@@ -194,6 +197,9 @@ var registerModel = porcupine.NondeterministicModel{
 // each has exactly one receipt. Then the killed server comes back, catches
 // up, and all three servers' checkpoints are consistent.
 func TestClusterLeaderKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("not in -short: three writ servers and two agents")
+	}
 	c := startTestCluster(t)
 	const n, workers = 1000, 16
 	leader := c.waitLeader(10 * time.Second)
@@ -331,6 +337,9 @@ func TestClusterLeaderKilled(t *testing.T) {
 // new leader, and all servers hold the same intents. Every admitted intent
 // ran once, completed and has one receipt.
 func TestClusterPausedLeader(t *testing.T) {
+	if testing.Short() {
+		t.Skip("not in -short: three writ servers and two agents")
+	}
 	c := startTestCluster(t)
 	old := c.waitLeader(10 * time.Second)
 	c.startAgents([]int{0, 1, 2}, []int{0, 1, 2})

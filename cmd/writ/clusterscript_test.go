@@ -19,6 +19,9 @@ import (
 // intents its printed instructions describe run on the agents (any one, and
 // one named), a second `up` changes nothing, and `down` stops every process.
 func TestClusterScript(t *testing.T) {
+	if testing.Short() {
+		t.Skip("not in -short: make cluster's three servers and two agents")
+	}
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Fatal("bash is needed to run deploy/cluster.sh")

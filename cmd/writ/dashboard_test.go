@@ -108,6 +108,9 @@ func (b *browser) post(path, body string, csrf bool) (int, string) {
 // receipt verified in the browser, a replayed approval, a request without the
 // CSRF token, and a viewer who is not offered approval and is refused.
 func TestDashboardInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("not in -short: a browser")
+	}
 	b := startBrowser(t)
 	d := startDevDashboard(t)
 	start := time.Now()

@@ -23,8 +23,12 @@ const secret = "WRIT-ESCAPE-SECRET"
 // Escape runs the escape suite against h: each case attacks the tier and
 // passes only if the attack is contained. Cases a tier does not claim to
 // meet (the process tier does not isolate the filesystem on Linux) are
-// skipped with the reason, never passed.
+// skipped with the reason, never passed. Under -short the suite is skipped
+// (make test runs it).
 func Escape(t *testing.T, h Harness) {
+	if testing.Short() {
+		t.Skip("not in -short: the escape suite")
+	}
 	if err := h.Driver.Available(); err != nil {
 		t.Fatalf("driver %s not available: %v", h.Driver.Name(), err)
 	}

@@ -85,13 +85,23 @@ func Run(t *testing.T, h Harness) {
 		{"ReadOnlyGrant", testReadOnlyGrant, h.IsolatesFilesystem},
 		{"TraceMe", testTraceMe, h.Processes},
 		{"WriteOutside", testWriteOutside, h.IsolatesFilesystem},
-		{"CPULimit", testCPULimit, h.CPULimit},
+		{"CPULimit", long(testCPULimit), h.CPULimit},
 	}
 	for _, c := range cases {
 		if !c.when {
 			continue
 		}
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
+	}
+}
+
+// long marks a case that is not in -short (a full second of CPU, say).
+func long(fn func(*testing.T, Harness)) func(*testing.T, Harness) {
+	return func(t *testing.T, h Harness) {
+		if testing.Short() {
+			t.Skip("not in -short")
+		}
+		fn(t, h)
 	}
 }
 

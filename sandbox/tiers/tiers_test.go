@@ -38,6 +38,9 @@ func TestNew(t *testing.T) {
 // TestBench runs `writ bench sandbox`'s measurement briefly on every tier
 // this host has: each gets a tier time and a raw baseline.
 func TestBench(t *testing.T) {
+	if testing.Short() {
+		t.Skip("not in -short: a benchmark")
+	}
 	cfg := tiers.DefaultConfig()
 	cfg.Runc.RootFS = sandboxtest.BusyboxRootfs(t)
 	cfg.Gvisor.OCI.RootFS = cfg.Runc.RootFS

@@ -27,8 +27,14 @@ import (
 
 const crashChildEnv = "WRIT_LOGSTORE_CRASH_CHILD"
 
-// crashKills is how many times TestLogStoreCrash kills its child.
-const crashKills = 300
+// crashKills is how many times TestLogStoreCrash kills its child: 300, or
+// 20 under -short.
+func crashKills() int {
+	if testing.Short() {
+		return 20
+	}
+	return 300
+}
 
 // crashEntry is the entry the test writes at index i in term: its data's
 // size varies (up to several pages), so that commits split and free pages.
@@ -142,7 +148,8 @@ func TestLogStoreCrash(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 16))
 	pendingAt := map[string]int{} // the operation in progress at each kill
 	start := time.Now()
-	for kill := 0; kill < crashKills; kill++ {
+	kills := crashKills()
+	for kill := 0; kill < kills; kill++ {
 		r, w, err := os.Pipe()
 		if err != nil {
 			t.Fatal(err)
@@ -229,7 +236,7 @@ func TestLogStoreCrash(t *testing.T) {
 		pendingAt[kind]++
 	}
 	t.Logf("%d kills in %v; operation in progress at the kill: append %d, delete %d, set term %d, none (opening or between) %d; log at the end %d..%d",
-		crashKills, time.Since(start).Round(time.Millisecond), pendingAt["A"], pendingAt["D"], pendingAt["S"], pendingAt["none"], m.first, m.last)
+		kills, time.Since(start).Round(time.Millisecond), pendingAt["A"], pendingAt["D"], pendingAt["S"], pendingAt["none"], m.first, m.last)
 	if pendingAt["A"] == 0 || pendingAt["D"] == 0 {
 		t.Errorf("no kill landed during an append or a deletion: %v", pendingAt)
 	}

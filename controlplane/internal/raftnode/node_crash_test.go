@@ -22,7 +22,7 @@ import (
 // file snapshots) in a child process admits intents as fast as it can while
 // taking a snapshot every 32 entries and keeping 16 entries behind each (so
 // that snapshots, prefix compaction and appends overlap), and is killed with
-// SIGKILL at a random moment, 15 times. Each start is the check: the child
+// SIGKILL at a random moment, 15 times (3 under -short). Each start is the check: the child
 // must come up on the data directory, win its election, and find in its FSM
 // every intent any child before it was told was applied.
 func TestNodeCrash(t *testing.T) {
@@ -34,7 +34,10 @@ func TestNodeCrash(t *testing.T) {
 	ackedFile := filepath.Join(t.TempDir(), "acked")
 	var acked []string
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 17))
-	const kills = 15
+	kills := 15
+	if testing.Short() {
+		kills = 3
+	}
 	for kill := 0; kill <= kills; kill++ {
 		if err := os.WriteFile(ackedFile, []byte(strings.Join(acked, "\n")), 0o600); err != nil {
 			t.Fatal(err)

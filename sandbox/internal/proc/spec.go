@@ -1,8 +1,14 @@
-// Package proc starts one contained process for the process and bwrap
-// tiers and sees it through to the end: rlimits and cgroup applied before
-// the first instruction of the new program runs, its own session and
-// process group, a scrubbed environment, output captured within a limit,
-// wall-clock limit, and everything it started killed when it is done.
+// Package proc starts one process for the process, bwrap and runc tiers
+// (gvisor runs through runc) and sees it through to the end. For the
+// process tier that process is the tool, confined as its Spec asks before
+// the first instruction of the new program runs: rlimits, cgroup, Landlock,
+// seccomp, network, pid and mount namespaces, another user. For bwrap and
+// runc it is the runtime binary, which confines the tool itself (runc's
+// container is placed in its cgroup by the runtime, and killed through it
+// with OnKill). In every case: a process group of its own (and a session,
+// unless KeepSession), the environment given and nothing else, output
+// captured within a limit, a wall-clock limit, and everything it started
+// killed when it is done.
 package proc
 
 import (

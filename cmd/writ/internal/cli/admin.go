@@ -9,6 +9,7 @@ import (
 	"net/url"
 
 	"github.com/spf13/cobra"
+	"github.com/writhq/writ/client"
 )
 
 // adminFlags are the flags every admin command takes.
@@ -21,6 +22,17 @@ func (a *adminFlags) register(cmd *cobra.Command) {
 	cmd.PersistentFlags().StringVar(&a.server, "server", defaultServer(), "the control plane's API address")
 	a.token = adminTokenFlag()
 	a.token.register(cmd.PersistentFlags())
+}
+
+// client returns a client of the server --server names, with the admin
+// token (--token-file, --token, WRIT_TOKEN_FILE or WRIT_TOKEN: see
+// secretFlag.get); without one it is an error.
+func (a *adminFlags) client(e *env) (*client.Client, error) {
+	token, err := a.token.require(e)
+	if err != nil {
+		return nil, err
+	}
+	return e.client(a.server, token)
 }
 
 // call sends one admin call and reports it.

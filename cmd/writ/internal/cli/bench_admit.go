@@ -61,7 +61,7 @@ time of this whole process (servers and clients) per operation.
 With --log-stores, one cluster per Raft log store runs (all started first),
 each concurrency measures every store in turn, and a summary gives each
 store's throughput as a ratio to the first's: bolt is the store servers run
-on; raft-wal (hashicorp/raft-wal v0.4.0, which servers used before) and
+on; raft-wal (hashicorp/raft-wal v0.4.0, the store servers migrate from) and
 raft-boltdb (hashicorp/raft-boltdb/v2) are there only to compare.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {

@@ -12,15 +12,6 @@ import (
 	"github.com/writhq/writ/protocol"
 )
 
-// adminClient returns a client with the admin token of a.
-func (a *adminFlags) client(e *env) (*client.Client, error) {
-	token, err := a.token.require(e)
-	if err != nil {
-		return nil, err
-	}
-	return e.client(a.server, token)
-}
-
 // apiFailure prints a refused call as the admin commands do, exit 1.
 func (e *env) apiFailure(err error) error {
 	var ae *client.Error
