@@ -126,6 +126,8 @@ var accessMatrix = func() []RouteAccess {
 			no, no, no, no, no, no, no, no, yes),
 		row("GET /v1/admin/policy", "the installed policy set: text, hash, version",
 			no, no, no, no, no, no, no, no, yes),
+		row("GET /v1/admin/webhooks", "the webhooks (no secret) and this server's delivery log",
+			no, no, no, no, no, no, no, no, yes),
 		row("GET /v1/admin/policy/versions", "the kept policy versions (no text)",
 			no, no, no, no, no, no, no, no, yes),
 		row("POST /v1/admin/policy/rollback", "reinstalls a kept version's text as a new version",

@@ -63,6 +63,7 @@ var probes = map[string]probe{
 	"PUT /v1/admin/tools":                               {method: "PUT", path: "/v1/admin/tools", body: `{"x":1}`, status: 400},
 	"PUT /v1/admin/policy":                              {method: "PUT", path: "/v1/admin/policy", body: `{"x":1}`, status: 400},
 	"GET /v1/admin/policy":                              {method: "GET", path: "/v1/admin/policy", status: 200},
+	"GET /v1/admin/webhooks":                            {method: "GET", path: "/v1/admin/webhooks", status: 200},
 	"GET /v1/admin/policy/versions":                     {method: "GET", path: "/v1/admin/policy/versions", status: 200},
 	"POST /v1/admin/policy/rollback":                    {method: "POST", path: "/v1/admin/policy/rollback", body: `{"version":999999}`, status: 404},
 	"POST /v1/admin/policy/dry-run":                     {method: "POST", path: "/v1/admin/policy/dry-run", body: `{"text":"x"}`, status: 400},

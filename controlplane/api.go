@@ -31,6 +31,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	s.adminRoutes(mux)
 	s.policyRoutes(mux)
+	s.webhookRoutes(mux)
 	s.ledgerRoutes(mux)
 	s.enrollRoutes(mux)
 	s.nodeRoutes(mux)

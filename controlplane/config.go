@@ -87,6 +87,9 @@ type Config struct {
 	// PublishInterval is how often the leader publishes a checkpoint when
 	// receipts were added (PROTOCOL: at most every 100 ms under load).
 	PublishInterval time.Duration
+	// Webhooks receive approval notifications from the leader (webhooks.go,
+	// docs/controlplane.md "Webhooks").
+	Webhooks []Webhook
 	Logger          *slog.Logger
 }
 
@@ -148,6 +151,11 @@ func (c *Config) Validate() error {
 	} else {
 		if c.TLS.CAFile == "" || c.TLS.CertFile == "" || c.TLS.KeyFile == "" {
 			return errors.New("controlplane: a server needs tls.ca_file, tls.cert_file and tls.key_file: the API and Raft are never plaintext outside dev mode")
+		}
+	}
+	for i := range c.Webhooks {
+		if err := c.Webhooks[i].validate(); err != nil {
+			return err
 		}
 	}
 	if err := c.validateCluster(); err != nil {

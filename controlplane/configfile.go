@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"bytes"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json"
+	"github.com/writhq/writ/internal/secretfile"
 	"github.com/writhq/writ/ledger"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -44,6 +46,15 @@ type File struct {
 		Origin   string `json:"origin,omitzero"`
 		SeedFile string `json:"seed_file,omitzero"`
 	} `json:"ledger,omitzero"`
+	// Webhooks receive approval notifications; each secret is read from a
+	// file only its owner can read.
+	Webhooks []struct {
+		URL         string   `json:"url"`
+		Events      []string `json:"events,omitzero"`
+		SecretFile  string   `json:"secret_file"`
+		MaxAttempts int      `json:"max_attempts,omitzero"`
+		RetryDelay  string   `json:"retry_delay,omitzero"`
+	} `json:"webhooks,omitzero"`
 	Limits struct {
 		MaxTTL       string `json:"max_ttl,omitzero"`
 		Skew         string `json:"skew,omitzero"`
@@ -124,6 +135,22 @@ func (f *File) Apply(cfg *Config) error {
 	}
 	if f.Limits.MaxSessionsPerUser > 0 {
 		cfg.MaxSessionsPerUser = f.Limits.MaxSessionsPerUser
+	}
+	for _, h := range f.Webhooks {
+		if err := secretfile.Check(h.SecretFile); err != nil {
+			return fmt.Errorf("webhooks: %w", err)
+		}
+		secret, err := os.ReadFile(h.SecretFile)
+		if err != nil {
+			return fmt.Errorf("webhooks: %w", err)
+		}
+		hook := Webhook{URL: h.URL, Events: h.Events, Secret: bytes.TrimSpace(secret), MaxAttempts: h.MaxAttempts}
+		if h.RetryDelay != "" {
+			if hook.RetryDelay, err = time.ParseDuration(h.RetryDelay); err != nil {
+				return fmt.Errorf("webhooks: retry_delay %q is not a duration", h.RetryDelay)
+			}
+		}
+		cfg.Webhooks = append(cfg.Webhooks, hook)
 	}
 	if f.Ledger.SeedFile != "" {
 		signer, vkey, err := LedgerKey(f.Ledger.Origin, f.Ledger.SeedFile)

@@ -29,7 +29,12 @@ func (s *Server) dashboardRoutes(mux *routeMux) {
 		panic(err)
 	}
 	s.dash = d
-	s.fsm.Observe(func(index uint64, keys []string, reset bool) { d.Changed(index, changesOf(keys), reset) })
+	s.fsm.Observe(func(index uint64, keys []string, reset bool) {
+		d.Changed(index, changesOf(keys), reset)
+		if s.hooks != nil {
+			s.hooks.changed(keys)
+		}
+	})
 	go func() {
 		<-s.stop
 		s.fsm.Observe(nil)

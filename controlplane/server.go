@@ -50,6 +50,7 @@ type Server struct {
 	// cluster runs discovery and forwarding; nil for a single server.
 	cluster *cluster
 	ready   readiness // what /v1/health checks beyond leader and log (ready.go)
+	hooks   *webhooks // approval notifications (webhooks.go); nil without any
 	// localToken is the admin token StartLocalCluster registers with.
 	localToken string
 
@@ -147,6 +148,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.metrics.reg.MustRegister(outputMetrics(f)...)
 	s.observeLeader()
+	if len(cfg.Webhooks) > 0 {
+		s.hooks = newWebhooks(s, cfg.Webhooks)
+		go s.hooks.run()
+	}
 	if !cfg.Dev {
 		ln = tls.NewListener(ln, apiTLS)
 	}

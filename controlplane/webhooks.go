@@ -1,0 +1,377 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/writhq/writ/controlplane/internal/fsm"
+	"github.com/writhq/writ/protocol"
+)
+
+// The webhook events: an intent starts waiting for approval, and its wait
+// ends (approved, denied, or expired unapproved).
+const (
+	EventApprovalRequested = "approval.requested"
+	EventApprovalDecided   = "approval.decided"
+)
+
+// Webhook is a receiver of approval notifications. Each delivery is a POST of
+// a JSON body carrying "text" (what Slack-style incoming webhooks display)
+// and the event's intent, never its params; it is signed with Secret
+// (Writ-Signature: t=UNIX,v1=hex(HMAC-SHA256(secret, "UNIX." + body))) and
+// retried with backoff until MaxAttempts.
+type Webhook struct {
+	URL         string
+	Events      []string // empty: every event
+	Secret      []byte
+	MaxAttempts int           // 0: 5
+	RetryDelay  time.Duration // before the second attempt, doubling after; 0: 1s
+}
+
+func (h *Webhook) validate() error {
+	u, err := url.Parse(h.URL)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || u.User != nil {
+		return fmt.Errorf("controlplane: webhook %q: give an https:// URL", h.URL)
+	}
+	if u.Scheme == "http" {
+		if ip := net.ParseIP(u.Hostname()); ip == nil || !ip.IsLoopback() {
+			return fmt.Errorf("controlplane: webhook %q: plain http only to a loopback address; use https", h.URL)
+		}
+	}
+	for _, e := range h.Events {
+		if e != EventApprovalRequested && e != EventApprovalDecided {
+			return fmt.Errorf("controlplane: webhook %q: unknown event %q (approval.requested, approval.decided)", h.URL, e)
+		}
+	}
+	if len(h.Secret) < 16 {
+		return fmt.Errorf("controlplane: webhook %q: the secret must be at least 16 bytes", h.URL)
+	}
+	if h.MaxAttempts < 0 || h.MaxAttempts > 20 {
+		return fmt.Errorf("controlplane: webhook %q: max_attempts must be between 1 and 20", h.URL)
+	}
+	if h.RetryDelay < 0 || h.RetryDelay > time.Minute {
+		return fmt.Errorf("controlplane: webhook %q: retry_delay must be between 0 and 1m", h.URL)
+	}
+	return nil
+}
+
+func (h *Webhook) retryDelay() time.Duration {
+	if h.RetryDelay == 0 {
+		return time.Second
+	}
+	return h.RetryDelay
+}
+
+func (h *Webhook) wants(event string) bool {
+	return len(h.Events) == 0 || slices.Contains(h.Events, event)
+}
+
+// WebhookPayload is the body of a delivery.
+type WebhookPayload struct {
+	Text     string                `json:"text"`
+	Event    string                `json:"event"`
+	Delivery string                `json:"delivery"`
+	Intent   WebhookIntent         `json:"intent"`
+	Approval *protocol.ApprovalRef `json:"approval,omitempty"`
+	SentAt   time.Time             `json:"sent_at"`
+}
+
+// WebhookIntent is what a delivery tells of the intent: who asked for what,
+// and where it stands; never its params or output.
+type WebhookIntent struct {
+	ID        string    `json:"id"`
+	Tenant    string    `json:"tenant"`
+	Principal string    `json:"principal"`
+	RunID     string    `json:"run_id"`
+	Tool      string    `json:"tool"`
+	State     string    `json:"state"`
+	Policies  []string  `json:"policies"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// WebhookDelivery is one entry of the delivery log.
+type WebhookDelivery struct {
+	Delivery string    `json:"delivery"`
+	Event    string    `json:"event"`
+	IntentID string    `json:"intent_id"`
+	URL      string    `json:"url"`
+	Attempts int       `json:"attempts"`
+	Status   int       `json:"status,omitzero"` // the last answer's HTTP status
+	Error    string    `json:"error,omitzero"`
+	OK       bool      `json:"ok"`
+	At       time.Time `json:"at"`
+}
+
+const (
+	webhookQueue      = 1024 // intents waiting to be looked at
+	webhookLog        = 200  // deliveries kept in the log
+	webhookRemembered = 8192 // deliveries remembered, so that an event is sent once
+	webhookTimeout    = 5 * time.Second
+)
+
+// webhooks delivers approval events from the leader. The FSM's observer
+// hands it the ids of changed intents without blocking; one goroutine reads
+// each intent and, while this server leads, sends what changed. Deliveries
+// are at least once: a new leader may resend an event (same delivery id).
+type webhooks struct {
+	s       *Server
+	hooks   []Webhook
+	client  *http.Client
+	ids     chan string
+	backoff func(attempt int) time.Duration
+
+	mu      sync.Mutex
+	sent    map[string]bool // delivery ids sent or being sent
+	order   []string
+	log     []WebhookDelivery
+	dropped int
+}
+
+func newWebhooks(s *Server, hooks []Webhook) *webhooks {
+	return &webhooks{s: s, hooks: hooks, client: &http.Client{Timeout: webhookTimeout}, ids: make(chan string, webhookQueue), sent: map[string]bool{}}
+}
+
+// changed is the FSM observer's part: it must return at once.
+func (w *webhooks) changed(keys []string) {
+	if !w.s.isLeader() {
+		return
+	}
+	for _, k := range keys {
+		if strings.HasPrefix(k, "\x00") {
+			continue
+		}
+		select {
+		case w.ids <- k:
+		default:
+			w.mu.Lock()
+			w.dropped++
+			w.mu.Unlock()
+		}
+	}
+}
+
+func (w *webhooks) run() {
+	for {
+		select {
+		case <-w.s.stop:
+			return
+		case id := <-w.ids:
+			in, ok := w.s.fsm.Intent(id)
+			if !ok || !in.Decision.ApprovalRequired {
+				continue
+			}
+			event := EventApprovalDecided
+			if in.State == fsm.StatePendingApproval {
+				event = EventApprovalRequested
+			} else if in.Approval == nil && !fsm.Final(in.State) {
+				continue
+			}
+			w.send(&in, event)
+		}
+	}
+}
+
+// send posts the event to every hook that wants it, once per delivery id.
+func (w *webhooks) send(in *fsm.Intent, event string) {
+	sum := sha256.Sum256([]byte(event + "\x00" + in.ID))
+	delivery := hex.EncodeToString(sum[:12])
+	w.mu.Lock()
+	if w.sent[delivery] {
+		w.mu.Unlock()
+		return
+	}
+	w.sent[delivery] = true
+	w.order = append(w.order, delivery)
+	if len(w.order) > webhookRemembered {
+		delete(w.sent, w.order[0])
+		w.order = w.order[1:]
+	}
+	w.mu.Unlock()
+	p := WebhookPayload{Event: event, Delivery: delivery, Approval: in.Approval, SentAt: w.s.now(),
+		Intent: WebhookIntent{ID: in.ID, Tenant: in.Tenant, Principal: in.Principal, RunID: in.RunID, Tool: in.Tool,
+			State: in.State, Policies: in.Decision.Policies, ExpiresAt: in.ExpiresAt}}
+	if p.Intent.Policies == nil {
+		p.Intent.Policies = []string{}
+	}
+	p.Text = webhookText(&p)
+	body, _ := json.Marshal(p)
+	for i := range w.hooks {
+		if h := &w.hooks[i]; h.wants(event) {
+			go w.deliver(h, delivery, event, in.ID, body)
+		}
+	}
+}
+
+func webhookText(p *WebhookPayload) string {
+	in := p.Intent
+	switch {
+	case p.Event == EventApprovalRequested:
+		return fmt.Sprintf("Writ: %s (tenant %s) asks to run %s; intent %s awaits approval until %s.",
+			in.Principal, in.Tenant, in.Tool, in.ID, in.ExpiresAt.UTC().Format(time.RFC3339))
+	case p.Approval != nil:
+		return fmt.Sprintf("Writ: intent %s (%s, tenant %s, tool %s) was decided by %s; it is %s.",
+			in.ID, in.Principal, in.Tenant, in.Tool, p.Approval.Approver, in.State)
+	}
+	return fmt.Sprintf("Writ: intent %s (%s, tenant %s, tool %s) ended %s without an approval.", in.ID, in.Principal, in.Tenant, in.Tool, in.State)
+}
+
+// deliver posts body until the receiver answers 2xx or the attempts run out.
+func (w *webhooks) deliver(h *Webhook, delivery, event, intent string, body []byte) {
+	attempts := h.MaxAttempts
+	if attempts == 0 {
+		attempts = 5
+	}
+	d := WebhookDelivery{Delivery: delivery, Event: event, IntentID: intent, URL: h.URL}
+	for a := 1; a <= attempts; a++ {
+		d.Attempts = a
+		d.Status, d.Error = 0, ""
+		err := w.post(h, delivery, event, body, &d)
+		if err == nil {
+			d.OK = true
+			break
+		}
+		d.Error = err.Error()
+		if a == attempts {
+			break
+		}
+		select {
+		case <-w.s.stop:
+			return
+		case <-time.After(h.retryDelay() << min(a-1, 6)):
+		}
+	}
+	d.At = w.s.now()
+	if d.OK {
+		w.s.log.Info("webhook delivered", "event", event, "intent_id", intent, "url", h.URL, "attempts", d.Attempts)
+	} else {
+		w.s.log.Warn("webhook not delivered", "event", event, "intent_id", intent, "url", h.URL, "attempts", d.Attempts, "err", d.Error)
+	}
+	w.mu.Lock()
+	w.log = append(w.log, d)
+	if len(w.log) > webhookLog {
+		w.log = w.log[len(w.log)-webhookLog:]
+	}
+	w.mu.Unlock()
+}
+
+func (w *webhooks) post(h *Webhook, delivery, event string, body []byte, d *WebhookDelivery) error {
+	ctx, cancel := context.WithTimeout(context.Background(), webhookTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.URL, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	ts := strconv.FormatInt(w.s.now().Unix(), 10)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Writ-Event", event)
+	req.Header.Set("Writ-Delivery", delivery)
+	req.Header.Set("Writ-Signature", "t="+ts+",v1="+WebhookSignature(h.Secret, ts, body))
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	d.Status = resp.StatusCode
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("the receiver answered %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// WebhookSignature is hex(HMAC-SHA256(secret, ts + "." + body)): what the
+// v1 member of Writ-Signature carries, and what a receiver recomputes (and
+// compares in constant time) before it trusts a delivery.
+func WebhookSignature(secret []byte, ts string, body []byte) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(ts))
+	m.Write([]byte("."))
+	m.Write(body)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// VerifyWebhook checks a delivery's Writ-Signature header against its body
+// and secret, and that its time is within skew of now.
+func VerifyWebhook(secret []byte, header string, body []byte, now time.Time, skew time.Duration) error {
+	var ts, sig string
+	for _, part := range strings.Split(header, ",") {
+		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
+		switch k {
+		case "t":
+			ts = v
+		case "v1":
+			sig = v
+		}
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || sig == "" {
+		return errors.New("webhook: malformed Writ-Signature")
+	}
+	if d := now.Sub(time.Unix(sec, 0)); d > skew || d < -skew {
+		return errors.New("webhook: the signature's time is outside the allowed skew")
+	}
+	if !hmac.Equal([]byte(sig), []byte(WebhookSignature(secret, ts, body))) {
+		return errors.New("webhook: bad signature")
+	}
+	return nil
+}
+
+// deliveries returns the delivery log, newest first, and how many events
+// were dropped because the queue was full.
+func (w *webhooks) deliveries() ([]WebhookDelivery, int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := slices.Clone(w.log)
+	slices.Reverse(out)
+	return out, w.dropped
+}
+
+// WebhookView is a configured webhook as the admin sees it: never its secret.
+type WebhookView struct {
+	URL         string   `json:"url"`
+	Events      []string `json:"events"`
+	MaxAttempts int      `json:"max_attempts"`
+}
+
+// WebhooksView is the answer of GET /v1/admin/webhooks: the webhooks, this
+// server's delivery log (the leader's holds the deliveries), newest first,
+// and the events dropped because the queue was full.
+type WebhooksView struct {
+	Webhooks   []WebhookView     `json:"webhooks"`
+	Deliveries []WebhookDelivery `json:"deliveries"`
+	Dropped    int               `json:"dropped"`
+}
+
+func (s *Server) webhookRoutes(mux *routeMux) {
+	mux.HandleFunc("GET /v1/admin/webhooks", s.adminJSON(func(http.ResponseWriter, *http.Request) (any, *apiError) {
+		v := WebhooksView{Webhooks: []WebhookView{}, Deliveries: []WebhookDelivery{}}
+		for _, h := range s.cfg.Webhooks {
+			ev := h.Events
+			if len(ev) == 0 {
+				ev = []string{EventApprovalRequested, EventApprovalDecided}
+			}
+			n := h.MaxAttempts
+			if n == 0 {
+				n = 5
+			}
+			v.Webhooks = append(v.Webhooks, WebhookView{URL: h.URL, Events: ev, MaxAttempts: n})
+		}
+		if s.hooks != nil {
+			v.Deliveries, v.Dropped = s.hooks.deliveries()
+		}
+		return v, nil
+	}))
+}

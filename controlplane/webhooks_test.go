@@ -1,0 +1,167 @@
+package controlplane_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/writhq/writ/controlplane"
+	"github.com/writhq/writ/ledger"
+)
+
+type hookReceiver struct {
+	mu       sync.Mutex
+	fails    int // answer 500 to this many requests first
+	bodies   []controlplane.WebhookPayload
+	requests int
+	badSigs  int
+}
+
+func (h *hookReceiver) handler(t *testing.T, secret []byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.requests++
+		if err := controlplane.VerifyWebhook(secret, r.Header.Get("Writ-Signature"), body, time.Now(), time.Minute); err != nil {
+			h.badSigs++
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		if h.fails > 0 {
+			h.fails--
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		var p controlplane.WebhookPayload
+		if err := json.Unmarshal(body, &p); err != nil || r.Header.Get("Writ-Event") != p.Event || r.Header.Get("Writ-Delivery") != p.Delivery {
+			t.Errorf("delivery %s: %v, headers %v", body, err, r.Header)
+		}
+		if strings.Contains(string(body), "wire money") {
+			t.Errorf("a delivery carries the intent's params: %s", body)
+		}
+		h.bodies = append(h.bodies, p)
+	}
+}
+
+func (h *hookReceiver) wait(t *testing.T, n int) []controlplane.WebhookPayload {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		h.mu.Lock()
+		got := append([]controlplane.WebhookPayload(nil), h.bodies...)
+		h.mu.Unlock()
+		if len(got) >= n {
+			return got
+		}
+	}
+	t.Fatalf("fewer than %d deliveries arrived", n)
+	return nil
+}
+
+// An intent waiting for approval is announced to the webhook, signed, and
+// retried after a 500; its approval is announced as decided; the delivery
+// log says so; nothing carries the params.
+func TestWebhooksAnnounceApprovals(t *testing.T) {
+	secret := []byte("0123456789abcdef-webhook")
+	recv := &hookReceiver{fails: 1}
+	srv := httptest.NewServer(recv.handler(t, secret))
+	defer srv.Close()
+	d := startDevWith(t, func(c *controlplane.Config) {
+		c.Webhooks = []controlplane.Webhook{{URL: srv.URL, Secret: secret, RetryDelay: 50 * time.Millisecond}}
+	})
+	ctx := context.Background()
+	raw := d.intent(t, "echo_approval", `{"msg":"wire money"}`)
+	r, err := d.c.Submit(ctx, raw, nil, 0)
+	if err != nil || r.State != "pending_approval" {
+		t.Fatalf("submit: %+v %v", r, err)
+	}
+	got := recv.wait(t, 1)
+	p := got[0]
+	if p.Event != controlplane.EventApprovalRequested || p.Intent.ID != r.IntentID || p.Intent.State != "pending_approval" ||
+		p.Intent.Tool != "echo_approval" || !strings.Contains(p.Text, "awaits approval") || p.Approval != nil {
+		t.Fatalf("requested: %+v", p)
+	}
+	if _, err := d.c.Approve(ctx, d.approval(t, raw, "approve")); err != nil {
+		t.Fatal(err)
+	}
+	got = recv.wait(t, 2)
+	p = got[1]
+	if p.Event != controlplane.EventApprovalDecided || p.Intent.ID != r.IntentID || p.Approval == nil ||
+		p.Approval.Approver != d.creds.Approver.Approver || p.Delivery == got[0].Delivery {
+		t.Fatalf("decided: %+v", p)
+	}
+	var view controlplane.WebhooksView
+	if err := d.admin.AdminJSON(ctx, "GET", "webhooks", nil, &view); err != nil {
+		t.Fatal(err)
+	}
+	if len(view.Webhooks) != 1 || view.Webhooks[0].URL != srv.URL || len(view.Deliveries) != 2 {
+		t.Fatalf("webhooks view: %+v", view)
+	}
+	// Newest first: the decided delivery took one attempt, the requested
+	// one two (the first got a 500).
+	if dl := view.Deliveries; !dl[0].OK || dl[0].Attempts != 1 || !dl[1].OK || dl[1].Attempts != 2 || dl[1].Status != 200 {
+		t.Fatalf("deliveries: %+v", dl)
+	}
+	recv.mu.Lock()
+	defer recv.mu.Unlock()
+	if recv.requests != 3 || recv.badSigs != 0 {
+		t.Fatalf("%d requests, %d with a bad signature; want 3 and 0", recv.requests, recv.badSigs)
+	}
+}
+
+func TestWebhookSignature(t *testing.T) {
+	secret, body, now := []byte("0123456789abcdef"), []byte(`{"event":"x"}`), time.Unix(1_800_000_000, 0)
+	ts := "1800000000"
+	header := "t=" + ts + ",v1=" + controlplane.WebhookSignature(secret, ts, body)
+	if err := controlplane.VerifyWebhook(secret, header, body, now, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		header string
+		body   []byte
+		now    time.Time
+	}{
+		"other body":    {header, []byte(`{"event":"y"}`), now},
+		"other secret":  {"t=" + ts + ",v1=" + controlplane.WebhookSignature([]byte("another secret!!"), ts, body), body, now},
+		"too old":       {header, body, now.Add(2 * time.Minute)},
+		"no signature":  {"t=" + ts, body, now},
+		"no time":       {"v1=" + controlplane.WebhookSignature(secret, ts, body), body, now},
+		"garbage":       {"x", body, now},
+		"replayed time": {"t=1800000001,v1=" + controlplane.WebhookSignature(secret, ts, body), body, now},
+	} {
+		if err := controlplane.VerifyWebhook(secret, c.header, c.body, c.now, time.Minute); err == nil {
+			t.Errorf("%s: verified", name)
+		}
+	}
+}
+
+func TestWebhookConfigRefused(t *testing.T) {
+	for name, h := range map[string]controlplane.Webhook{
+		"plain http elsewhere": {URL: "http://hooks.example/x", Secret: []byte("0123456789abcdef")},
+		"short secret":         {URL: "https://hooks.example/x", Secret: []byte("short")},
+		"unknown event":        {URL: "https://hooks.example/x", Secret: []byte("0123456789abcdef"), Events: []string{"intent.everything"}},
+		"not a URL":            {URL: "hooks.example", Secret: []byte("0123456789abcdef")},
+		"credentials in URL":   {URL: "https://u:p@hooks.example/x", Secret: []byte("0123456789abcdef")},
+	} {
+		cfg := controlplane.DefaultConfig()
+		cfg.ID, cfg.DataDir, cfg.Dev, cfg.HTTPAddr, cfg.Bootstrap = "s1", t.TempDir(), true, "127.0.0.1:0", true
+		signer, vkey, err := ledger.NewSigner("writ.test/hooks", make([]byte, 32))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.LedgerSigner, cfg.LedgerVerifierKey = signer, vkey
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("the base configuration: %v", err)
+		}
+		cfg.Webhooks = []controlplane.Webhook{h}
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "webhook") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
