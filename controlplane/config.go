@@ -90,7 +90,7 @@ type Config struct {
 	// Webhooks receive approval notifications from the leader (webhooks.go,
 	// docs/controlplane.md "Webhooks").
 	Webhooks []Webhook
-	Logger          *slog.Logger
+	Logger   *slog.Logger
 }
 
 // TLSFiles are PEM files: the cluster CA, and a certificate and its key.

@@ -86,10 +86,10 @@ func TestWebhookSettings(t *testing.T) {
 		t.Fatalf("webhook: %+v", h)
 	}
 	for file, want := range map[string]string{
-		`{"webhooks":[{"url":"https://h.example","secret_file":"` + open + `"}]}`:                         "too open",
-		`{"webhooks":[{"url":"https://h.example","secret_file":"` + dir + `/none"}]}`:                     "no such file",
+		`{"webhooks":[{"url":"https://h.example","secret_file":"` + open + `"}]}`:                        "too open",
+		`{"webhooks":[{"url":"https://h.example","secret_file":"` + dir + `/none"}]}`:                    "no such file",
 		`{"webhooks":[{"url":"https://h.example","secret_file":"` + secret + `","retry_delay":"soon"}]}`: "retry_delay",
-		`{"webhooks":[{"url":"https://h.example","secret":"inline"}]}`:                                    "unknown",
+		`{"webhooks":[{"url":"https://h.example","secret":"inline"}]}`:                                   "unknown",
 	} {
 		if _, err := apply(file); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want an error about %s", file, err, want)
