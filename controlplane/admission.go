@@ -94,7 +94,12 @@ func (s *Server) decide(in *protocol.Intent) fsm.Decision {
 		return fsm.Decision{PolicyHash: set.Hash(), Error: &protocol.ErrorBody{Code: fsm.CodePolicyDenied, Message: err.Error()}}
 	}
 	d := set.Invoke(req)
-	out := fsm.Decision{Allow: d.Allow, ApprovalRequired: d.Allow && (d.ApprovalRequired || tool.RequiresApproval), PolicyHash: set.Hash(), Policies: d.Policies}
+	out := fsm.Decision{Allow: d.Allow, ApprovalRequired: d.Allow && (d.ApprovalRequired || tool.NeedsApproval()), PolicyHash: set.Hash(), Policies: d.Policies}
+	// Several distinct approvers: the most the policy's @approvals and the
+	// tool's approvals_required ask for.
+	if n := max(d.Approvers, tool.ApprovalsRequired); out.ApprovalRequired && n > 1 {
+		out.Approvals = n
+	}
 	if !d.Allow {
 		msg := "no policy permits this intent"
 		switch {

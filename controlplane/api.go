@@ -294,7 +294,7 @@ func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
 		if caps == nil {
 			caps = []string{}
 		}
-		out = append(out, toolView{t.Name, t.Description, json.RawMessage(t.InputSchema), t.Tier, caps, t.RequiresApproval, t.Hash})
+		out = append(out, toolView{t.Name, t.Description, json.RawMessage(t.InputSchema), t.Tier, caps, t.NeedsApproval(), t.Hash})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tools": out})
 }

@@ -59,5 +59,5 @@ func (c *catalog) policySet() *policy.Set {
 }
 
 func policyTool(t *tools.Tool) policy.Tool {
-	return policy.Tool{Name: t.Name, Capabilities: t.Capabilities, Sandbox: t.Tier, RequiresApproval: t.RequiresApproval}
+	return policy.Tool{Name: t.Name, Capabilities: t.Capabilities, Sandbox: t.Tier, RequiresApproval: t.NeedsApproval()}
 }

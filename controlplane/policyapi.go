@@ -83,7 +83,7 @@ func (s *Server) handlePolicyDryRun(w http.ResponseWriter, r *http.Request) (any
 		var d policy.Decision
 		if req, err := policy.NewInvokeRequest(intent, pt); err == nil {
 			d = set.Invoke(req)
-			after = decisionName(d.Allow, d.Allow && (d.ApprovalRequired || tool.RequiresApproval))
+			after = decisionName(d.Allow, d.Allow && (d.ApprovalRequired || tool.NeedsApproval()))
 		}
 		before := decisionName(in.Decision.Allow, in.Decision.ApprovalRequired)
 		if before == after {

@@ -32,9 +32,10 @@ type PolicyCases struct {
 
 // PolicyCaseTool is a tool as policy sees it (resource.*).
 type PolicyCaseTool struct {
-	Capabilities     []string `json:"capabilities,omitzero"`
-	Sandbox          string   `json:"sandbox,omitzero"`
-	RequiresApproval bool     `json:"requires_approval,omitzero"`
+	Capabilities      []string `json:"capabilities,omitzero"`
+	Sandbox           string   `json:"sandbox,omitzero"`
+	RequiresApproval  bool     `json:"requires_approval,omitzero"`
+	ApprovalsRequired int      `json:"approvals_required,omitzero"`
 }
 
 // PolicyCase is one request: an intent's tenant, principal, tool, params and
@@ -103,12 +104,13 @@ func TestPolicy(text []byte, cases *PolicyCases) ([]PolicyCaseResult, error) {
 		in := &protocol.Intent{ID: fmt.Sprintf("case-%d", i), Tenant: k.Tenant, Principal: k.Principal, RunID: k.RunID,
 			Tool: k.Tool, Params: params, Context: k.Context, Target: k.Target}
 		r := PolicyCaseResult{Name: k.Name, Expect: k.Expect, Got: protocol.DecisionDeny, Policies: []string{}}
-		req, err := policy.NewInvokeRequest(in, policy.Tool{Name: k.Tool, Capabilities: t.Capabilities, Sandbox: t.Sandbox, RequiresApproval: t.RequiresApproval})
+		needs := t.RequiresApproval || t.ApprovalsRequired > 0
+		req, err := policy.NewInvokeRequest(in, policy.Tool{Name: k.Tool, Capabilities: t.Capabilities, Sandbox: t.Sandbox, RequiresApproval: needs})
 		if err != nil {
 			r.Errors = []string{err.Error()}
 		} else {
 			d := set.Invoke(req)
-			r.Got = decisionName(d.Allow, d.Allow && (d.ApprovalRequired || t.RequiresApproval))
+			r.Got = decisionName(d.Allow, d.Allow && (d.ApprovalRequired || needs))
 			r.Policies, r.Errors = d.Policies, d.Errors
 		}
 		r.Pass = r.Got == r.Expect

@@ -11,7 +11,10 @@ import (
 
 func responseFor(in fsm.Intent) protocol.IntentResponse {
 	r := protocol.IntentResponse{IntentID: in.ID, State: in.State, Approval: in.Approval, Error: in.Error,
-		Dispatch: in.Dispatch, Result: in.Result, SupersededBy: in.SupersededBy}
+		Dispatch: in.Dispatch, Result: in.Result, SupersededBy: in.SupersededBy, Approvals: in.Approvals}
+	if in.Decision.Approvals > 1 {
+		r.ApprovalsRequired = in.Decision.Approvals
+	}
 	if in.Decision.PolicyHash != "" {
 		d := "deny"
 		if in.Decision.Allow {
@@ -49,7 +52,7 @@ func statusOf(code protocol.Code) int {
 		return http.StatusConflict
 	case codeNotFound, codeUnknownTool:
 		return http.StatusNotFound
-	case fsm.CodeIdempotencyConflict, fsm.CodeNotPending, protocol.CodeApprovalReplayed, protocol.CodeApprovalMismatch:
+	case fsm.CodeIdempotencyConflict, fsm.CodeNotPending, protocol.CodeApprovalReplayed, protocol.CodeApprovalMismatch, protocol.CodeApprovalDuplicate:
 		return http.StatusConflict
 	case protocol.CodeApprovalExpired, protocol.CodeExpired, protocol.CodeNotYetValid, protocol.CodeTTLTooLong, protocol.CodePayloadHashMismatch:
 		return http.StatusUnprocessableEntity

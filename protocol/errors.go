@@ -25,6 +25,9 @@ const (
 	CodeApprovalExpired   Code = "approval_expired"
 	CodeApprovalReplayed  Code = "approval_replayed"
 	CodeApprovalForbidden Code = "approval_forbidden"
+	// CodeApprovalDuplicate: an approver who already approved an intent that
+	// needs several distinct approvers approved it again.
+	CodeApprovalDuplicate Code = "approval_duplicate"
 
 	// CodeWrongNode is reported by a node for a dispatch addressed to another node.
 	CodeWrongNode Code = "wrong_node"

@@ -19,7 +19,11 @@ type Receipt struct {
 	Error          *ErrorBody      `json:"error,omitzero"`
 	Policy         *PolicyDecision `json:"policy"`
 	Approval       *ApprovalRef    `json:"approval"`
-	Dispatch       *DispatchRef    `json:"dispatch"`
+	// Approvals are every approval of an intent that needed several distinct
+	// approvers (policy @approvals("N") or the tool's approvals_required), in
+	// the order given; absent for an intent that needed one.
+	Approvals []ApprovalRef `json:"approvals,omitzero"`
+	Dispatch  *DispatchRef  `json:"dispatch"`
 	// Result is the node's signed result exactly as canonical JSON, so that its
 	// signature can be checked from the receipt alone; null when there is none.
 	Result     jsontext.Value `json:"result"`

@@ -10,7 +10,11 @@ type IntentResponse struct {
 	State    string          `json:"state"`
 	Policy   *PolicyDecision `json:"policy,omitempty"`
 	Approval *ApprovalRef    `json:"approval,omitempty"`
-	Error    *ErrorBody      `json:"error,omitempty"`
+	// ApprovalsRequired (when more than one) and Approvals: the distinct
+	// approvers the intent needs, and the approvals given so far.
+	ApprovalsRequired int           `json:"approvals_required,omitempty"`
+	Approvals         []ApprovalRef `json:"approvals,omitempty"`
+	Error             *ErrorBody    `json:"error,omitempty"`
 	// Dispatch names the node run of the intent; Result is the node's
 	// signed result, exactly as signed.
 	Dispatch *DispatchRef   `json:"dispatch,omitempty"`

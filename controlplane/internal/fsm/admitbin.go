@@ -3,6 +3,7 @@ package fsm
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -50,6 +51,9 @@ func EncodeAdmit(c *Admit) ([]byte, error) {
 	}
 	if !c.Intent.IsValid() {
 		return nil, errors.New("fsm: the intent of an admit is not valid JSON")
+	}
+	if n := c.Decision.Approvals; n < 0 || n == 1 || n > MaxApprovals {
+		return nil, fmt.Errorf("fsm: %d approvers: 0 (one approval) or 2 to %d", n, MaxApprovals)
 	}
 	strs := []string{c.ID, c.Tenant, c.Principal, c.RunID, c.Tool, c.PayloadHash, c.IdempotencyKey, c.Decision.PolicyHash}
 	strs = append(strs, c.Decision.Policies...)
@@ -99,7 +103,13 @@ func EncodeAdmit(c *Admit) ([]byte, error) {
 	if d.ApprovalRequired {
 		flags |= 2
 	}
+	if d.Approvals > 1 {
+		flags |= 4 // the number of approvers follows
+	}
 	b = append(b, flags)
+	if d.Approvals > 1 {
+		b = binary.AppendUvarint(b, uint64(d.Approvals))
+	}
 	b = varint.AppendBytes(b, d.PolicyHash)
 	b = binary.AppendUvarint(b, uint64(len(d.Policies)))
 	for _, p := range d.Policies {
@@ -158,10 +168,20 @@ func decodeAdmit(data []byte) (*Admit, error) {
 		r.fail()
 	}
 	flags := r.byte()
-	if flags&^3 != 0 {
+	if flags&^7 != 0 {
 		r.fail()
 	}
-	c.Decision = Decision{Allow: flags&1 != 0, ApprovalRequired: flags&2 != 0, PolicyHash: r.string()}
+	c.Decision = Decision{Allow: flags&1 != 0, ApprovalRequired: flags&2 != 0}
+	if flags&4 != 0 {
+		// Present only for more than one, and at most MaxApprovals: one
+		// encoding, and nothing the JSON admit would not carry.
+		if n := r.uvarint(); n >= 2 && n <= MaxApprovals {
+			c.Decision.Approvals = int(n)
+		} else {
+			r.fail()
+		}
+	}
+	c.Decision.PolicyHash = r.string()
 	// Never nil, as from JSON.
 	c.Decision.Policies = make([]string, max(r.count(1, 0), 0))
 	for i := range c.Decision.Policies {

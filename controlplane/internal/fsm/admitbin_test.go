@@ -38,6 +38,9 @@ func admitVariants() []*Admit {
 		admit("int-6", "k6", "p", t0, func(a *Admit) {
 			a.Target = &protocol.Target{Node: "n", Labels: map[string]string{}} // empty, not nil
 		}),
+		admit("int-7", "k7", "p", t0, func(a *Admit) {
+			a.Decision = Decision{Allow: true, ApprovalRequired: true, Approvals: 3, PolicyHash: "sha256:q", Policies: []string{"two.of.three"}}
+		}),
 	}
 }
 
@@ -214,6 +217,41 @@ func TestAdmitEncodingsApplyAlike(t *testing.T) {
 	}
 	if got, _ := restored.Encode(); !bytes.Equal(got, states[0]) {
 		t.Error("a snapshot midway through the mixed log + the rest differs")
+	}
+}
+
+// TestAdmitApprovalsEncoding: the number of approvers is carried only when
+// more than one, and a count the leader would not propose is refused either
+// way.
+func TestAdmitApprovalsEncoding(t *testing.T) {
+	for _, n := range []int{-1, 1, MaxApprovals + 1} {
+		c := admit("int-1", "k1", "p", t0, func(a *Admit) { a.Decision.Approvals = n })
+		if _, err := EncodeAdmit(c); err == nil {
+			t.Errorf("%d approvers encoded", n)
+		}
+	}
+	c := admit("int-1", "k1", "p", t0, func(a *Admit) { a.Decision.Approvals = 2 })
+	b, err := EncodeAdmit(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The count follows the flags byte, the first byte where the entry
+	// differs from the same admit needing one approval: rewrite it to 0, 1
+	// and past the maximum, and the entry no longer decodes.
+	plain, _ := EncodeAdmit(admit("int-1", "k1", "p", t0))
+	i := 0
+	for i < len(plain) && plain[i] == b[i] {
+		i++
+	}
+	if len(b) != len(plain)+1 || b[i]&4 == 0 || b[i+1] != 2 {
+		t.Fatalf("the count is not after the flags: %x and %x", plain, b)
+	}
+	for _, bad := range []byte{0, 1, MaxApprovals + 1} {
+		mod := bytes.Clone(b)
+		mod[i+1] = bad
+		if _, err := decodeAdmit(mod[1:]); err == nil {
+			t.Errorf("a count of %d decoded", bad)
+		}
 	}
 }
 

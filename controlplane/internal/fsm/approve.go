@@ -29,6 +29,11 @@ func (f *FSM) applyApprove(index uint64, c *Approve) (Result, []string) {
 	if !in.ExpiresAt.After(now) {
 		return refuse(protocol.CodeApprovalExpired, "intent %q expired at %s", in.ID, protocol.FormatTime(in.ExpiresAt)), nil
 	}
+	for _, a := range in.Approvals {
+		if a.Approver == c.Approver {
+			return refuse(protocol.CodeApprovalDuplicate, "%s already approved intent %q: it needs %d distinct approvers", c.Approver, in.ID, in.Decision.Approvals), nil
+		}
+	}
 	// Keep the nonce while the approval could be valid: until its expiry, but
 	// never longer than the idempotency retention from now, so that no approval
 	// can make the state hold a nonce (or a time) without bound.
@@ -40,11 +45,20 @@ func (f *FSM) applyApprove(index uint64, c *Approve) (Result, []string) {
 	s.Nonces[c.Nonce] = keep
 	f.idx.nonces.add(keep, c.Nonce)
 
-	in.Approval = &protocol.ApprovalRef{ID: c.ID, Approver: c.Approver, Hash: c.Hash}
+	ref := protocol.ApprovalRef{ID: c.ID, Approver: c.Approver, Hash: c.Hash}
+	in.Approval = &ref
 	in.ApprovalRaw = c.Approval
 	in.UpdatedAt, in.Index = now, index
+	if in.Decision.Approvals > 1 {
+		// Several distinct approvers: every approval (and a denial) is kept
+		// for the receipt, and the intent waits until enough have approved.
+		in.Approvals = append(in.Approvals, ref)
+	}
 	if c.Decision != protocol.DecisionApprove {
 		in.State = StateDenied
+		return Result{IntentID: in.ID}, []string{in.ID}
+	}
+	if len(in.Approvals) < in.Decision.Approvals {
 		return Result{IntentID: in.ID}, []string{in.ID}
 	}
 	return Result{IntentID: in.ID}, append([]string{in.ID}, f.schedule(in, index)...)

@@ -161,12 +161,18 @@ type PutPolicy struct {
 	RollbackOf uint64    `json:"rollback_of,omitzero"`
 }
 
+// MaxApprovals bounds the distinct approvers an intent may need.
+const MaxApprovals = 10
+
 // Decision is the leader's authorization of an intent, made before proposing.
 type Decision struct {
 	Allow            bool     `json:"allow"`
 	ApprovalRequired bool     `json:"approval_required"`
 	PolicyHash       string   `json:"policy_hash"`
 	Policies         []string `json:"policies"`
+	// Approvals is how many distinct approvers must approve, when more than
+	// one (at most MaxApprovals); 0 when one approval is enough.
+	Approvals int `json:"approvals,omitzero"`
 	// Error is why the intent was not allowed (policy_denied, params_invalid,
 	// an authenticated verification failure…); empty when allowed.
 	Error *protocol.ErrorBody `json:"error,omitempty"`

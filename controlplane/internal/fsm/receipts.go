@@ -79,7 +79,7 @@ func (f *FSM) receipt(in *Intent, outcome string, e *protocol.ErrorBody) *protoc
 	r := &protocol.Receipt{
 		Type: protocol.ReceiptType, Index: s.Receipts, IntentID: in.ID, Tenant: in.Tenant, Principal: in.Principal,
 		Tool: in.Tool, PayloadHash: in.PayloadHash, IdempotencyKey: in.IdempotencyKey, Outcome: outcome,
-		Error: e, Approval: in.Approval, Dispatch: in.Dispatch, Result: in.Result, RecordedAt: protocol.FormatTime(s.Clock),
+		Error: e, Approval: in.Approval, Approvals: in.Approvals, Dispatch: in.Dispatch, Result: in.Result, RecordedAt: protocol.FormatTime(s.Clock),
 	}
 	if in.Decision.PolicyHash != "" {
 		d := "deny"

@@ -109,6 +109,9 @@ type Intent struct {
 	Error       *protocol.ErrorBody   `json:"error,omitempty"`
 	Approval    *protocol.ApprovalRef `json:"approval,omitempty"`
 	ApprovalRaw jsontext.Value        `json:"approval_raw,omitempty"`
+	// Approvals are the approvals given, in order, of an intent that needs
+	// several distinct approvers (Decision.Approvals); Approval is the last.
+	Approvals []protocol.ApprovalRef `json:"approvals,omitempty"`
 	// Receipt is the ledger index of the intent's receipt, once final.
 	Receipt *uint64 `json:"receipt,omitempty"`
 	// Target narrows where the intent may run (from the intent).

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"strconv"
+
 	cedar "github.com/cedar-policy/cedar-go"
 )
 
@@ -8,31 +10,44 @@ import (
 const (
 	annotationID       = "id"
 	annotationApproval = "approval"
-	approvalRequired   = "required"
-	maxIDLen           = 128
+	// annotationApprovals asks for several distinct approvers.
+	annotationApprovals = "approvals"
+	approvalRequired    = "required"
+	maxIDLen            = 128
 )
 
-// checkAnnotations returns the policy's @id and whether it requires approval.
-// The Cedar parser already refuses a repeated annotation key.
-func checkAnnotations(p *cedar.Policy) (cedar.PolicyID, bool, error) {
+// MaxApprovals bounds the approvers @approvals may ask for.
+const MaxApprovals = 10
+
+// checkAnnotations returns the policy's @id and how many distinct approvers
+// it requires when it permits: 0 for none, 1 for @approval("required"), N for
+// @approvals("N") (2 to MaxApprovals; the larger when both are given). The
+// Cedar parser already refuses a repeated annotation key.
+func checkAnnotations(p *cedar.Policy) (cedar.PolicyID, int, error) {
 	ann := p.Annotations()
 	id, ok := ann[annotationID]
 	if !ok {
-		return "", false, policyError(p, "", ErrMissingID)
+		return "", 0, policyError(p, "", ErrMissingID)
 	}
 	if !validID(string(id)) {
-		return "", false, policyError(p, "", ErrBadID)
+		return "", 0, policyError(p, "", ErrBadID)
 	}
-	v, ok := ann[annotationApproval]
-	if !ok {
-		return cedar.PolicyID(id), false, nil
+	approvers := 0
+	if v, ok := ann[annotationApproval]; ok {
+		if v != approvalRequired || p.Effect() != cedar.Permit {
+			return "", 0, policyError(p, string(id), ErrBadApproval)
+		}
+		approvers = 1
 	}
-	if v != approvalRequired || p.Effect() != cedar.Permit {
-		return "", false, policyError(p, string(id), ErrBadApproval)
+	if v, ok := ann[annotationApprovals]; ok {
+		n, err := strconv.Atoi(string(v))
+		if err != nil || n < 2 || n > MaxApprovals || strconv.Itoa(n) != string(v) || p.Effect() != cedar.Permit {
+			return "", 0, policyError(p, string(id), ErrBadApprovals)
+		}
+		approvers = n
 	}
-	return cedar.PolicyID(id), true, nil
+	return cedar.PolicyID(id), approvers, nil
 }
-
 func validID(s string) bool {
 	if len(s) == 0 || len(s) > maxIDLen {
 		return false

@@ -17,6 +17,10 @@ type Decision struct {
 	// carries @approval("required"). Approve never sets it. The caller ORs in
 	// the tool manifest's own requires_approval.
 	ApprovalRequired bool
+	// Approvers is how many distinct approvers must approve when a
+	// determining permit carries @approvals("N"): the largest N; 0 when one
+	// approval is enough.
+	Approvers int
 	// Policies are the ids of the determining policies, sorted, never nil: the
 	// satisfied permits when allowed; the satisfied forbids when a forbid
 	// denied; the policies that failed to evaluate when an error denied; empty
@@ -47,8 +51,11 @@ func (s *Set) authorize(req request, approvable bool) Decision {
 	d := Decision{Allow: bool(allow), Policies: make([]string, 0, len(diag.Reasons))}
 	for _, r := range diag.Reasons {
 		d.Policies = append(d.Policies, string(r.PolicyID))
-		if d.Allow && approvable && s.approval[r.PolicyID] {
+		if n := s.approval[r.PolicyID]; d.Allow && approvable && n > 0 {
 			d.ApprovalRequired = true
+			if n > 1 {
+				d.Approvers = max(d.Approvers, n)
+			}
 		}
 	}
 	slices.Sort(d.Policies)

@@ -26,6 +26,9 @@ var (
 	// on a permit policy. A misspelt value is refused rather than ignored,
 	// because ignoring it would silently drop an approval requirement.
 	ErrBadApproval = errors.New(`policy: @approval must be @approval("required") on a permit policy`)
+	// ErrBadApprovals: an @approvals annotation is not @approvals("N") with
+	// N from 2 to MaxApprovals, on a permit policy.
+	ErrBadApprovals = errors.New(`policy: @approvals must be @approvals("N"), N from 2 to 10, on a permit policy`)
 	// ErrUnknownAttribute: a policy reads an attribute or context member the
 	// entity model does not have (a typo such as context.parms).
 	ErrUnknownAttribute = errors.New("policy: no such attribute in the Writ entity model")

@@ -210,3 +210,31 @@ func TestNewInvokeRequestErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestApprovers: a satisfied permit with @approvals("N") asks for N distinct
+// approvers; the largest N among the determining permits wins, and one
+// with @approval("required") alone asks for one.
+func TestApprovers(t *testing.T) {
+	s := mustParse(t, `@id("two") @approvals("2") permit (principal, action == Writ::Action::"invoke", resource) when { resource.name == "pay" };
+@id("three") @approvals("3") permit (principal, action == Writ::Action::"invoke", resource) when { resource.name == "pay" && principal.tenant == "acme" };
+@id("one") @approval("required") permit (principal, action == Writ::Action::"invoke", resource) when { resource.name == "mail" };`)
+	for _, c := range []struct {
+		tool, tenant string
+		required     bool
+		approvers    int
+	}{
+		{"pay", "acme", true, 3},
+		{"pay", "globex", true, 2},
+		{"mail", "acme", true, 0},
+	} {
+		in := intent(`{}`, onTool(c.tool), tenant(c.tenant))
+		req, err := NewInvokeRequest(in, Tool{Name: c.tool})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := s.Invoke(req)
+		if !d.Allow || d.ApprovalRequired != c.required || d.Approvers != c.approvers {
+			t.Errorf("%s for %s: %+v, want approval %v and %d approvers", c.tool, c.tenant, d, c.required, c.approvers)
+		}
+	}
+}

@@ -20,7 +20,7 @@ type Set struct {
 	text     string
 	hash     string
 	policies ordered
-	approval map[cedar.PolicyID]bool
+	approval map[cedar.PolicyID]int // the approvers a permit requires
 }
 
 // ordered is the set's policies sorted by id: what cedar.Authorize walks.
@@ -60,11 +60,11 @@ func Parse(src []byte) (*Set, error) {
 		text:     string(src),
 		hash:     "sha256:" + hex.EncodeToString(sum[:]),
 		policies: make(ordered, 0, len(list)),
-		approval: map[cedar.PolicyID]bool{},
+		approval: map[cedar.PolicyID]int{},
 	}
 	seen := map[cedar.PolicyID]bool{}
 	for _, p := range list {
-		id, required, err := checkAnnotations(p)
+		id, approvers, err := checkAnnotations(p)
 		if err != nil {
 			return nil, err
 		}
@@ -76,8 +76,8 @@ func Parse(src []byte) (*Set, error) {
 		}
 		seen[id] = true
 		s.policies = append(s.policies, named{id, p})
-		if required {
-			s.approval[id] = true
+		if approvers > 0 {
+			s.approval[id] = approvers
 		}
 	}
 	slices.SortFunc(s.policies, func(a, b named) int { return cmp.Compare(a.id, b.id) })

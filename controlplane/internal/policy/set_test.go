@@ -33,6 +33,11 @@ func TestParseErrors(t *testing.T) {
 		{"approval misspelt", `@id("a") @approval("requried") permit (principal, action, resource);`, ErrBadApproval, `"a"`},
 		{"approval without value", `@id("a") @approval permit (principal, action, resource);`, ErrBadApproval, ""},
 		{"approval on a forbid", `@id("a") @approval("required") forbid (principal, action, resource);`, ErrBadApproval, ""},
+		{"approvals of one", `@id("a") @approvals("1") permit (principal, action, resource);`, ErrBadApprovals, `"a"`},
+		{"approvals past the maximum", `@id("a") @approvals("11") permit (principal, action, resource);`, ErrBadApprovals, ""},
+		{"approvals not a number", `@id("a") @approvals("two") permit (principal, action, resource);`, ErrBadApprovals, ""},
+		{"approvals with a sign", `@id("a") @approvals("+2") permit (principal, action, resource);`, ErrBadApprovals, ""},
+		{"approvals on a forbid", `@id("a") @approvals("2") forbid (principal, action, resource);`, ErrBadApprovals, ""},
 		{"too large", strings.Repeat(" ", MaxTextBytes+1), ErrTextTooLarge, ""},
 		{"parentheses too deep", "@id(\"a\")\npermit (principal, action, resource) when { " + nested("(", ")", MaxNesting) + " };",
 			ErrTooNested, "line 2, column 172"},
@@ -95,7 +100,7 @@ permit (principal, action, resource);
 	if got, want := s.Hash(), "sha256:"+hex.EncodeToString(sum[:]); got != want {
 		t.Errorf("got hash %s, want %s", got, want)
 	}
-	if !s.approval["a.1:x-y_z"] || s.approval["b"] {
+	if s.approval["a.1:x-y_z"] != 1 || s.approval["b"] != 0 {
 		t.Errorf("got approval map %v, want only a.1:x-y_z", s.approval)
 	}
 	mustParse(t, `@id("members") permit (principal, action, resource) when {

@@ -17,12 +17,15 @@ import (
 
 // Spec is a tool registration, as `writ tool apply -f` sends it.
 type Spec struct {
-	Name             string            `json:"name"`
-	Description      string            `json:"description,omitzero"`
-	InputSchema      jsontext.Value    `json:"input_schema"`
-	Capabilities     []string          `json:"capabilities,omitzero"`
-	RequiresApproval bool              `json:"requires_approval,omitzero"`
-	NodeSelector     map[string]string `json:"node_selector,omitzero"`
+	Name             string         `json:"name"`
+	Description      string         `json:"description,omitzero"`
+	InputSchema      jsontext.Value `json:"input_schema"`
+	Capabilities     []string       `json:"capabilities,omitzero"`
+	RequiresApproval bool           `json:"requires_approval,omitzero"`
+	// ApprovalsRequired asks for that many distinct approvers (2 to 10;
+	// 1 is requires_approval).
+	ApprovalsRequired int               `json:"approvals_required,omitzero"`
+	NodeSelector      map[string]string `json:"node_selector,omitzero"`
 	// Manifest is the sandbox manifest node agents run (docs/tools.md). The
 	// control plane does not interpret it beyond its name and tier; its hash
 	// identifies the tool to agents.
@@ -34,6 +37,9 @@ const (
 	defaultTimeoutMS = 30_000
 	maxTimeoutMS     = 24 * 3600 * 1000
 )
+
+// MaxApprovals bounds approvals_required.
+const MaxApprovals = 10
 
 // Errors of Parse.
 var ErrInvalid = errors.New("tools: invalid tool registration")
@@ -57,6 +63,9 @@ func Parse(data []byte) (*Tool, error) {
 	var s Spec
 	if err := json.Unmarshal(data, &s, json.RejectUnknownMembers(true)); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if s.ApprovalsRequired < 0 || s.ApprovalsRequired > MaxApprovals {
+		return nil, fmt.Errorf("%w: approvals_required must be between 0 and %d", ErrInvalid, MaxApprovals)
 	}
 	if !validName(s.Name) {
 		return nil, fmt.Errorf("%w: name %q must be 1-64 of a-z 0-9 . _ -, starting with a letter or digit", ErrInvalid, s.Name)
@@ -152,3 +161,7 @@ func validName(s string) bool {
 	}
 	return true
 }
+
+// NeedsApproval reports whether the registration asks for approval, by one
+// approver or several.
+func (t *Tool) NeedsApproval() bool { return t.RequiresApproval || t.ApprovalsRequired > 0 }
