@@ -62,10 +62,11 @@ type Conversing interface {
 }
 
 // Talk holds a conversation with a running tool: it writes to the tool's
-// standard input and reads its standard output. It MUST return once stdout
-// reaches end of file (the tool is gone) or ctx is done (the run's limits
-// or its caller ended it).
-type Talk func(ctx context.Context, stdin io.Writer, stdout io.Reader)
+// standard input and reads its standard output, and may close either
+// (closing stdout only stops the reading: what the tool writes is still
+// captured). It MUST return once stdout reaches end of file (the tool is
+// gone) or ctx is done (the run's limits or its caller ended it).
+type Talk func(ctx context.Context, stdin io.WriteCloser, stdout io.ReadCloser)
 
 // Invocation is one request to run a tool.
 type Invocation struct {

@@ -1,0 +1,139 @@
+package mcp_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/writhq/writ/sandbox"
+	"github.com/writhq/writ/sandbox/bwrap"
+	"github.com/writhq/writ/sandbox/mcp"
+	"github.com/writhq/writ/sandbox/sandboxtest"
+)
+
+// ServerPackage is the test MCP server.
+const serverPackage = "github.com/writhq/writ/sandbox/mcp/testdata/mcpserver"
+
+func newDriver(t *testing.T) *mcp.Driver {
+	t.Helper()
+	bcfg := bwrap.DefaultConfig()
+	bcfg.Egress = sandboxtest.EgressConfig(t)
+	b, err := bwrap.New(bcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sandboxtest.RequireAvailable(t, "bwrap", b.Available())
+	cfg := mcp.DefaultConfig()
+	cfg.Inner[sandbox.TierBwrap] = b
+	cfg.Egress = sandboxtest.EgressConfig(t)
+	d, err := mcp.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Available(); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func digest(t *testing.T, path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(s[:])
+}
+
+// TestStdioUnderBwrap runs the test server under bwrap: a call's result
+// content is the output, the outcome names the server's digest and the
+// tool, an error result is an error, and an attempt to reach a
+// destination outside the allowlist is refused by the egress proxy.
+func TestStdioUnderBwrap(t *testing.T) {
+	d := newDriver(t)
+	server := sandboxtest.BuildTool(t, serverPackage, runtime.GOOS, runtime.GOARCH)
+	manifest := func(tool string) sandbox.Manifest {
+		return sandbox.Manifest{Name: "srv." + tool, Tier: sandbox.TierMCP, Command: &sandbox.Command{Path: server},
+			MCP:     &sandbox.MCP{Tool: tool, InnerTier: sandbox.TierBwrap},
+			Network: []sandbox.Destination{{Host: "api.test", Port: 443}}}
+	}
+	cases := []struct {
+		tool, params string
+		status       sandbox.Status
+		exit         int
+		output       string
+	}{
+		{"echo", `{"text":"hi"}`, sandbox.StatusOK, 0, "echo: hi"},
+		{"fail", `{}`, sandbox.StatusError, 1, "failed on purpose"},
+		{"nosuch", `{}`, sandbox.StatusError, -1, ""},
+		{"connect", `{"host":"evil.example","port":443}`, sandbox.StatusOK, 0, "HTTP/1.1 403"},
+	}
+	for _, c := range cases {
+		t.Run(c.tool, func(t *testing.T) {
+			out, err := d.Run(context.Background(), sandbox.Invocation{Manifest: manifest(c.tool), Params: []byte(c.params), Workspace: t.TempDir()})
+			if err != nil {
+				t.Fatalf("Run: %v (%+v)", err, out)
+			}
+			if out.Status != c.status || out.ExitCode != c.exit {
+				t.Fatalf("got status %s exit %d (%s, stderr %q), want %s exit %d", out.Status, out.ExitCode, out.Reason, out.Stderr, c.status, c.exit)
+			}
+			if !strings.HasPrefix(string(out.Output), c.output) {
+				t.Errorf("got output %q, want it to begin with %q", out.Output, c.output)
+			}
+			if out.Tier != sandbox.TierMCP || out.MCP == nil || out.MCP.Tool != c.tool || out.MCP.Server != digest(t, server) || out.MCP.InnerTier != sandbox.TierBwrap {
+				t.Errorf("got tier %q, mcp %+v, want mcp naming %s and the server's digest", out.Tier, out.MCP, c.tool)
+			}
+			if sum := sha256.Sum256(out.Output); out.OutputHash != "sha256:"+hex.EncodeToString(sum[:]) {
+				t.Errorf("output hash %s does not cover the output", out.OutputHash)
+			}
+			if c.tool == "connect" {
+				if out.Egress == nil || out.Egress.Refused != 1 || out.Egress.Allowed != 0 {
+					t.Fatalf("got egress %+v, want one refused attempt", out.Egress)
+				}
+				if e := out.Egress.Entries[0]; e.Host != "evil.example" || e.Allowed || e.Reason != "not_allowed" {
+					t.Errorf("got egress entry %+v, want evil.example refused as not_allowed", e)
+				}
+			}
+		})
+	}
+}
+
+// TestHTTPServer calls a streamable HTTP server through the egress proxy.
+func TestHTTPServer(t *testing.T) {
+	s := sdk.NewServer(&sdk.Implementation{Name: "http-test", Version: "1"}, nil)
+	sdk.AddTool(s, &sdk.Tool{Name: "shout"}, func(_ context.Context, _ *sdk.CallToolRequest, in struct {
+		Text string `json:"text"`
+	}) (*sdk.CallToolResult, any, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: strings.ToUpper(in.Text)}}}, nil, nil
+	})
+	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil))
+	defer hs.Close()
+	_, portText, _ := net.SplitHostPort(strings.TrimPrefix(hs.URL, "http://"))
+	port, _ := strconv.Atoi(portText)
+	d := newDriver(t)
+	m := sandbox.Manifest{Name: "remote.shout", Tier: sandbox.TierMCP, MCP: &sandbox.MCP{Tool: "shout", URL: hs.URL + "/mcp"},
+		Network: []sandbox.Destination{{Host: "127.0.0.1", Port: port}}}
+	out, err := d.Run(context.Background(), sandbox.Invocation{Manifest: m, Params: []byte(`{"text":"quiet"}`), Workspace: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != sandbox.StatusOK || string(out.Output) != "QUIET" {
+		t.Fatalf("got %s %q (%s), want ok QUIET", out.Status, out.Output, out.Reason)
+	}
+	if out.MCP == nil || out.MCP.Server != m.MCP.URL || out.MCP.Tool != "shout" {
+		t.Errorf("got mcp %+v, want the URL and tool", out.MCP)
+	}
+	if out.Egress == nil || out.Egress.Allowed < 1 || out.Egress.Refused != 0 {
+		t.Errorf("got egress %+v, want the allowed connections to the server", out.Egress)
+	}
+}
