@@ -12,6 +12,9 @@ func FuzzParseManifest(f *testing.F) {
 	f.Add([]byte(goodManifest))
 	f.Add([]byte(`{"name":"echo","tier":"wasm","module":"/m.wasm","limits":{}}`))
 	f.Add([]byte(`{"name":"x","tier":"process","command":{"path":"/bin/true","args":["{{a}}"]}}`))
+	f.Add([]byte(mcpStdioManifest))
+	f.Add([]byte(mcpHTTPManifest))
+	f.Add([]byte(`{"name":"s","tier":"mcp","mcp":{"tool":"t","url":"http://[::1]:8080/mcp"},"network":[{"host":"::1","port":8080}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := sandbox.ParseManifest(data)
 		if err != nil {
@@ -22,6 +25,11 @@ func FuzzParseManifest(f *testing.F) {
 		}
 		if err := m.Validate(); err != nil {
 			t.Fatalf("parsed manifest does not validate: %v", err)
+		}
+		if m.Tier == sandbox.TierMCP && m.MCP.InnerTier != "" {
+			if err := m.Inner().Validate(); err != nil {
+				t.Fatalf("the inner manifest of a valid mcp manifest does not validate: %v", err)
+			}
 		}
 		h1, err := m.Hash()
 		if err != nil {
