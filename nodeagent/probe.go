@@ -44,6 +44,24 @@ func ProbeTiers(cfg tiers.Config) *Tiers {
 	for name, err := range failed {
 		t.Unavailable[name] = err
 	}
+	// The mcp tier runs stdio MCP servers in the tiers that work here: it
+	// is available when one of them can.
+	inner := map[string]sandbox.Driver{}
+	for _, name := range sandbox.MCPInnerTiers {
+		if d, ok := t.Drivers[name]; ok {
+			inner[name] = d
+		}
+	}
+	m, err := tiers.NewMCP(cfg, inner)
+	if err == nil {
+		err = m.Available()
+	}
+	if err != nil {
+		t.Unavailable[sandbox.TierMCP] = fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+	} else {
+		t.Drivers[sandbox.TierMCP] = m
+		t.Available = append(t.Available, sandbox.TierMCP)
+	}
 	return t
 }
 
