@@ -35,6 +35,30 @@ func (d *Driver) call(ctx context.Context, t sdk.Transport, tool string, args ma
 	return call{result: res}
 }
 
+// list connects over t and reads every page of tools/list.
+func (d *Driver) list(ctx context.Context, t sdk.Transport) ([]*sdk.Tool, error) {
+	client := sdk.NewClient(&sdk.Implementation{Name: d.cfg.ClientName, Version: "1"}, nil)
+	cs, err := client.Connect(ctx, t, nil)
+	if err != nil {
+		return nil, fmt.Errorf("initialize: %w", err)
+	}
+	defer cs.Close()
+	var tools []*sdk.Tool
+	for tool, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("tools/list: %w", err)
+		}
+		if len(tools) == maxTools {
+			return nil, fmt.Errorf("tools/list: more than %d tools", maxTools)
+		}
+		tools = append(tools, tool)
+	}
+	return tools, nil
+}
+
+// maxTools bounds what List reads from one server.
+const maxTools = 1024
+
 // maxReason bounds what of a server's error message reaches the result.
 const maxReason = 256
 

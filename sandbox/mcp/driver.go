@@ -73,8 +73,27 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 	if err != nil {
 		return sandbox.Refuse(d.Name(), err)
 	}
+	var c call
+	out, err := d.converse(ctx, m, inv, func(ctx context.Context, t sdk.Transport) {
+		c = d.call(ctx, t, m.MCP.Tool, args)
+	})
+	if err != nil {
+		return out, err
+	}
+	info := &sandbox.MCPCall{Tool: m.MCP.Tool, Server: m.MCP.URL}
+	if m.MCP.URL == "" {
+		info.Server, info.InnerTier = out.ExecDigest, m.MCP.InnerTier
+	}
+	return finish(out, c, m, info), nil
+}
+
+// converse starts the manifest's server (a stdio server in its inner
+// tier; an HTTP server needs no start) and calls talk with a transport to
+// it, then stops the server. The outcome is the server's run; a refusal
+// is the mcp tier's.
+func (d *Driver) converse(ctx context.Context, m sandbox.Manifest, inv sandbox.Invocation, talk func(context.Context, sdk.Transport)) (sandbox.Outcome, error) {
 	if m.MCP.URL != "" {
-		return d.runHTTP(ctx, m, args)
+		return d.reach(ctx, m, talk)
 	}
 	in, ok := d.cfg.Inner[m.MCP.InnerTier].(sandbox.Conversing)
 	if !ok {
@@ -83,18 +102,42 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 	if err := in.Available(); err != nil {
 		return sandbox.Refuse(d.Name(), err)
 	}
-	var c call
-	talk := func(ctx context.Context, stdin io.WriteCloser, stdout io.ReadCloser) {
-		c = d.call(ctx, &sdk.IOTransport{Reader: stdout, Writer: stdin}, m.MCP.Tool, args)
-	}
 	inner := inv
 	inner.Manifest = m.Inner()
-	out, err := in.RunTalk(ctx, inner, talk)
-	if err != nil {
-		if errors.Is(err, sandbox.ErrRefused) {
-			return sandbox.Refuse(d.Name(), err)
-		}
-		return out, err
+	out, err := in.RunTalk(ctx, inner, func(ctx context.Context, stdin io.WriteCloser, stdout io.ReadCloser) {
+		talk(ctx, &sdk.IOTransport{Reader: stdout, Writer: stdin})
+	})
+	if errors.Is(err, sandbox.ErrRefused) {
+		return sandbox.Refuse(d.Name(), err)
 	}
-	return finish(out, c, m, &sandbox.MCPCall{Tool: m.MCP.Tool, Server: out.ExecDigest, InnerTier: m.MCP.InnerTier}), nil
+	return out, err
+}
+
+// List asks the manifest's server for its tools (tools/list, every page),
+// starting a stdio server in its inner tier as Run does: `writ tool
+// import-mcp` reads a server so. The manifest's mcp.tool is not called.
+// An error says why there is no list, with what the server wrote on
+// stderr.
+func (d *Driver) List(ctx context.Context, inv sandbox.Invocation) ([]*sdk.Tool, error) {
+	m, err := sandbox.Preflight(d, inv)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		tools []*sdk.Tool
+		lerr  error
+	)
+	out, err := d.converse(ctx, m, inv, func(ctx context.Context, t sdk.Transport) {
+		tools, lerr = d.list(ctx, t)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if lerr != nil {
+		if len(out.Stderr) > 0 {
+			lerr = fmt.Errorf("%w (server's stderr: %s)", lerr, clip(string(out.Stderr)))
+		}
+		return nil, lerr
+	}
+	return tools, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -135,5 +136,48 @@ func TestHTTPServer(t *testing.T) {
 	}
 	if out.Egress == nil || out.Egress.Allowed < 1 || out.Egress.Refused != 0 {
 		t.Errorf("got egress %+v, want the allowed connections to the server", out.Egress)
+	}
+}
+
+// TestList reads the test server's tools as writ tool import-mcp does.
+func TestList(t *testing.T) {
+	d := newDriver(t)
+	server := sandboxtest.BuildTool(t, serverPackage, runtime.GOOS, runtime.GOARCH)
+	m := sandbox.Manifest{Name: "srv", Tier: sandbox.TierMCP, Command: &sandbox.Command{Path: server},
+		MCP: &sandbox.MCP{Tool: "tools/list", InnerTier: sandbox.TierBwrap}}
+	tools, err := d.List(context.Background(), sandbox.Invocation{Manifest: m, Workspace: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, tool := range tools {
+		b, _ := json.Marshal(tool.InputSchema)
+		got[tool.Name] = string(b)
+	}
+	if len(got) != 3 || !strings.Contains(got["echo"], `"text"`) || !strings.Contains(got["connect"], `"port"`) {
+		t.Fatalf("got tools %v, want echo, fail and connect with their schemas", got)
+	}
+}
+
+// TestHTTPOutputLimit: an HTTP server that sends more than the output
+// limit allows is cut off, and the run says output_limit.
+func TestHTTPOutputLimit(t *testing.T) {
+	s := sdk.NewServer(&sdk.Implementation{Name: "http-test", Version: "1"}, nil)
+	sdk.AddTool(s, &sdk.Tool{Name: "flood"}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: strings.Repeat("x", 1<<20)}}}, nil, nil
+	})
+	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil))
+	defer hs.Close()
+	_, portText, _ := net.SplitHostPort(strings.TrimPrefix(hs.URL, "http://"))
+	port, _ := strconv.Atoi(portText)
+	d := newDriver(t)
+	m := sandbox.Manifest{Name: "remote.flood", Tier: sandbox.TierMCP, MCP: &sandbox.MCP{Tool: "flood", URL: hs.URL},
+		Network: []sandbox.Destination{{Host: "127.0.0.1", Port: port}}, Limits: sandbox.Limits{OutputBytes: 1024}}
+	out, err := d.Run(context.Background(), sandbox.Invocation{Manifest: m, Workspace: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != sandbox.StatusOutputLimit || len(out.Output) != 0 {
+		t.Fatalf("got %s with %d bytes (%s), want output_limit and no output", out.Status, len(out.Output), out.Reason)
 	}
 }
