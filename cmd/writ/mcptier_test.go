@@ -46,7 +46,7 @@ func TestImportMCPRunsUnderDev(t *testing.T) {
 	out, code := run(t, "", "-o", "text", "tool", "import-mcp", "--prefix", "srv", "--command", server,
 		"--allow", "api.example.com:443", "--dir", dir)
 	allow := filepath.Join(dir, "allowlist")
-	if code != 0 || !strings.Contains(out, "Read 3 tools") || !strings.Contains(out, "writ dev --allowlist "+allow) {
+	if code != 0 || !strings.Contains(out, "Read 4 tools") || !strings.Contains(out, "writ dev --allowlist "+allow) {
 		t.Fatalf("import-mcp: exit %d, %s", code, out)
 	}
 	for _, name := range []string{"srv.echo", "srv.fail", "srv.connect"} {
@@ -88,7 +88,7 @@ func TestImportMCPRunsUnderDev(t *testing.T) {
 	// same manifests, so the same hashes as the agent's allowlist).
 	out, code = run(t, "", "tool", "import-mcp", "--prefix", "srv", "--command", server, "--allow", "api.example.com:443",
 		"--dir", filepath.Join(work, "again"), "--register", "--server", srv, "--token-file", token)
-	if code != 0 || strings.Count(out, `"registered": true`)+strings.Count(out, `"registered":true`) != 3 {
+	if code != 0 || strings.Count(out, `"registered": true`)+strings.Count(out, `"registered":true`) != 4 {
 		t.Fatalf("import-mcp --register: exit %d, %s", code, out)
 	}
 	key := "dev-orchestrator=" + filepath.Join(data, "orchestrator.key")

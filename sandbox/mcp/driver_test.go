@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,12 +14,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/bwrap"
 	"github.com/writhq/writ/sandbox/mcp"
+	"github.com/writhq/writ/sandbox/process"
 	"github.com/writhq/writ/sandbox/sandboxtest"
 )
 
@@ -154,8 +157,8 @@ func TestList(t *testing.T) {
 		b, _ := json.Marshal(tool.InputSchema)
 		got[tool.Name] = string(b)
 	}
-	if len(got) != 3 || !strings.Contains(got["echo"], `"text"`) || !strings.Contains(got["connect"], `"port"`) {
-		t.Fatalf("got tools %v, want echo, fail and connect with their schemas", got)
+	if len(got) != 4 || !strings.Contains(got["echo"], `"text"`) || !strings.Contains(got["connect"], `"port"`) {
+		t.Fatalf("got tools %v, want echo, fail, sleep and connect with their schemas", got)
 	}
 }
 
@@ -179,5 +182,56 @@ func TestHTTPOutputLimit(t *testing.T) {
 	}
 	if out.Status != sandbox.StatusOutputLimit || len(out.Output) != 0 {
 		t.Fatalf("got %s with %d bytes (%s), want output_limit and no output", out.Status, len(out.Output), out.Reason)
+	}
+}
+
+// TestStdioEnds: a server that keeps running after its stdin ends is
+// killed after the grace, and the call it answered stands; a call that
+// outlasts timeout_ms is a timeout; a stdio server also runs in the
+// process tier.
+func TestStdioEnds(t *testing.T) {
+	d := newDriver(t)
+	server := sandboxtest.BuildTool(t, serverPackage, runtime.GOOS, runtime.GOARCH)
+	ws := t.TempDir()
+	linger := sandbox.Manifest{Name: "srv.echo", Tier: sandbox.TierMCP, Command: &sandbox.Command{Path: server, Args: []string{"-linger"}},
+		MCP: &sandbox.MCP{Tool: "echo", InnerTier: sandbox.TierBwrap}}
+	start := time.Now()
+	out, err := d.Run(context.Background(), sandbox.Invocation{Manifest: linger, Params: []byte(`{"text":"x"}`), Workspace: ws})
+	if err != nil || out.Status != sandbox.StatusOK || string(out.Output) != "echo: x" {
+		t.Fatalf("lingering server: %v, %s %q (%s)", err, out.Status, out.Output, out.Reason)
+	}
+	if wall := time.Since(start); wall > 20*time.Second {
+		t.Errorf("the lingering server's run took %v: it was not stopped after the grace", wall)
+	}
+	slow := sandbox.Manifest{Name: "srv.sleep", Tier: sandbox.TierMCP, Command: &sandbox.Command{Path: server},
+		MCP: &sandbox.MCP{Tool: "sleep", InnerTier: sandbox.TierBwrap}, Limits: sandbox.Limits{TimeoutMS: 1500}}
+	out, err = d.Run(context.Background(), sandbox.Invocation{Manifest: slow, Params: []byte(`{"seconds":60}`), Workspace: ws})
+	if err != nil || out.Status != sandbox.StatusTimeout || out.Reason != "wall" || len(out.Output) != 0 {
+		t.Fatalf("slow call: %v, %s %q (%s), want timeout wall", err, out.Status, out.Output, out.Reason)
+	}
+	// The agent's own tiers: process, where it works here.
+	pcfg := process.DefaultConfig()
+	p, err := process.New(pcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sandboxtest.RequireAvailable(t, "process", p.Available())
+	cfg := mcp.DefaultConfig()
+	cfg.Inner[sandbox.TierProcess] = p
+	pd, err := mcp.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := sandbox.Manifest{Name: "srv.echo", Tier: sandbox.TierMCP, Command: &sandbox.Command{Path: server},
+		MCP: &sandbox.MCP{Tool: "echo", InnerTier: sandbox.TierProcess}}
+	out, err = pd.Run(context.Background(), sandbox.Invocation{Manifest: m, Params: []byte(`{"text":"p"}`), Workspace: t.TempDir()})
+	if err != nil || out.Status != sandbox.StatusOK || string(out.Output) != "echo: p" || out.MCP.InnerTier != sandbox.TierProcess {
+		t.Fatalf("process tier: %v, %s %q (%s) %+v", err, out.Status, out.Output, out.Reason, out.MCP)
+	}
+	// An inner tier this driver has not is refused, never run elsewhere.
+	m.MCP.InnerTier = sandbox.TierBwrap
+	out, err = pd.Run(context.Background(), sandbox.Invocation{Manifest: m, Params: []byte(`{}`), Workspace: t.TempDir()})
+	if !errors.Is(err, sandbox.ErrRefused) || out.Status != sandbox.StatusRefused || out.Tier != sandbox.TierMCP {
+		t.Fatalf("bwrap through a driver without it: %v, %s %s", err, out.Status, out.Tier)
 	}
 }

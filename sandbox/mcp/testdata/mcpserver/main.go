@@ -1,7 +1,8 @@
 // Command mcpserver is the MCP server the mcp tier's tests run: a stdio
-// server (or, with -http ADDR, a streamable HTTP one) of three tools —
-// echo, fail, and connect, which asks the HTTPS proxy of its environment
-// for a tunnel, as a tool that wants the network does.
+// server (or, with -http ADDR, a streamable HTTP one) of four tools —
+// echo, fail, sleep, and connect, which asks the HTTPS proxy of its
+// environment for a tunnel, as a tool that wants the network does. With
+// -linger it does not exit when its stdin ends.
 package main
 
 import (
@@ -14,12 +15,17 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 type echoIn struct {
 	Text string `json:"text" jsonschema:"the text to return"`
+}
+
+type sleepIn struct {
+	Seconds int `json:"seconds" jsonschema:"how long to sleep"`
 }
 
 type connectIn struct {
@@ -42,6 +48,11 @@ func server() *mcp.Server {
 			r := text("failed on purpose")
 			r.IsError = true
 			return r, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "sleep", Description: "Sleeps, then answers."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in sleepIn) (*mcp.CallToolResult, any, error) {
+			time.Sleep(time.Duration(in.Seconds) * time.Second)
+			return text("slept"), nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "connect", Description: "Asks the HTTPS proxy for a tunnel to host:port."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in connectIn) (*mcp.CallToolResult, any, error) {
@@ -74,13 +85,18 @@ func tunnel(host string, port int) string {
 
 func main() {
 	addr := flag.String("http", "", "serve streamable HTTP on this address instead of stdio")
+	linger := flag.Bool("linger", false, "keep running after stdin ends")
 	flag.Parse()
 	s := server()
 	if *addr != "" {
 		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
 		log.Fatal(http.ListenAndServe(*addr, h))
 	}
-	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+	err := s.Run(context.Background(), &mcp.StdioTransport{})
+	if *linger {
+		time.Sleep(time.Hour)
+	}
+	if err != nil {
 		log.Fatal(err)
 	}
 }
