@@ -70,6 +70,11 @@ func TestImportMCPRunsUnderDev(t *testing.T) {
 		reg.Manifest.MCP.Tool != "echo" || reg.Manifest.MCP.InnerTier != "bwrap" || !strings.Contains(string(reg.InputSchema), `"text"`) {
 		t.Fatalf("registration %s (%v): want srv.echo of tier mcp calling echo in bwrap, echo's schema copied", b, err)
 	}
+	// writ sandbox run tries a manifest of tier mcp on this host.
+	got, code := run(t, `{"text":"here"}`, "sandbox", "run", "--tier", "mcp", "--manifest", filepath.Join(allow, "srv.echo.json"))
+	if code != 0 || !strings.Contains(got, `"output":"echo: here"`) || !strings.Contains(got, `"tool":"echo"`) || !strings.Contains(got, digest) {
+		t.Fatalf("sandbox run --tier mcp: exit %d, %s", code, got)
+	}
 	// A second import into the same folder is refused and changes nothing.
 	if _, code := run(t, "", "tool", "import-mcp", "--prefix", "srv", "--command", server, "--dir", dir); code == 0 {
 		t.Fatal("a second import into the same folder succeeded")
@@ -116,7 +121,7 @@ func TestImportMCPRunsUnderDev(t *testing.T) {
 		t.Fatalf("srv.echo's result names %v, want echo, %s, bwrap", mcp, digest)
 	}
 	id, _ := a["intent_id"].(string)
-	got, code := run(t, "", "-o", "text", "intent", "get", id, "--server", srv, "--tenant", "dev", "--key", key)
+	got, code = run(t, "", "-o", "text", "intent", "get", id, "--server", srv, "--tenant", "dev", "--key", key)
 	if code != 0 || !strings.Contains(got, "echo: through writ") {
 		t.Fatalf("intent get: exit %d, %q; want the tool's result content", code, got)
 	}

@@ -118,10 +118,16 @@ func (d *Driver) converse(ctx context.Context, m sandbox.Manifest, inv sandbox.I
 // import-mcp` reads a server so. The manifest's mcp.tool is not called.
 // An error says why there is no list, with what the server wrote on
 // stderr.
+//
+// Unlike Run it needs no inner tier for an HTTP server: a host that runs
+// no sandbox can still read one.
 func (d *Driver) List(ctx context.Context, inv sandbox.Invocation) ([]*sdk.Tool, error) {
-	m, err := sandbox.Preflight(d, inv)
-	if err != nil {
+	m := inv.Manifest.WithDefaults()
+	if err := m.Validate(); err != nil {
 		return nil, err
+	}
+	if m.Tier != d.Name() {
+		return nil, fmt.Errorf("%w: manifest is for the %s tier", sandbox.ErrInvalidManifest, m.Tier)
 	}
 	var (
 		tools []*sdk.Tool

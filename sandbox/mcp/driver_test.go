@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -139,6 +140,26 @@ func TestHTTPServer(t *testing.T) {
 	}
 	if out.Egress == nil || out.Egress.Allowed < 1 || out.Egress.Refused != 0 {
 		t.Errorf("got egress %+v, want the allowed connections to the server", out.Egress)
+	}
+	// The listing goes the same way, and needs no inner tier.
+	bare, err := mcp.New(mcp.Config{Inner: map[string]sandbox.Driver{}, Egress: sandboxtest.EgressConfig(t), ClientName: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := bare.List(context.Background(), sandbox.Invocation{Manifest: m})
+	if err != nil || len(tools) != 1 || tools[0].Name != "shout" {
+		t.Fatalf("List: %v, %v; want shout", tools, err)
+	}
+	// The proxy's rules hold: a name that resolves into a private range
+	// (rebind.test, 10.9.9.9) is refused, and the result says so.
+	m.MCP.URL = fmt.Sprintf("http://rebind.test:%d/mcp", port)
+	m.Network = []sandbox.Destination{{Host: "rebind.test", Port: port}}
+	out, err = d.Run(context.Background(), sandbox.Invocation{Manifest: m, Params: []byte(`{"text":"x"}`), Workspace: t.TempDir()})
+	if err != nil || out.Status != sandbox.StatusError || out.Egress == nil || out.Egress.Refused < 1 || out.Egress.Allowed != 0 {
+		t.Fatalf("rebind: %v, %s (%s), egress %+v; want an error and the refusal recorded", err, out.Status, out.Reason, out.Egress)
+	}
+	if e := out.Egress.Entries[0]; e.Reason != "special_address" {
+		t.Errorf("got refusal %+v, want special_address", e)
 	}
 }
 

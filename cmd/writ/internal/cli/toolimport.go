@@ -280,21 +280,15 @@ func (ti toolImport) manifest() (sandbox.Manifest, error) {
 // list runs the server as its tools will run, here, and asks it for its
 // tools.
 func (ti toolImport) list(m sandbox.Manifest) ([]*sdk.Tool, error) {
-	cfg := tiers.DefaultConfig()
-	inner := map[string]sandbox.Driver{}
-	if m.MCP.InnerTier != "" {
-		d, err := tiers.New(m.MCP.InnerTier, cfg)
-		if err != nil {
-			return nil, err
-		}
-		if err := d.Available(); err != nil {
-			return nil, fmt.Errorf("the %s tier cannot run the server here: %w", m.MCP.InnerTier, err)
-		}
-		inner[m.MCP.InnerTier] = d
-	}
-	d, err := tiers.NewMCP(cfg, inner)
+	d, err := tierDriver(m, tiers.DefaultConfig())
 	if err != nil {
 		return nil, err
+	}
+	md, ok := d.(interface {
+		List(context.Context, sandbox.Invocation) ([]*sdk.Tool, error)
+	})
+	if !ok {
+		return nil, errors.New("the mcp tier cannot list tools")
 	}
 	ws, err := os.MkdirTemp("", "writ-import-mcp-")
 	if err != nil {
@@ -304,7 +298,7 @@ func (ti toolImport) list(m sandbox.Manifest) ([]*sdk.Tool, error) {
 	os.Chmod(ws, 0o777) // the tier's run-as user writes there
 	ctx, cancel := context.WithTimeout(context.Background(), ti.timeout)
 	defer cancel()
-	return d.List(ctx, sandbox.Invocation{Manifest: m, Workspace: ws})
+	return md.List(ctx, sandbox.Invocation{Manifest: m, Workspace: ws})
 }
 
 // importName is the Writ name of MCP tool name under prefix.
