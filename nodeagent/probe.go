@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/writhq/writ/nodeagent/mcptier"
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/tiers"
 )
@@ -52,7 +53,9 @@ func ProbeTiers(cfg tiers.Config) *Tiers {
 			inner[name] = d
 		}
 	}
-	m, err := tiers.NewMCP(cfg, inner)
+	mc := mcptier.DefaultConfig()
+	mc.Inner, mc.Egress = inner, cfg.Bwrap.Egress
+	m, err := mcptier.New(mc)
 	if err == nil {
 		err = m.Available()
 	}

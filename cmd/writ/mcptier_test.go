@@ -33,7 +33,7 @@ func TestImportMCPRunsUnderDev(t *testing.T) {
 		}
 	}
 	server := filepath.Join(work, "mcpserver")
-	build := exec.Command("go", "build", "-trimpath", "-o", server, "../../sandbox/mcp/testdata/mcpserver")
+	build := exec.Command("go", "build", "-trimpath", "-o", server, "../../nodeagent/mcptier/testdata/mcpserver")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the test server: %v\n%s", err, b)

@@ -9,7 +9,6 @@ import (
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/bwrap"
 	"github.com/writhq/writ/sandbox/gvisor"
-	"github.com/writhq/writ/sandbox/mcp"
 	"github.com/writhq/writ/sandbox/process"
 	"github.com/writhq/writ/sandbox/runc"
 	"github.com/writhq/writ/sandbox/wasm"
@@ -22,16 +21,12 @@ type Config struct {
 	Runc    runc.Config   // RootFS has no default: set it to use the runc tier
 	Gvisor  gvisor.Config // OCI.RootFS likewise, for the gvisor tier
 	Process process.Config
-	// MCP configures the mcp tier, whose Inner drivers the caller adds
-	// once it knows which tiers work (the agent: NewMCP after probing).
-	MCP mcp.Config
 }
 
 // DefaultConfig returns every tier's default configuration.
 func DefaultConfig() Config {
 	return Config{Wasm: wasm.DefaultConfig(), Bwrap: bwrap.DefaultConfig(),
-		Runc: runc.DefaultConfig(), Gvisor: gvisor.DefaultConfig(), Process: process.DefaultConfig(),
-		MCP: mcp.DefaultConfig()}
+		Runc: runc.DefaultConfig(), Gvisor: gvisor.DefaultConfig(), Process: process.DefaultConfig()}
 }
 
 // Names lists the tiers, strongest isolation first.
@@ -54,12 +49,4 @@ func New(tier string, cfg Config) (sandbox.Driver, error) {
 		return process.New(cfg.Process)
 	}
 	return nil, fmt.Errorf("sandbox: unknown tier %q (want wasm, gvisor, runc, bwrap or process)", tier)
-}
-
-// NewMCP returns the mcp tier's Driver running stdio servers in the given
-// drivers (by tier name): those of cfg.MCP.Inner, replaced.
-func NewMCP(cfg Config, inner map[string]sandbox.Driver) (*mcp.Driver, error) {
-	c := cfg.MCP
-	c.Inner = inner
-	return mcp.New(c)
 }

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+	"github.com/writhq/writ/nodeagent/mcptier"
 	"github.com/writhq/writ/protocol"
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/tiers"
@@ -65,7 +66,9 @@ func tierDriver(m sandbox.Manifest, cfg tiers.Config) (sandbox.Driver, error) {
 		}
 		inner[m.MCP.InnerTier] = d
 	}
-	return tiers.NewMCP(cfg, inner)
+	mc := mcptier.DefaultConfig()
+	mc.Inner, mc.Egress = inner, cfg.Bwrap.Egress
+	return mcptier.New(mc)
 }
 
 func newSandboxRun(e *env) *cobra.Command {

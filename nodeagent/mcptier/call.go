@@ -1,7 +1,9 @@
-package mcp
+package mcptier
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -10,7 +12,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/writhq/writ/sandbox"
-	"github.com/writhq/writ/sandbox/internal/capture"
 )
 
 // call is how one tools/call went.
@@ -90,10 +91,12 @@ func finish(out sandbox.Outcome, c call, m sandbox.Manifest, info *sandbox.MCPCa
 		content = contentText(c.result)
 		out.Status, out.ExitCode, out.Reason = sandbox.StatusOK, 0, ""
 	}
-	w := capture.New(m.Limits.OutputBytes, nil)
-	w.Write(content)
-	r := w.Result()
-	out.Output, out.OutputHash, out.OutputBytes, out.Truncated = r.Kept, r.Hash, r.Total, r.Truncated
+	sum := sha256.Sum256(content)
+	out.OutputHash, out.OutputBytes = "sha256:"+hex.EncodeToString(sum[:]), int64(len(content))
+	out.Output, out.Truncated = content, false
+	if limit := m.Limits.OutputBytes; int64(len(content)) > limit {
+		out.Output, out.Truncated = content[:limit], true
+	}
 	return out
 }
 

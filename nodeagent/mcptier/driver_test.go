@@ -1,4 +1,4 @@
-package mcp_test
+package mcptier_test
 
 import (
 	"context"
@@ -19,17 +19,17 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/writhq/writ/nodeagent/mcptier"
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/bwrap"
-	"github.com/writhq/writ/sandbox/mcp"
 	"github.com/writhq/writ/sandbox/process"
 	"github.com/writhq/writ/sandbox/sandboxtest"
 )
 
 // ServerPackage is the test MCP server.
-const serverPackage = "github.com/writhq/writ/sandbox/mcp/testdata/mcpserver"
+const serverPackage = "github.com/writhq/writ/nodeagent/mcptier/testdata/mcpserver"
 
-func newDriver(t *testing.T) *mcp.Driver {
+func newDriver(t *testing.T) *mcptier.Driver {
 	t.Helper()
 	bcfg := bwrap.DefaultConfig()
 	bcfg.Egress = sandboxtest.EgressConfig(t)
@@ -38,10 +38,10 @@ func newDriver(t *testing.T) *mcp.Driver {
 		t.Fatal(err)
 	}
 	sandboxtest.RequireAvailable(t, "bwrap", b.Available())
-	cfg := mcp.DefaultConfig()
+	cfg := mcptier.DefaultConfig()
 	cfg.Inner[sandbox.TierBwrap] = b
 	cfg.Egress = sandboxtest.EgressConfig(t)
-	d, err := mcp.New(cfg)
+	d, err := mcptier.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestHTTPServer(t *testing.T) {
 		t.Errorf("got egress %+v, want the allowed connections to the server", out.Egress)
 	}
 	// The listing goes the same way, and needs no inner tier.
-	bare, err := mcp.New(mcp.Config{Inner: map[string]sandbox.Driver{}, Egress: sandboxtest.EgressConfig(t), ClientName: "t"})
+	bare, err := mcptier.New(mcptier.Config{Inner: map[string]sandbox.Driver{}, Egress: sandboxtest.EgressConfig(t), ClientName: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,9 +237,9 @@ func TestStdioEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	sandboxtest.RequireAvailable(t, "process", p.Available())
-	cfg := mcp.DefaultConfig()
+	cfg := mcptier.DefaultConfig()
 	cfg.Inner[sandbox.TierProcess] = p
-	pd, err := mcp.New(cfg)
+	pd, err := mcptier.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
