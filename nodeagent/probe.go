@@ -26,7 +26,9 @@ type Tiers struct {
 // ProbeTiers builds the driver of every tier in tiers.Names from cfg and
 // asks each whether it can run tools on this host (Driver.Available, which
 // starts a real sandbox where the tier can). Nothing is assumed from the
-// operating system: a tier is available only if its probe succeeded.
+// operating system: a tier is available only if its probe succeeded. The
+// mcp tier comes last, available when one of the tiers a stdio MCP server
+// runs in is.
 func ProbeTiers(cfg tiers.Config) *Tiers {
 	drivers := make(map[string]sandbox.Driver, len(tiers.Names))
 	failed := map[string]error{}
