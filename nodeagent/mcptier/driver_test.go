@@ -29,7 +29,10 @@ import (
 // ServerPackage is the test MCP server.
 const serverPackage = "github.com/writhq/writ/nodeagent/mcptier/testdata/mcpserver"
 
-func newDriver(t *testing.T) *mcptier.Driver {
+func newDriver(t *testing.T) *mcptier.Driver { return newDriverTB(t) }
+
+// innerBwrap is a bwrap driver with the test egress configuration.
+func innerBwrap(t testing.TB) *bwrap.Driver {
 	t.Helper()
 	bcfg := bwrap.DefaultConfig()
 	bcfg.Egress = sandboxtest.EgressConfig(t)
@@ -38,8 +41,13 @@ func newDriver(t *testing.T) *mcptier.Driver {
 		t.Fatal(err)
 	}
 	sandboxtest.RequireAvailable(t, "bwrap", b.Available())
+	return b
+}
+
+func newDriverTB(t testing.TB) *mcptier.Driver {
+	t.Helper()
 	cfg := mcptier.DefaultConfig()
-	cfg.Inner[sandbox.TierBwrap] = b
+	cfg.Inner[sandbox.TierBwrap] = innerBwrap(t)
 	cfg.Egress = sandboxtest.EgressConfig(t)
 	d, err := mcptier.New(cfg)
 	if err != nil {
