@@ -70,3 +70,26 @@ func FuzzArgv(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMCPEndpoint: an accepted MCP URL has a host the allowlist can name
+// and a port in range; nothing panics.
+func FuzzMCPEndpoint(f *testing.F) {
+	for _, s := range []string{"https://mcp.example.com/mcp", "http://127.0.0.1:8080/", "http://[::1]:80/x",
+		"ftp://a/", "https://u:p@a/", "https://a/#f", "https://a:0/", "https://a:99999/", "//a/", "https:///x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		host, port, err := sandbox.MCPEndpoint(raw)
+		if err != nil {
+			return
+		}
+		if host == "" || port < 1 || port > 65535 {
+			t.Fatalf("%q accepted as %q:%d", raw, host, port)
+		}
+		m := sandbox.Manifest{Name: "f", Tier: sandbox.TierMCP, MCP: &sandbox.MCP{Tool: "t", URL: raw},
+			Network: []sandbox.Destination{{Host: host, Port: port}}}
+		if err := m.Validate(); err != nil && len(host) <= 253 {
+			t.Fatalf("%q: an endpoint with its own destination allowlisted does not validate: %v", raw, err)
+		}
+	})
+}

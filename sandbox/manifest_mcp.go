@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/writhq/writ/sandbox/internal/argv"
 )
@@ -138,7 +139,7 @@ func MCPEndpoint(raw string) (string, int, error) {
 		port = n
 	}
 	host := u.Hostname()
-	if ip := net.ParseIP(host); ip == nil && !hostName.MatchString(host) {
+	if ip := net.ParseIP(host); ip == nil && (!hostName.MatchString(host) || strings.Contains(host, "*")) {
 		return "", 0, fmt.Errorf("host %q", host)
 	}
 	return host, port, nil

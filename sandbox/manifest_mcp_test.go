@@ -58,6 +58,7 @@ func TestParseManifestMCPRejects(t *testing.T) {
 		"url not allowlisted":   `{"name":"s","tier":"mcp","mcp":{"tool":"t","url":"https://a.example/"},"network":[{"host":"a.example","port":8443}]}`,
 		"url scheme":            `{"name":"s","tier":"mcp","mcp":{"tool":"t","url":"ftp://a.example/"},"network":[{"host":"a.example","port":21}]}`,
 		"url with user":         `{"name":"s","tier":"mcp","mcp":{"tool":"t","url":"https://u:p@a.example/"},"network":[{"host":"a.example","port":443}]}`,
+		"url wildcard host":     `{"name":"s","tier":"mcp","mcp":{"tool":"t","url":"https://*.example.com/"},"network":[{"host":"*.example.com","port":443}]}`,
 		"url relative":          `{"name":"s","tier":"mcp","mcp":{"tool":"t","url":"/mcp"},"network":[{"host":"a.example","port":443}]}`,
 		"http with command":     `{"name":"s","tier":"mcp","command":{"path":"/bin/s"},"mcp":{"tool":"t","url":"https://a.example/"},"network":[{"host":"a.example","port":443}]}`,
 		"unknown mcp field":     stdio(`{"tool":"t","inner_tier":"bwrap","shell":true}`, ``),
