@@ -102,7 +102,7 @@ var accessMatrix = func() []RouteAccess {
 			no, no, no, no, no, no, no, no, yes),
 		row("DELETE /v1/admin/sessions/{id}", "ends a dashboard session",
 			no, no, no, no, no, no, no, no, yes),
-		row("GET /v1/tools", "the catalog: names, schemas, tiers; no tenant's data",
+		row("GET /v1/tools", "the catalog: names, schemas, tiers (or, with ?format=openai or anthropic, those APIs' tool definitions); no tenant's data",
 			yes, yes, yes, yes, yes, yes, yes, yes, yes),
 		row("GET /v1/health", "",
 			yes, yes, yes, yes, yes, yes, yes, yes, yes),

@@ -284,6 +284,11 @@ type toolView struct {
 }
 
 func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
+	format, aerr := parseToolsQuery(r.URL.RawQuery)
+	if aerr != nil {
+		writeError(w, aerr.code, aerr.msg)
+		return
+	}
 	out := []toolView{}
 	for _, rec := range s.fsm.Tools() {
 		t, ok := s.catalog.tool(rec.Name)
@@ -295,6 +300,10 @@ func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
 			caps = []string{}
 		}
 		out = append(out, toolView{t.Name, t.Description, json.RawMessage(t.InputSchema), t.Tier, caps, t.NeedsApproval(), t.Hash})
+	}
+	if format != "" {
+		writeJSON(w, http.StatusOK, functionTools(format, out))
+		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tools": out})
 }

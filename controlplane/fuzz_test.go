@@ -101,3 +101,36 @@ func FuzzPolicyCases(f *testing.F) {
 		}
 	})
 }
+
+// FuzzToolsQuery: GET /v1/tools' query parser never panics, refuses with
+// malformed only, accepts only the known formats, and the function names
+// made for any tool names are valid and distinct.
+func FuzzToolsQuery(f *testing.F) {
+	for _, s := range []string{"", "format=openai", "format=anthropic", "format=", "format=a&format=b", "x=1", "%zz"} {
+		f.Add(s, "srv.read_file", "srv__read_file")
+	}
+	f.Fuzz(func(t *testing.T, raw, name1, name2 string) {
+		format, aerr := parseToolsQuery(raw)
+		if aerr != nil {
+			if aerr.code != protocol.CodeMalformed {
+				t.Fatalf("%q: code %s", raw, aerr.code)
+			}
+			return
+		}
+		if format != "" && format != formatOpenAI && format != formatAnthropic {
+			t.Fatalf("%q accepted as format %q", raw, format)
+		}
+		if len(name1) > 64 || len(name2) > 64 || name1 == name2 {
+			return
+		}
+		c := functionTools(formatOpenAI, []toolView{{Name: name1, InputSchema: []byte(`{}`)}, {Name: name2, InputSchema: []byte(`{}`)}})
+		if len(c.Names) != 2 {
+			t.Fatalf("%q and %q share a function name: %v", name1, name2, c.Names)
+		}
+		for fn := range c.Names {
+			if len(fn) > 64 {
+				t.Fatalf("function name %q longer than 64", fn)
+			}
+		}
+	})
+}

@@ -9,8 +9,9 @@ import (
 )
 
 // fillAttest writes into r what ran and what it used (attest, for a tool
-// the tier started) and the egress proxy's record (egress, for a tool
-// with a network allowlist).
+// the tier started), the egress proxy's record (egress, for a tool with a
+// network allowlist) and the MCP server and tool it called (mcp, for the
+// mcp tier).
 func fillAttest(r *protocol.Result, out sandbox.Outcome) {
 	if out.ExecDigest != "" {
 		u := out.Usage
@@ -25,6 +26,9 @@ func fillAttest(r *protocol.Result, out sandbox.Outcome) {
 				Allowed: x.Allowed, Reason: x.Reason, BytesUp: x.BytesUp, BytesDown: x.BytesDown})
 		}
 		r.Egress = e
+	}
+	if c := out.MCP; c != nil {
+		r.MCP = &protocol.ResultMCP{Tool: c.Tool, Server: c.Server, InnerTier: c.InnerTier}
 	}
 }
 

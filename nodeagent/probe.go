@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/writhq/writ/nodeagent/mcptier"
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/tiers"
 )
@@ -25,7 +26,9 @@ type Tiers struct {
 // ProbeTiers builds the driver of every tier in tiers.Names from cfg and
 // asks each whether it can run tools on this host (Driver.Available, which
 // starts a real sandbox where the tier can). Nothing is assumed from the
-// operating system: a tier is available only if its probe succeeded.
+// operating system: a tier is available only if its probe succeeded. The
+// mcp tier comes last, available when one of the tiers a stdio MCP server
+// runs in is.
 func ProbeTiers(cfg tiers.Config) *Tiers {
 	drivers := make(map[string]sandbox.Driver, len(tiers.Names))
 	failed := map[string]error{}
@@ -43,6 +46,26 @@ func ProbeTiers(cfg tiers.Config) *Tiers {
 	}
 	for name, err := range failed {
 		t.Unavailable[name] = err
+	}
+	// The mcp tier runs stdio MCP servers in the tiers that work here: it
+	// is available when one of them can.
+	inner := map[string]sandbox.Driver{}
+	for _, name := range sandbox.MCPInnerTiers {
+		if d, ok := t.Drivers[name]; ok {
+			inner[name] = d
+		}
+	}
+	mc := mcptier.DefaultConfig()
+	mc.Inner, mc.Egress = inner, cfg.Bwrap.Egress
+	m, err := mcptier.New(mc)
+	if err == nil {
+		err = m.Available()
+	}
+	if err != nil {
+		t.Unavailable[sandbox.TierMCP] = fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+	} else {
+		t.Drivers[sandbox.TierMCP] = m
+		t.Available = append(t.Available, sandbox.TierMCP)
 	}
 	return t
 }

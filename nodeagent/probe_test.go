@@ -34,6 +34,10 @@ func TestProbeFindsWhatWorksAndSaysWhyNot(t *testing.T) {
 			t.Errorf("tier %s is both or neither available and unavailable", name)
 		}
 	}
+	// The mcp tier runs its stdio servers in the tiers that work.
+	if got.Has("mcp") != (got.Has("bwrap") || got.Has("process") || got.Has("runc") || got.Has("gvisor")) {
+		t.Errorf("mcp available %v, want it exactly when a tier for stdio servers is (%v; %v)", got.Has("mcp"), got.Available, got.Unavailable["mcp"])
+	}
 	if !slices.IsSortedFunc(got.Available, func(a, b string) int { return rank(a) - rank(b) }) {
 		t.Errorf("Available %v is not in tiers.Names order", got.Available)
 	}
@@ -41,7 +45,7 @@ func TestProbeFindsWhatWorksAndSaysWhyNot(t *testing.T) {
 	// really work: a tier that silently went missing would shrink what the
 	// node announces.
 	if os.Getenv("CI") == "true" {
-		for _, name := range []string{"bwrap", "process"} {
+		for _, name := range []string{"bwrap", "process", "mcp"} {
 			if !got.Has(name) {
 				t.Errorf("CI=true: the %s tier is unavailable: %v", name, got.Unavailable[name])
 			}

@@ -265,3 +265,32 @@ func FuzzResultAttest(f *testing.F) {
 		}
 	})
 }
+
+// FuzzResultMCP: any mcp member either makes the result malformed or
+// survives signing, encoding and verifying unchanged.
+func FuzzResultMCP(f *testing.F) {
+	f.Add([]byte(`{"tool":"read_file","server":"sha256:0000000000000000000000000000000000000000000000000000000000000000","inner_tier":"bwrap"}`))
+	f.Add([]byte(`{"tool":"search","server":"https://mcp.example/mcp"}`))
+	nodes := signerKeys{"node-1": nodePriv.Public().(ed25519.PublicKey)}
+	f.Fuzz(func(t *testing.T, member []byte) {
+		r := newResult()
+		raw := strings.Replace(string(encode(t, r)), `"sandbox":`, `"mcp":`+string(member)+`,"sandbox":`, 1)
+		d, err := protocol.DecodeResult([]byte(raw), 0)
+		if err != nil {
+			if protocol.CodeOf(err) == "" {
+				t.Fatalf("error without a code: %v", err)
+			}
+			return
+		}
+		if err := d.Sign(nodePriv); err != nil {
+			t.Fatalf("decoded result does not sign: %v", err)
+		}
+		got, err := verifierAt(t, t0).VerifyResult(encode(t, d), nodes)
+		if err != nil {
+			t.Fatalf("re-signed result: %v", err)
+		}
+		if !reflect.DeepEqual(got.MCP, d.MCP) {
+			t.Fatalf("round trip changed mcp")
+		}
+	})
+}

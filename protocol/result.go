@@ -44,6 +44,9 @@ type Result struct {
 	// Egress and Attest: result_attest.go.
 	Egress *ResultEgress `json:"egress,omitzero"`
 	Attest *ResultAttest `json:"attest,omitzero"`
+	// MCP names the MCP server and tool of a run of the mcp tier
+	// (result_mcp.go).
+	MCP *ResultMCP `json:"mcp,omitzero"`
 }
 
 // The types of results: version 1 carries the captured output, version 2
@@ -135,7 +138,10 @@ func (r *Result) validate() error {
 	if finished.Before(started) {
 		return malformed("finished_at must not be before started_at")
 	}
-	return r.validateAttest()
+	if err := r.validateAttest(); err != nil {
+		return err
+	}
+	return r.validateMCP()
 }
 
 func (r *Result) validateV1() error {

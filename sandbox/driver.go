@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"io"
 )
 
 // Driver runs tool invocations in one isolation tier.
@@ -44,6 +45,28 @@ type Gated interface {
 	// calls gate first.
 	RunGated(ctx context.Context, inv Invocation, gate func() error) (Outcome, error)
 }
+
+// Conversing is a Driver that can connect its tool's standard input and
+// output to the caller while the tool runs, instead of writing the
+// parameters to its stdin: the mcp tier talks to a stdio MCP server so.
+type Conversing interface {
+	Driver
+	// RunTalk is Run, except that the tool's stdin does not receive
+	// Params: once the tool has started, talk is called in a goroutine of
+	// its own with the tool's stdin and stdout. What the tool writes on
+	// stdout still counts towards the output limit and is what the
+	// Outcome's output and hash describe. When talk returns, the tool's
+	// stdin is closed, and a tool still running after the tier's grace
+	// period is killed. A tool that could not start never sees talk called.
+	RunTalk(ctx context.Context, inv Invocation, talk Talk) (Outcome, error)
+}
+
+// Talk holds a conversation with a running tool: it writes to the tool's
+// standard input and reads its standard output, and may close either
+// (closing stdout only stops the reading: what the tool writes is still
+// captured). It MUST return once stdout reaches end of file (the tool is
+// gone) or ctx is done (the run's limits or its caller ended it).
+type Talk func(ctx context.Context, stdin io.WriteCloser, stdout io.ReadCloser)
 
 // Invocation is one request to run a tool.
 type Invocation struct {

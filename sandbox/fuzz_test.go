@@ -12,6 +12,9 @@ func FuzzParseManifest(f *testing.F) {
 	f.Add([]byte(goodManifest))
 	f.Add([]byte(`{"name":"echo","tier":"wasm","module":"/m.wasm","limits":{}}`))
 	f.Add([]byte(`{"name":"x","tier":"process","command":{"path":"/bin/true","args":["{{a}}"]}}`))
+	f.Add([]byte(mcpStdioManifest))
+	f.Add([]byte(mcpHTTPManifest))
+	f.Add([]byte(`{"name":"s","tier":"mcp","mcp":{"tool":"t","url":"http://[::1]:8080/mcp"},"network":[{"host":"::1","port":8080}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := sandbox.ParseManifest(data)
 		if err != nil {
@@ -22,6 +25,11 @@ func FuzzParseManifest(f *testing.F) {
 		}
 		if err := m.Validate(); err != nil {
 			t.Fatalf("parsed manifest does not validate: %v", err)
+		}
+		if m.Tier == sandbox.TierMCP && m.MCP.InnerTier != "" {
+			if err := m.Inner().Validate(); err != nil {
+				t.Fatalf("the inner manifest of a valid mcp manifest does not validate: %v", err)
+			}
 		}
 		h1, err := m.Hash()
 		if err != nil {
@@ -59,6 +67,29 @@ func FuzzArgv(f *testing.F) {
 		// A template without placeholders comes out unchanged.
 		if !strings.Contains(t1, "{{") && args[1] != t1 {
 			t.Fatalf("literal %q became %q", t1, args[1])
+		}
+	})
+}
+
+// FuzzMCPEndpoint: an accepted MCP URL has a host the allowlist can name
+// and a port in range; nothing panics.
+func FuzzMCPEndpoint(f *testing.F) {
+	for _, s := range []string{"https://mcp.example.com/mcp", "http://127.0.0.1:8080/", "http://[::1]:80/x",
+		"ftp://a/", "https://u:p@a/", "https://a/#f", "https://a:0/", "https://a:99999/", "//a/", "https:///x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		host, port, err := sandbox.MCPEndpoint(raw)
+		if err != nil {
+			return
+		}
+		if host == "" || port < 1 || port > 65535 {
+			t.Fatalf("%q accepted as %q:%d", raw, host, port)
+		}
+		m := sandbox.Manifest{Name: "f", Tier: sandbox.TierMCP, MCP: &sandbox.MCP{Tool: "t", URL: raw},
+			Network: []sandbox.Destination{{Host: host, Port: port}}}
+		if err := m.Validate(); err != nil && len(host) <= 253 {
+			t.Fatalf("%q: an endpoint with its own destination allowlisted does not validate: %v", raw, err)
 		}
 	})
 }

@@ -49,6 +49,10 @@ type Manifest struct {
 	AllowInterpreter bool `json:"allow_interpreter,omitempty"`
 	// AllowDashArgs lets templated parameter values start with '-'.
 	AllowDashArgs bool `json:"allow_dash_args,omitempty"`
+
+	// MCP names the MCP server and tool of a manifest of tier mcp
+	// (manifest_mcp.go).
+	MCP *MCP `json:"mcp,omitempty"`
 }
 
 // Command is an executable and its argv template. Path is argv[0]; each Args

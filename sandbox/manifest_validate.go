@@ -30,7 +30,14 @@ func (m Manifest) Validate() error {
 	if !toolName.MatchString(m.Name) {
 		return bad("name %q: want 1-64 of [a-z0-9._-]", m.Name)
 	}
+	if m.MCP != nil && m.Tier != TierMCP {
+		return bad("mcp member in a manifest of the %s tier", m.Tier)
+	}
 	switch m.Tier {
+	case TierMCP:
+		if err := m.validateMCP(); err != nil {
+			return err
+		}
 	case TierWasm:
 		if m.Module == "" || m.Command != nil {
 			return bad("wasm tier needs module and no command")
@@ -54,7 +61,7 @@ func (m Manifest) Validate() error {
 			}
 		}
 	default:
-		return bad("tier %q: want wasm, gvisor, bwrap, runc or process", m.Tier)
+		return bad("tier %q: want wasm, gvisor, bwrap, runc, process or mcp", m.Tier)
 	}
 	for _, p := range m.ReadOnly {
 		if err := absPath(p); err != nil {

@@ -46,6 +46,9 @@ type Outcome struct {
 	// Egress is the egress proxy's record of a tool with a network
 	// allowlist; nil for a tool without one.
 	Egress *EgressAudit `json:"egress,omitempty"`
+	// MCP names the MCP server and tool a run of the mcp tier called; nil
+	// for every other tier.
+	MCP *MCPCall `json:"mcp,omitempty"`
 	// Reason explains a refusal, a timeout ("wall" or "cpu"), an error that
 	// was not an exit code ("canceled", "signal: killed", "memory" when the
 	// memory cgroup killed a process of the tool) or an output limit.
@@ -61,4 +64,15 @@ type Usage struct {
 	MaxRSS    int64         `json:"max_rss_bytes"`
 	// MemoryBytes is the peak linear memory of a wasm module.
 	MemoryBytes int64 `json:"memory_bytes,omitempty"`
+}
+
+// MCPCall is what a run of the mcp tier called.
+type MCPCall struct {
+	// Tool is the MCP tool name.
+	Tool string `json:"tool"`
+	// Server is the stdio server's executable digest ("sha256:"+hex, as
+	// ExecDigest) or the HTTP server's URL.
+	Server string `json:"server"`
+	// InnerTier is the tier the stdio server ran in; "" for an HTTP server.
+	InnerTier string `json:"inner_tier,omitempty"`
 }

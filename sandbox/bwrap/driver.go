@@ -35,7 +35,7 @@ type Driver struct {
 	version   string
 }
 
-var _ sandbox.Driver = (*Driver)(nil)
+var _ sandbox.Conversing = (*Driver)(nil)
 
 // New returns a bwrap-tier Driver. A missing bwrap binary does not fail New:
 // Available reports it and Run refuses.
@@ -112,6 +112,19 @@ func (d *Driver) Available() error {
 
 // Run implements sandbox.Driver.
 func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outcome, error) {
+	return d.run(ctx, inv, nil)
+}
+
+// RunTalk implements sandbox.Conversing.
+func (d *Driver) RunTalk(ctx context.Context, inv sandbox.Invocation, talk sandbox.Talk) (sandbox.Outcome, error) {
+	if talk == nil {
+		return sandbox.Refuse(d.Name(), fmt.Errorf("RunTalk without a conversation"))
+	}
+	return d.run(ctx, inv, talk)
+}
+
+// run is Run, talking to the tool when talk is set.
+func (d *Driver) run(ctx context.Context, inv sandbox.Invocation, talk sandbox.Talk) (sandbox.Outcome, error) {
 	tier := d.Name()
 	m, err := sandbox.Preflight(d, inv)
 	if err != nil {
@@ -187,7 +200,7 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 		// The tool gets its session from bwrap (--new-session).
 		KeepSession:  true,
 		AddressSpace: m.Limits.MemoryBytes + d.cfg.AddressSpaceSlack, NetNS: netns, Credential: cred,
-		Binds: binds}
+		Binds: binds, Talk: talk}
 	out, err := proc.RunLimited(ctx, spec, d.cg)
 	out.ExecDigest = cmd.Digest
 	if s != nil {

@@ -26,7 +26,7 @@ type Driver struct {
 	probeErr  error
 }
 
-var _ sandbox.Driver = (*Driver)(nil)
+var _ sandbox.Conversing = (*Driver)(nil)
 
 // New returns a process-tier Driver. It prepares the cgroup parent and
 // removes groups left by a crashed agent.
@@ -96,6 +96,19 @@ func (d *Driver) CgroupVersion() int {
 
 // Run implements sandbox.Driver.
 func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outcome, error) {
+	return d.run(ctx, inv, nil)
+}
+
+// RunTalk implements sandbox.Conversing.
+func (d *Driver) RunTalk(ctx context.Context, inv sandbox.Invocation, talk sandbox.Talk) (sandbox.Outcome, error) {
+	if talk == nil {
+		return sandbox.Refuse(d.Name(), fmt.Errorf("RunTalk without a conversation"))
+	}
+	return d.run(ctx, inv, talk)
+}
+
+// run is Run, talking to the tool when talk is set.
+func (d *Driver) run(ctx context.Context, inv sandbox.Invocation, talk sandbox.Talk) (sandbox.Outcome, error) {
 	tier := d.Name()
 	m, err := sandbox.Preflight(d, inv)
 	if err != nil {
@@ -116,7 +129,7 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 	defer filled()
 	spec := proc.Spec{Tier: tier, Exe: cmd.Exe, Args: cmd.Argv, Env: command.Environ(m, inv.Env),
 		Dir: inv.Workspace, Stdin: cmd.Stdin, Limits: m.Limits, Rlimits: true, UnshareNet: d.cfg.UnshareNetwork,
-		AddressSpace: m.Limits.MemoryBytes + d.cfg.AddressSpaceSlack}
+		AddressSpace: m.Limits.MemoryBytes + d.cfg.AddressSpaceSlack, Talk: talk}
 	if cred := d.runAs(); cred != nil {
 		ws, err := handOver(inv.Workspace, cred)
 		if err != nil {

@@ -36,7 +36,7 @@ type Driver struct {
 	version   string
 }
 
-var _ sandbox.Driver = (*Driver)(nil)
+var _ sandbox.Conversing = (*Driver)(nil)
 
 // New returns a runc-tier Driver and removes the containers and bundles a
 // crashed agent left behind. A missing runtime or root filesystem does not
@@ -136,6 +136,19 @@ func (d *Driver) Available() error {
 
 // Run implements sandbox.Driver.
 func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outcome, error) {
+	return d.run(ctx, inv, nil)
+}
+
+// RunTalk implements sandbox.Conversing.
+func (d *Driver) RunTalk(ctx context.Context, inv sandbox.Invocation, talk sandbox.Talk) (sandbox.Outcome, error) {
+	if talk == nil {
+		return sandbox.Refuse(d.Name(), fmt.Errorf("RunTalk without a conversation"))
+	}
+	return d.run(ctx, inv, talk)
+}
+
+// run is Run, talking to the tool when talk is set.
+func (d *Driver) run(ctx context.Context, inv sandbox.Invocation, talk sandbox.Talk) (sandbox.Outcome, error) {
 	tier := d.Name()
 	m, err := sandbox.Preflight(d, inv)
 	if err != nil {
@@ -170,7 +183,7 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 	state := filepath.Join(d.cfg.StateDir, "state")
 	spec := proc.Spec{Tier: tier, Path: d.bin, Env: []string{}, Dir: dir, Stdin: stdin,
 		Args:   slices.Concat([]string{d.bin, "--root", state}, d.flavor.args(net != nil), []string{"run", "--bundle", dir, id}),
-		Limits: m.Limits, SignalExit: true,
+		Limits: m.Limits, SignalExit: true, Talk: talk,
 		// The container's processes are not our children: kill them
 		// through the runtime as well as through their cgroup.
 		OnKill: func() { d.runtime(state, "kill", id, "KILL") },

@@ -84,9 +84,9 @@ func Parse(data []byte) (*Tool, error) {
 		return nil, fmt.Errorf("%w: the manifest's name must be %q", ErrInvalid, s.Name)
 	}
 	switch m.Tier {
-	case "wasm", "gvisor", "bwrap", "runc", "process":
+	case "wasm", "gvisor", "bwrap", "runc", "process", "mcp":
 	default:
-		return nil, fmt.Errorf("%w: manifest tier %q is not wasm, gvisor, bwrap, runc or process", ErrInvalid, m.Tier)
+		return nil, fmt.Errorf("%w: manifest tier %q is not wasm, gvisor, bwrap, runc, process or mcp", ErrInvalid, m.Tier)
 	}
 	canon, err := protocol.Canonicalize(s.Manifest)
 	if err != nil {

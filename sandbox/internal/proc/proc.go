@@ -73,12 +73,25 @@ func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 	}
 	defer inR.Close()
 	defer inW.Close() // unblocks the writer when the tool never read
-	go func() {
-		_, _ = inW.Write(spec.Stdin) // EPIPE when the tool exits without reading
-		inW.Close()
-	}()
 	readers := make(chan struct{}, 2)
-	go drain(outR, stdout, readers)
+	var talk *tee
+	var talkOut *io.PipeReader
+	if spec.Talk == nil {
+		go func() {
+			_, _ = inW.Write(spec.Stdin) // EPIPE when the tool exits without reading
+			inW.Close()
+		}()
+		go drain(outR, stdout, readers)
+	} else {
+		var pw *io.PipeWriter
+		talkOut, pw = io.Pipe()
+		talk = &tee{capture: stdout, pw: pw}
+		go func() {
+			_, _ = io.Copy(talk, outR)
+			talk.end()
+			readers <- struct{}{}
+		}()
+	}
 	go drain(errR, stderr, readers)
 
 	path := spec.Path
@@ -153,7 +166,26 @@ func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 		return out, err
 	}
 
+	exited := make(chan struct{})
+	if talk != nil {
+		talked := make(chan struct{})
+		defer func() { <-talked }()
+		go func() {
+			defer close(talked)
+			spec.Talk(runCtx, inW, talkOut)
+			talkOut.Close()
+			inW.Close() // the end of the conversation: the tool may exit
+			t := time.NewTimer(spec.Grace)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				kill(cmd.Process.Pid)
+			case <-exited:
+			}
+		}()
+	}
 	werr := <-waited
+	close(exited)
 	out.Usage.Wall = time.Since(start)
 	afterReap(cmd.Process.Pid)
 	// The group was killed before the leader was reaped (startAndWait);

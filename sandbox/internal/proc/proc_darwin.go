@@ -3,6 +3,7 @@ package proc
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -25,6 +26,9 @@ import (
 // by the wall clock only there (docs/sandboxes.md).
 func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 	out := sandbox.Outcome{Tier: spec.Tier, ExitCode: -1}
+	if spec.Talk != nil {
+		return out, errors.New("proc: a conversation with the tool (Spec.Talk) is Linux only")
+	}
 	if spec.Grace == 0 {
 		spec.Grace = 2 * time.Second
 	}

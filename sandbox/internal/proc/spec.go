@@ -37,6 +37,11 @@ type Spec struct {
 	Dir     string
 	// Stdin is written to the process's standard input, then closed.
 	Stdin []byte
+	// Talk, when set, replaces Stdin: it holds a conversation with the
+	// process over its standard input and output (see sandbox.Talk); once
+	// it returns, stdin is closed and a process still running after Grace
+	// is killed. Linux only.
+	Talk sandbox.Talk
 	// ExtraFiles become fds 3, 4... (bwrap's --ro-bind-fd).
 	ExtraFiles []*os.File
 

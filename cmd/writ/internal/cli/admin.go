@@ -70,7 +70,7 @@ func newTool(e *env) *cobra.Command {
 	}
 	apply.Flags().StringVarP(&file, "file", "f", "", "the tool registration, JSON")
 	apply.MarkFlagRequired("file")
-	cmd.AddCommand(apply, newToolHash(e), newToolInit(e))
+	cmd.AddCommand(apply, newToolHash(e), newToolInit(e), newToolImportMCP(e, &a))
 	return cmd
 }
 

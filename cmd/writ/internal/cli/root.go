@@ -80,7 +80,7 @@ var textCommands = []string{
 	"operator migrate-log", "policy apply", "policy dry-run", "policy get", "policy history", "policy rollback",
 	"policy test", "policy validate", "receipt get", "server",
 	"session list", "session revoke", "tenant put", "token create", "token list", "token revoke",
-	"tool apply", "tool hash", "tool init", "verify bundle", "verify receipt", "version",
+	"tool apply", "tool hash", "tool import-mcp", "tool init", "verify bundle", "verify receipt", "version",
 }
 
 // markTextCommands marks the textCommands under root; it panics on a name

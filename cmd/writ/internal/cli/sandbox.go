@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+	"github.com/writhq/writ/nodeagent/mcptier"
 	"github.com/writhq/writ/protocol"
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/tiers"
@@ -47,6 +48,27 @@ type sandboxOutcome struct {
 	// Egress the egress proxy's record of a tool with a network allowlist.
 	ExecDigest string               `json:"exec_digest,omitempty"`
 	Egress     *sandbox.EgressAudit `json:"egress,omitempty"`
+	// MCP names the server and tool a run of the mcp tier called.
+	MCP *sandbox.MCPCall `json:"mcp,omitempty"`
+}
+
+// tierDriver is the driver of m's tier; for the mcp tier, over the driver
+// of the stdio server's inner tier.
+func tierDriver(m sandbox.Manifest, cfg tiers.Config) (sandbox.Driver, error) {
+	if m.Tier != sandbox.TierMCP {
+		return tiers.New(m.Tier, cfg)
+	}
+	inner := map[string]sandbox.Driver{}
+	if m.MCP.InnerTier != "" {
+		d, err := tiers.New(m.MCP.InnerTier, cfg)
+		if err != nil {
+			return nil, err
+		}
+		inner[m.MCP.InnerTier] = d
+	}
+	mc := mcptier.DefaultConfig()
+	mc.Inner, mc.Egress = inner, cfg.Bwrap.Egress
+	return mcptier.New(mc)
 }
 
 func newSandboxRun(e *env) *cobra.Command {
@@ -57,7 +79,8 @@ func newSandboxRun(e *env) *cobra.Command {
 		Long: `Run one invocation of the tool a manifest describes (docs/tools.md) in the given
 tier, with params (a JSON object) read from standard input, and print the outcome
 as JSON: status, exit_code, output, output_hash, output_bytes, truncated, stderr,
-stderr_bytes, usage, tier, exec_digest, and egress for a tool with a network allowlist.
+stderr_bytes, usage, tier, exec_digest, egress for a tool with a network allowlist, and
+mcp (the server and tool called) for the mcp tier.
 A tier that this host cannot run refuses; nothing falls back to a weaker tier.
 Exit status 0 when the tool ran and exited 0, 1 otherwise.`,
 		Args: cobra.NoArgs,
@@ -83,7 +106,7 @@ Exit status 0 when the tool ran and exited 0, 1 otherwise.`,
 			cfg := tiers.DefaultConfig()
 			cfg.Runc.RootFS, cfg.Runc.Image = rootfs, image
 			cfg.Gvisor.OCI.RootFS, cfg.Gvisor.OCI.Image = rootfs, image
-			d, err := tiers.New(tier, cfg)
+			d, err := tierDriver(m, cfg)
 			if err != nil {
 				return err
 			}
@@ -118,7 +141,7 @@ Exit status 0 when the tool ran and exited 0, 1 otherwise.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&tier, "tier", "", "wasm, gvisor, bwrap, runc or process")
+	cmd.Flags().StringVar(&tier, "tier", "", "wasm, gvisor, bwrap, runc, process or mcp")
 	cmd.Flags().StringVar(&manifestFile, "manifest", "", "the tool manifest (JSON)")
 	cmd.Flags().StringVar(&rootfs, "rootfs", "", "root filesystem directory for the runc and gvisor tiers")
 	cmd.Flags().StringVar(&image, "image", "", "OCI image layout tarball for the runc and gvisor tiers' root filesystem (instead of --rootfs)")
@@ -130,7 +153,7 @@ func outcomeView(o sandbox.Outcome) sandboxOutcome {
 	v := sandboxOutcome{
 		Status: string(o.Status), ExitCode: o.ExitCode, OutputHash: o.OutputHash, OutputBytes: o.OutputBytes,
 		Truncated: o.Truncated, Tier: o.Tier, Reason: o.Reason, Output: string(o.Output), Usage: o.Usage,
-		ExecDigest: o.ExecDigest, Egress: o.Egress,
+		ExecDigest: o.ExecDigest, Egress: o.Egress, MCP: o.MCP,
 	}
 	if !utf8.Valid(o.Output) {
 		v.Output, v.OutputEncoding = base64.StdEncoding.EncodeToString(o.Output), "base64"
