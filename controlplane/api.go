@@ -23,6 +23,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/intents", s.handleListIntents)
 	mux.HandleFunc("GET /v1/intents/{id}", s.handleGetIntent)
 	mux.HandleFunc("GET /v1/intents/{id}/output", s.handleGetOutput)
+	s.cancelRoutes(mux)
 	mux.HandleFunc("POST /v1/approvals", s.handleApproval)
 	s.dashboardRoutes(mux)
 	mux.HandleFunc("GET /v1/tools", s.handleTools)

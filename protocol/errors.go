@@ -45,6 +45,11 @@ const (
 	// sizes commit to (a node's captured output, a stored one, or a file
 	// checked offline).
 	CodeOutputMismatch Code = "output_mismatch"
+
+	// CodeCanceled ends an intent that was canceled (POST
+	// /v1/intents/{id}/cancel, a run's cancel): its error in the answer and
+	// the receipt, whose outcome is OutcomeCanceled.
+	CodeCanceled Code = "canceled"
 )
 
 // Error is a protocol error: a stable code, and a message that is safe to show

@@ -72,6 +72,8 @@ func (t MsgType) String() string {
 		return "abandon"
 	case MsgPutOutput:
 		return "put_output"
+	case MsgCancel:
+		return "cancel"
 	case MsgPutUser, MsgDeleteUser, MsgOpenSession, MsgCloseSession:
 		return userMsgName(t)
 	}

@@ -31,6 +31,11 @@ type Dispatch struct {
 	// Open until the dispatch has a result or was given up as unknown.
 	Open   bool           `json:"open"`
 	Result jsontext.Value `json:"result,omitzero"`
+	// Cancel is set when the intent was canceled while dispatched: the
+	// server holding the node's session sends it FrameCancel. CancelBy
+	// names who asked (cancel.go).
+	Cancel   bool   `json:"cancel,omitzero"`
+	CancelBy string `json:"cancel_by,omitzero"`
 }
 
 // schedule queues a runnable intent and gives it to a node at once when one

@@ -261,6 +261,10 @@ func (f *FSM) apply(index uint64, t MsgType, data []byte) (res Result, changed [
 		var c Abandon
 		decode(&c)
 		return f.applyAbandon(index, &c)
+	case MsgCancel:
+		var c Cancel
+		decode(&c)
+		return f.applyCancel(index, &c)
 	case MsgPutOutput:
 		var c PutOutput
 		decode(&c)
