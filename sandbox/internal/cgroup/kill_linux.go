@@ -15,7 +15,10 @@ import (
 // the second listing names was alive then, hence the holder of its pid, a
 // member; one whose pid went to a member meanwhile is dead, and its pidfd
 // signals nothing. Kernels before 5.3 (no pidfd_open) get kill(pid).
-func killMembers(listed []int, members func() []int) {
+func killMembers(listed []int, members func() []int) { signalMembers(listed, members, unix.SIGKILL) }
+
+// signalMembers is killMembers with another signal.
+func signalMembers(listed []int, members func() []int, sig unix.Signal) {
 	fds := make(map[int]int, len(listed))
 	defer func() {
 		for _, fd := range fds {
@@ -28,7 +31,7 @@ func killMembers(listed []int, members func() []int) {
 		case err == nil:
 			fds[pid] = fd
 		case err == unix.ENOSYS:
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			_ = syscall.Kill(pid, sig)
 		}
 	}
 	if len(fds) == 0 {
@@ -36,7 +39,15 @@ func killMembers(listed []int, members func() []int) {
 	}
 	for _, pid := range members() {
 		if fd, ok := fds[pid]; ok {
-			_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+			_ = unix.PidfdSendSignal(fd, sig, nil, 0)
 		}
+	}
+}
+
+// Terminate sends SIGTERM to every process in the group, once: the first
+// step of a graceful stop, which Kill completes.
+func (g *Group) Terminate() {
+	if pids := g.members(); len(pids) > 0 {
+		signalMembers(pids, g.members, unix.SIGTERM)
 	}
 }

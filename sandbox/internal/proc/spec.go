@@ -79,7 +79,7 @@ type Spec struct {
 	// SignalExit says that an exit code above 128 means the tool died of
 	// signal code-128 (bwrap reports its child's death that way).
 	SignalExit bool
-	Grace      time.Duration // how long to wait for output after the end
+	Grace      time.Duration // how long to wait for output after the end, and from SIGTERM to SIGKILL when the caller cancels
 
 	cloneInto bool // the process is cloned into Cgroup (v2), not moved
 }
