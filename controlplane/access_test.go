@@ -43,6 +43,8 @@ var probes = map[string]probe{
 	"GET /v1/intents":                                   {method: "GET", path: "/v1/intents?limit=5", status: 200},
 	"GET /v1/intents/{id}":                              {method: "GET", path: "/v1/intents/{intent}", status: 200},
 	"GET /v1/intents/{id}/output":                       {method: "GET", path: "/v1/intents/{intent}/output", status: 200},
+	"POST /v1/intents/{id}/cancel":                      {method: "POST", path: "/v1/intents/{intent}/cancel", status: 200},
+	"POST /v1/tenants/{tenant}/runs/{run}/cancel":       {method: "POST", path: "/v1/tenants/{tenant}/runs/no-such-run/cancel", status: 200},
 	"POST /v1/approvals":                                {method: "POST", path: "/v1/approvals", body: `{}`, status: 400},
 	"GET /v1/events":                                    {method: "GET", path: "/v1/events", ws: true},
 	"GET /{$}":                                          {method: "GET", path: "/", status: 303},
