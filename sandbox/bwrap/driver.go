@@ -186,6 +186,7 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 		Stdin: cmd.Stdin, ExtraFiles: files, Limits: m.Limits, Rlimits: true, SignalExit: true,
 		// The tool gets its session from bwrap (--new-session).
 		KeepSession:  true,
+		Supervisor:   true,
 		AddressSpace: m.Limits.MemoryBytes + d.cfg.AddressSpaceSlack, NetNS: netns, Credential: cred,
 		Binds: binds}
 	out, err := proc.RunLimited(ctx, spec, d.cg)

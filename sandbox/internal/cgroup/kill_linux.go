@@ -44,10 +44,19 @@ func signalMembers(listed []int, members func() []int, sig unix.Signal) {
 	}
 }
 
-// Terminate sends SIGTERM to every process in the group, once: the first
-// step of a graceful stop, which Kill completes.
-func (g *Group) Terminate() {
-	if pids := g.members(); len(pids) > 0 {
-		signalMembers(pids, g.members, unix.SIGTERM)
+// Terminate sends SIGTERM to every process in the group but except (0:
+// none), once: the first step of a graceful stop, which Kill completes. It
+// reports whether the group had any other member to signal.
+func (g *Group) Terminate(except int) bool {
+	var pids []int
+	for _, pid := range g.members() {
+		if pid != except {
+			pids = append(pids, pid)
+		}
 	}
+	if len(pids) == 0 {
+		return false
+	}
+	signalMembers(pids, g.members, unix.SIGTERM)
+	return true
 }

@@ -48,9 +48,13 @@ func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 			cancel() // not started, or starting: no time to give
 			return
 		}
-		grp.signal(p, syscall.SIGTERM)
-		if spec.Cgroup != nil {
-			spec.Cgroup.Terminate()
+		// A supervisor (bwrap) would die of SIGTERM and take the tool
+		// down with SIGKILL at once: the tool below it is sent SIGTERM
+		// through the cgroup. Without one, or with no other member, the
+		// leader's group is all there is to signal.
+		signaled := spec.Cgroup != nil && spec.Cgroup.Terminate(p)
+		if !spec.Supervisor || !signaled {
+			grp.signal(p, syscall.SIGTERM)
 		}
 		termEnd = time.AfterFunc(spec.Grace, cancel)
 	})

@@ -1,0 +1,176 @@
+package nodeagent
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/writhq/writ/protocol"
+	"github.com/writhq/writ/sandbox"
+	"github.com/writhq/writ/sandbox/bwrap"
+	"github.com/writhq/writ/sandbox/sandboxtest"
+)
+
+// procGrace is the grace the tiers give a canceled tool between SIGTERM
+// and SIGKILL (sandbox/internal/proc: 2 s); slack is what a loaded machine
+// may add to it.
+const (
+	procGrace = 2 * time.Second
+	slack     = 3 * time.Second
+)
+
+// tagged returns the pids of the processes whose command line holds tag:
+// the tool (its argv carries it) and, in the bwrap tier, bwrap itself.
+// Zombies, already dead, are left out.
+func tagged(t *testing.T, tag string) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(cmd, []byte(tag)) {
+			continue
+		}
+		if st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
+			if i := bytes.LastIndexByte(st, ')'); i > 0 && len(st) > i+2 && st[i+2] == 'Z' {
+				continue
+			}
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// TestCancelStopsRunningTool runs a tool that would run for 20 s in the
+// process and bwrap tiers, cancels it once its process is seen in /proc,
+// and checks that Handle returns within the grace period with every
+// process of the run gone, and a signed result with status canceled. A tool
+// that dies of SIGTERM ends at once; one that ignores it is killed when the
+// grace period is over, not before.
+func TestCancelStopsRunningTool(t *testing.T) {
+	tool := sandboxtest.HostTool(t)
+	for _, c := range []struct {
+		tier, params string
+		ignoresTerm  bool
+	}{
+		{"process", `{"op":"sleep","ms":20000}`, false},
+		{"process", `{"op":"linger","ms":20000,"path":"left"}`, true},
+		{"bwrap", `{"op":"sleep","ms":20000}`, false},
+		{"bwrap", `{"op":"linger","ms":20000,"path":"left"}`, true},
+	} {
+		t.Run(fmt.Sprintf("%s ignores TERM %v", c.tier, c.ignoresTerm), func(t *testing.T) {
+			h := newHarness(t, 1)
+			tiers := map[string]sandbox.Driver{"wasm": sharedWasm(t)}
+			if c.tier == "bwrap" {
+				d, err := bwrap.New(bwrap.DefaultConfig())
+				if err != nil {
+					t.Fatal(err)
+				}
+				sandboxtest.RequireAvailable(t, "bwrap", d.Available())
+				tiers["bwrap"] = d
+			} else {
+				tiers["process"] = processDriver(t)
+			}
+			tag := fmt.Sprintf("writ-cancel-%d-%d", os.Getpid(), time.Now().UnixNano())
+			tools := filepath.Join(h.dir, "tools")
+			writeFiles(t, tools, map[string]string{"sleeper.json": `{"name":"sleeper","tier":"` + c.tier +
+				`","command":{"path":"` + tool + `","args":["` + tag + `"]},"limits":{"timeout_ms":30000}}`})
+			var err error
+			if h.allow, err = LoadAllowlist(tools); err != nil {
+				t.Fatal(err)
+			}
+			h.tiers = Probe(tiers)
+			h.x = h.newExecutor(1)
+			d := h.dispatch("sleeper", c.params)
+			done := make(chan error, 1)
+			go func() { done <- h.x.Handle(context.Background(), sign(t, d, serverKey), servers) }()
+			// The tool itself runs: a process whose argv[0] is the tool
+			// (not only bwrap, whose argv names it further on).
+			waitFor(t, "the tool to start", func() bool {
+				select {
+				case err := <-done:
+					t.Fatalf("the run ended before the cancel: %v %+v", err, h.outbox()[d.ID])
+				default:
+				}
+				for _, pid := range tagged(t, tag) {
+					cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+					if bytes.HasPrefix(cmd, []byte(tool+"\x00")) {
+						return true
+					}
+				}
+				return false
+			})
+			if c.ignoresTerm {
+				time.Sleep(200 * time.Millisecond) // past the point where it ignores signals
+			}
+			start := time.Now()
+			h.x.Cancel(d.ID)
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(procGrace + slack):
+				t.Fatalf("Handle has not returned %s after the cancel", procGrace+slack)
+			}
+			took := time.Since(start)
+			if left := tagged(t, tag); len(left) > 0 {
+				t.Fatalf("processes of the canceled run are left: %v", left)
+			}
+			if c.ignoresTerm && took < procGrace-100*time.Millisecond {
+				t.Errorf("a tool that ignores SIGTERM was killed after %s, before the grace of %s", took, procGrace)
+			}
+			if !c.ignoresTerm && took >= procGrace {
+				t.Errorf("a tool that dies of SIGTERM took %s to stop, the whole grace", took)
+			}
+			r := h.outbox()[d.ID]
+			if r == nil || r.Status != protocol.StatusCanceled || r.Sandbox != c.tier || r.Error == "" {
+				t.Fatalf("result %+v, want status canceled from the %s tier", r, c.tier)
+			}
+			t.Logf("stopped in %s", took)
+		})
+	}
+}
+
+// TestCancelBeforeStart: a dispatch canceled before its frame is handled
+// never runs; its result says canceled. A cancel of a dispatch that has a
+// result changes nothing.
+func TestCancelBeforeStart(t *testing.T) {
+	h := newHarness(t, 1)
+	d := h.dispatch("witness", h.witnessParams(false))
+	h.x.Cancel(d.ID)
+	if err := h.x.Handle(context.Background(), sign(t, d, serverKey), servers); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.runs(); n != 0 {
+		t.Fatalf("the witness ran %d times, want 0", n)
+	}
+	r := h.outbox()[d.ID]
+	if r == nil || r.Status != protocol.StatusCanceled || r.Sandbox != "" {
+		t.Fatalf("result %+v, want status canceled, no tier", r)
+	}
+	// Ran to its end, then canceled: the result stays ok.
+	ok := h.dispatch("witness", h.witnessParams(false))
+	if err := h.x.Handle(context.Background(), sign(t, ok, serverKey), servers); err != nil {
+		t.Fatal(err)
+	}
+	h.x.Cancel(ok.ID)
+	if r := h.outbox()[ok.ID]; r == nil || r.Status != protocol.StatusOK {
+		t.Fatalf("result %+v, want ok", r)
+	}
+	if n := h.runs(); n != 1 {
+		t.Fatalf("the witness ran %d times, want 1", n)
+	}
+}
