@@ -50,6 +50,10 @@ const (
 	// /v1/intents/{id}/cancel, a run's cancel): its error in the answer and
 	// the receipt, whose outcome is OutcomeCanceled.
 	CodeCanceled Code = "canceled"
+	// CodeLocked: an admin's lock matches the intent. Its admission is
+	// refused (rejected, binding no idempotency key), or, waiting or
+	// running when the lock was made, it is stopped and ends canceled.
+	CodeLocked Code = "locked"
 )
 
 // Error is a protocol error: a stable code, and a message that is safe to show

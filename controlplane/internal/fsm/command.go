@@ -74,6 +74,10 @@ func (t MsgType) String() string {
 		return "put_output"
 	case MsgCancel:
 		return "cancel"
+	case MsgPutLock:
+		return "put_lock"
+	case MsgDeleteLock:
+		return "delete_lock"
 	case MsgPutUser, MsgDeleteUser, MsgOpenSession, MsgCloseSession:
 		return userMsgName(t)
 	}

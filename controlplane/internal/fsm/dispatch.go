@@ -213,6 +213,9 @@ func (f *FSM) eligible(n *Node, in *Intent, tool *Tool) bool {
 	if !subset(tool.Selector, n.Labels) {
 		return false
 	}
+	if f.locked(in, n.ID) {
+		return false // a lock holds the intent on this node
+	}
 	if t := in.Target; t != nil {
 		if t.Node != "" && t.Node != n.ID && t.Node != n.Name {
 			return false

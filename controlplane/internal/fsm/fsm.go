@@ -265,6 +265,14 @@ func (f *FSM) apply(index uint64, t MsgType, data []byte) (res Result, changed [
 		var c Cancel
 		decode(&c)
 		return f.applyCancel(index, &c)
+	case MsgPutLock:
+		var c PutLock
+		decode(&c)
+		return f.applyPutLock(index, &c)
+	case MsgDeleteLock:
+		var c DeleteLock
+		decode(&c)
+		return f.applyDeleteLock(index, &c)
 	case MsgPutOutput:
 		var c PutOutput
 		decode(&c)
