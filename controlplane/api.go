@@ -31,6 +31,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/version", s.handleVersion)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	s.adminRoutes(mux)
+	s.lockRoutes(mux)
 	s.ledgerRoutes(mux)
 	s.enrollRoutes(mux)
 	s.nodeRoutes(mux)

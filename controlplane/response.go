@@ -49,7 +49,7 @@ func statusOf(code protocol.Code) int {
 		return http.StatusConflict
 	case codeNotFound, codeUnknownTool:
 		return http.StatusNotFound
-	case fsm.CodeIdempotencyConflict, fsm.CodeNotPending, protocol.CodeApprovalReplayed, protocol.CodeApprovalMismatch:
+	case fsm.CodeIdempotencyConflict, fsm.CodeNotPending, protocol.CodeApprovalReplayed, protocol.CodeApprovalMismatch, fsm.CodeLockExists:
 		return http.StatusConflict
 	case protocol.CodeApprovalExpired, protocol.CodeExpired, protocol.CodeNotYetValid, protocol.CodeTTLTooLong, protocol.CodePayloadHashMismatch:
 		return http.StatusUnprocessableEntity
