@@ -42,7 +42,11 @@ func procsWith(t *testing.T, tag string) []int {
 // cancel the other's run. Each ends canceled with the node's signed result
 // (status canceled) and a receipt, within the grace period, and no process
 // of either is left on the host.
-func TestCancelRunningUnderBwrap(t *testing.T) {
+// sleeperCluster starts a server and an agent whose allowlist holds
+// "sleeper", the witness in the bwrap tier with tag in its argv, and returns
+// a function that submits a sleeper intent in a run and returns its id once
+// dispatched: the witness then waits 20 s for a file that never comes.
+func sleeperCluster(t *testing.T) (*cluster, *agent, string, func(runID string) string) {
 	c := startServer(t)
 	tag := fmt.Sprintf("writ-cancel-e2e-%d", time.Now().UnixNano())
 	// bwrap runs as an unprivileged user, who cannot reach the test's
@@ -61,8 +65,7 @@ func TestCancelRunningUnderBwrap(t *testing.T) {
 	c.startAgent(t, a, map[string]string{"sleeper": manifest})
 	key := "orch=" + filepath.Join(c.dir, "orch.key")
 	start := func(runID string) string {
-		// The witness counts its run in the workspace and waits for a file
-		// that never comes.
+		t.Helper()
 		intent, code := run(t, "", "intent", "sign", "--key", key, "--tenant", "acme", "--principal", "bot", "--run", runID,
 			"--tool", "sleeper", "--params", `{"file":"runs","wait_for":"never"}`)
 		if code != 0 {
@@ -78,6 +81,12 @@ func TestCancelRunningUnderBwrap(t *testing.T) {
 		}
 		return r.IntentID
 	}
+	return c, a, tag, start
+}
+
+func TestCancelRunningUnderBwrap(t *testing.T) {
+	c, a, tag, start := sleeperCluster(t)
+	key := "orch=" + filepath.Join(c.dir, "orch.key")
 	first, second := start("run-1"), start("run-2")
 	for deadline := time.Now().Add(20 * time.Second); len(procsWith(t, tag)) < 2; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -132,4 +141,51 @@ func TestCancelRunningUnderBwrap(t *testing.T) {
 // does, for --intent.
 func writeIntentRef(t *testing.T, dir, id string) string {
 	return writeFile(t, dir, id+".json", `{"id":"`+id+`","tenant":"acme"}`)
+}
+
+// TestLockStopsRunningUnderBwrap: writ lock create --tool stops the tool a
+// real agent runs in bwrap (canceled, no process left) and refuses the next
+// submission (rejected, locked; exit 1); writ lock list shows the lock; once
+// writ lock delete removes it, the same tool is admitted and dispatched again.
+func TestLockStopsRunningUnderBwrap(t *testing.T) {
+	c, _, tag, start := sleeperCluster(t)
+	key := "orch=" + filepath.Join(c.dir, "orch.key")
+	id := start("run-1")
+	for deadline := time.Now().Add(20 * time.Second); len(procsWith(t, tag)) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the tool never started")
+		}
+	}
+	var lock struct {
+		Lock struct{ ID, Tool, Reason string }
+	}
+	if err := json.Unmarshal([]byte(c.admin(t, "lock", "create", "--tool", "sleeper", "--reason", "runaway")), &lock); err != nil ||
+		lock.Lock.ID == "" || lock.Lock.Tool != "sleeper" {
+		t.Fatalf("lock create: %+v %v", lock, err)
+	}
+	out, code := run(t, "", "intent", "get", id, "--server", c.server, "--ca", c.ca, "--tenant", "acme", "--key", key, "--wait", "20s")
+	if code != exitFor("canceled", true) || !strings.Contains(out, `"state":"canceled"`) || !strings.Contains(out, `"status":"canceled"`) {
+		t.Fatalf("the running intent under the lock: %q exit %d", out, code)
+	}
+	if left := procsWith(t, tag); len(left) > 0 {
+		t.Fatalf("processes of the locked tool are left: %v", left)
+	}
+	intent, _ := run(t, "", "intent", "sign", "--key", key, "--tenant", "acme", "--principal", "bot", "--run", "run-2",
+		"--tool", "sleeper", "--params", `{"file":"runs","wait_for":"never"}`)
+	out, code = run(t, intent, "intent", "submit", "--server", c.server, "--ca", c.ca)
+	if code != 1 || !strings.Contains(out, `"state":"rejected"`) || !strings.Contains(out, `"code":"locked"`) {
+		t.Fatalf("a submission under the lock: %q exit %d", out, code)
+	}
+	if out := c.admin(t, "lock", "list"); !strings.Contains(out, lock.Lock.ID) || !strings.Contains(out, "runaway") {
+		t.Fatalf("lock list: %q", out)
+	}
+	c.admin(t, "lock", "delete", lock.Lock.ID)
+	if out := c.admin(t, "lock", "list"); strings.Contains(out, lock.Lock.ID) {
+		t.Fatalf("lock list after delete: %q", out)
+	}
+	again := start("run-3") // admitted and dispatched again
+	// Stopped before the agent is, so that its workspace is released.
+	if out, code := run(t, "", "intent", "cancel", again, "--server", c.server, "--ca", c.ca, "--tenant", "acme", "--key", key, "--wait", "20s"); code != 0 {
+		t.Fatalf("cancel: %q exit %d", out, code)
+	}
 }
