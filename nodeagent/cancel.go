@@ -40,6 +40,11 @@ func (x *Executor) Cancel(dispatchID string) {
 		x.log.Info("dispatch canceled; stopping its tool", "dispatch", dispatchID)
 		return
 	}
+	if ch := x.waiting[dispatchID]; ch != nil {
+		delete(x.waiting, dispatchID)
+		close(ch) // Handle answers it canceled without taking a slot
+		return
+	}
 	now := x.now()
 	if len(x.early) >= maxEarlyCancels {
 		for id, at := range x.early {
@@ -49,6 +54,28 @@ func (x *Executor) Cancel(dispatchID string) {
 		}
 	}
 	x.early[dispatchID] = now
+}
+
+// awaitSlot registers a dispatch waiting for a slot: the channel is closed
+// if it is canceled meanwhile (or was before).
+func (x *Executor) awaitSlot(id string) <-chan struct{} {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	ch := make(chan struct{})
+	if _, ok := x.early[id]; ok {
+		delete(x.early, id)
+		close(ch)
+		return ch
+	}
+	x.waiting[id] = ch
+	return ch
+}
+
+// slotTaken forgets a dispatch that no longer waits for a slot.
+func (x *Executor) slotTaken(id string) {
+	x.mu.Lock()
+	delete(x.waiting, id)
+	x.mu.Unlock()
 }
 
 // startRun registers a dispatch about to run, and reports false when it was

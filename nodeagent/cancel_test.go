@@ -174,3 +174,44 @@ func TestCancelBeforeStart(t *testing.T) {
 		t.Fatalf("the witness ran %d times, want 1", n)
 	}
 }
+
+// TestCancelWhileWaitingForSlot: a dispatch waiting for a slot behind a
+// running tool is answered canceled as soon as it is canceled, without
+// waiting for the slot, and never runs.
+func TestCancelWhileWaitingForSlot(t *testing.T) {
+	h := newHarness(t, 1)
+	busy := h.dispatch("witness", h.witnessParams(true))
+	busyDone := make(chan error, 1)
+	go func() { busyDone <- h.x.Handle(context.Background(), sign(t, busy, serverKey), servers) }()
+	waitFor(t, "the busy tool to start", func() bool { return h.runs() == 1 })
+	queued := h.dispatch("witness", h.witnessParams(false))
+	done := make(chan error, 1)
+	go func() { done <- h.x.Handle(context.Background(), sign(t, queued, serverKey), servers) }()
+	waitFor(t, "the second dispatch to wait for a slot", func() bool {
+		h.x.mu.Lock()
+		defer h.x.mu.Unlock()
+		return h.x.waiting[queued.ID] != nil
+	})
+	h.x.Cancel(queued.ID)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the canceled dispatch still waits for the slot")
+	}
+	if r := h.outbox()[queued.ID]; r == nil || r.Status != protocol.StatusCanceled {
+		t.Fatalf("result %+v, want canceled", r)
+	}
+	os.WriteFile(h.release, nil, 0o644)
+	if err := <-busyDone; err != nil {
+		t.Fatal(err)
+	}
+	if n := h.runs(); n != 1 {
+		t.Fatalf("the witness ran %d times, want 1 (the busy one)", n)
+	}
+	if r := h.outbox()[busy.ID]; r == nil || r.Status != protocol.StatusOK {
+		t.Fatalf("the busy one: %+v, want ok", r)
+	}
+}

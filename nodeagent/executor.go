@@ -116,6 +116,7 @@ type Executor struct {
 	// before they began (cancel.go).
 	running map[string]*runStop
 	early   map[string]time.Time
+	waiting map[string]chan struct{} // dispatches waiting for a slot
 	closed  bool
 }
 
@@ -133,7 +134,8 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 		return nil, fmt.Errorf("nodeagent: workspaces left by an earlier run: %w", err)
 	}
 	x := &Executor{cfg: cfg, now: cfg.Now, log: cfg.Logger, sem: make(chan struct{}, cfg.Concurrency),
-		handling: map[string]bool{}, completing: map[string]bool{}, running: map[string]*runStop{}, early: map[string]time.Time{}}
+		handling: map[string]bool{}, completing: map[string]bool{}, running: map[string]*runStop{}, early: map[string]time.Time{},
+		waiting: map[string]chan struct{}{}}
 	if x.now == nil {
 		x.now = cfg.Verifier.Config().Now
 	}
