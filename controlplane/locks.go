@@ -1,7 +1,9 @@
 package controlplane
 
 import (
+	"bytes"
 	"crypto/rand"
+	"encoding/json"
 	"net/http"
 	"time"
 	"unicode/utf8"
@@ -50,6 +52,21 @@ type lockRequest struct {
 	Reason     string `json:"reason"`
 }
 
+// parseLockRequest reads the body of POST /v1/admin/locks: one JSON object
+// with no unknown member, checked.
+func parseLockRequest(body []byte) (lockRequest, *apiError) {
+	var q lockRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&q); err != nil {
+		return lockRequest{}, refusal(protocol.CodeMalformed, "a lock is {\"tenant\"?, \"principal\"?, \"tool\"?, \"node\"?, \"ttl_seconds\"?, \"reason\"}")
+	}
+	if dec.More() {
+		return lockRequest{}, refusal(protocol.CodeMalformed, "one JSON object is expected")
+	}
+	return q, q.check()
+}
+
 // check refuses a lock that names nothing, a name that is not an id, a
 // reason that is empty or longer than 512 bytes, or a TTL out of range.
 func (q lockRequest) check() *apiError {
@@ -75,11 +92,12 @@ func (q lockRequest) check() *apiError {
 // handleCreateLock makes a lock through Raft; from its commit on nothing it
 // matches is admitted or dispatched, and what it matches is stopped.
 func (s *Server) handleCreateLock(w http.ResponseWriter, r *http.Request) (any, *apiError) {
-	var q lockRequest
-	if aerr := decodeAdmin(w, r, &q); aerr != nil {
+	body, aerr := readBody(w, r, 1<<20)
+	if aerr != nil {
 		return nil, aerr
 	}
-	if aerr := q.check(); aerr != nil {
+	q, aerr := parseLockRequest(body)
+	if aerr != nil {
 		return nil, aerr
 	}
 	now := s.now()
