@@ -80,10 +80,18 @@ func (s *Server) handleCancelRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, protocol.CodeMalformed, "a tenant and a run id are required")
 		return
 	}
-	if !s.proposeCancel(w, r, fsm.Cancel{At: s.now(), Tenant: t, RunID: run, By: by}) {
-		return
+	waiting := false
+	for _, in := range s.fsm.RunIntents(t, run) {
+		waiting = waiting || !fsm.Final(in.State)
 	}
-	s.log.Info("run cancel", "tenant", t, "run_id", run, "by", by)
+	// A run with nothing left to stop needs no entry; one that gains an
+	// intent meanwhile is the caller's to cancel again.
+	if waiting {
+		if !s.proposeCancel(w, r, fsm.Cancel{At: s.now(), Tenant: t, RunID: run, By: by}) {
+			return
+		}
+		s.log.Info("run cancel", "tenant", t, "run_id", run, "by", by)
+	}
 	deadline := time.Now().Add(wait)
 	out := protocol.RunCancelResponse{Tenant: t, RunID: run, Intents: []protocol.RunIntentStatus{}}
 	for _, in := range s.fsm.RunIntents(t, run) {
