@@ -144,6 +144,48 @@ func TestCancelStopsRunningTool(t *testing.T) {
 	}
 }
 
+// TestCancelStopsWasmTool: a wasm module that would run for 20 s is
+// stopped at once by a cancel (the tier closes the module when its context
+// is done) and its result says canceled.
+func TestCancelStopsWasmTool(t *testing.T) {
+	h := newHarness(t, 1)
+	module := sandboxtest.WasmTool(t)
+	tools := filepath.Join(h.dir, "tools")
+	writeFiles(t, tools, map[string]string{"spinner.json": `{"name":"spinner","tier":"wasm","module":"` + module + `","limits":{"timeout_ms":30000}}`})
+	var err error
+	if h.allow, err = LoadAllowlist(tools); err != nil {
+		t.Fatal(err)
+	}
+	h.x = h.newExecutor(1)
+	// A first run compiles the module (seconds on a loaded machine, and not
+	// what is canceled here); the second one starts from the cache.
+	warm := h.dispatch("spinner", `{"op":"echo"}`)
+	if err := h.x.Handle(context.Background(), sign(t, warm, serverKey), servers); err != nil {
+		t.Fatal(err)
+	}
+	d := h.dispatch("spinner", `{"op":"spin"}`)
+	done := make(chan error, 1)
+	go func() { done <- h.x.Handle(context.Background(), sign(t, d, serverKey), servers) }()
+	waitFor(t, "the module to run", func() bool {
+		h.x.mu.Lock()
+		defer h.x.mu.Unlock()
+		return h.x.running[d.ID] != nil
+	})
+	time.Sleep(300 * time.Millisecond) // into the spin
+	h.x.Cancel(d.ID)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(procGrace + slack):
+		t.Fatal("the module still runs after the cancel")
+	}
+	if r := h.outbox()[d.ID]; r == nil || r.Status != protocol.StatusCanceled || r.Sandbox != "wasm" {
+		t.Fatalf("result %+v, want canceled from the wasm tier", r)
+	}
+}
+
 // TestCancelBeforeStart: a dispatch canceled before its frame is handled
 // never runs; its result says canceled. A cancel of a dispatch that has a
 // result changes nothing.
