@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
@@ -71,6 +72,9 @@ func TestLocks(t *testing.T) {
 	if s := state(t, f, "g2").State; s != StateDispatched {
 		t.Fatalf("g2 is %s, want dispatched", s)
 	}
+	// Snapshot here (a lock in force, a dispatch marked canceled), restore
+	// into a fresh replica, apply the rest of the log to both: equal states.
+	mid := len(b.logs)
 	// A node lock: nothing is dispatched to n1 while it holds.
 	apply(t, f, b, MsgResult, result(state(t, f, "g2"), protocol.StatusOK, at(4)))
 	if r := apply(t, f, b, MsgDeleteLock, DeleteLock{At: at(5), ID: "lk1"}); r.Err != nil {
@@ -95,5 +99,20 @@ func TestLocks(t *testing.T) {
 	}
 	if got := f.Locks(); len(got) != 0 {
 		t.Fatalf("Locks after expiry: %+v", got)
+	}
+	want, _ := f.Encode()
+	if got, _ := replayWith(t, memLedger(t), b).Encode(); !bytes.Equal(got, want) {
+		t.Fatal("replaying the log gives another state")
+	}
+	half := withLedger(t, memLedger(t))
+	for _, e := range b.logs[:mid] {
+		half.Apply(e)
+	}
+	restored := restoreInto(t, half, withLedger(t, memLedger(t)))
+	for _, e := range b.logs[mid:] {
+		restored.Apply(e)
+	}
+	if got, _ := restored.Encode(); !bytes.Equal(got, want) {
+		t.Fatal("snapshot, restore and the rest of the log give another state")
 	}
 }
