@@ -252,7 +252,7 @@ func (c *Client) once(ctx context.Context, base, method, path string, body []byt
 		return false, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if c.reader != nil && method == http.MethodGet {
+	if c.reader != nil && (method == http.MethodGet || method == http.MethodPost && cancelPath(path)) {
 		at := protocol.ReadTime(time.Now())
 		req.Header.Set(protocol.HeaderTenant, c.reader.tenant)
 		req.Header.Set(protocol.HeaderKeyID, c.reader.keyID)

@@ -37,7 +37,7 @@ func resendable(method, path string) bool {
 	case http.MethodGet, http.MethodHead, http.MethodPut, http.MethodDelete:
 		return true
 	case http.MethodPost:
-		return path == "/v1/intents" || strings.HasPrefix(path, "/v1/intents?")
+		return path == "/v1/intents" || strings.HasPrefix(path, "/v1/intents?") || cancelPath(path)
 	}
 	return false
 }
@@ -53,4 +53,11 @@ func neverSent(err error) bool {
 func backoff(round int) time.Duration {
 	d := 100 * time.Millisecond << min(round, 4)
 	return min(d, time.Second)
+}
+
+// cancelPath reports whether path is a cancel (cancel.go): a POST that is
+// signed like a read and, being idempotent, safe to send again.
+func cancelPath(path string) bool {
+	p, _, _ := strings.Cut(path, "?")
+	return strings.HasSuffix(p, "/cancel") && (strings.HasPrefix(p, "/v1/intents/") || strings.HasPrefix(p, "/v1/tenants/"))
 }

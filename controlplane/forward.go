@@ -125,7 +125,13 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 	}
 	if header == nil {
 		var ok bool
-		if status, header, out, idx, ok = s.forwardAlone(w, r, m.API, q, body); !ok {
+		// The query as sent, unless the submission's wait was taken out: a
+		// signed cancel's signature covers its target byte for byte.
+		query := r.URL.RawQuery
+		if submit {
+			query = q.Encode()
+		}
+		if status, header, out, idx, ok = s.forwardAlone(w, r, m.API, query, body); !ok {
 			return
 		}
 	}
@@ -183,15 +189,21 @@ func (s *Server) forwardSubmitBatched(r *http.Request, submit bool, body []byte)
 
 // forwardAlone relays one write to the leader at api in a request of its own.
 // It has answered the client itself when ok is false.
-func (s *Server) forwardAlone(w http.ResponseWriter, r *http.Request, api string, q url.Values, body []byte) (status int, header http.Header, out []byte, idx uint64, ok bool) {
+func (s *Server) forwardAlone(w http.ResponseWriter, r *http.Request, api, query string, body []byte) (status int, header http.Header, out []byte, idx uint64, ok bool) {
 	// The path as the client escaped it: the leader decodes it once, as this
 	// server did. (A decoded path would be decoded twice: /v1/%2569nternal/…
 	// would reach the leader as an internal path.)
 	u := "https://" + api + r.URL.EscapedPath()
-	if len(q) > 0 {
-		u += "?" + q.Encode()
+	if query != "" {
+		u += "?" + query
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	// A write that waits at the leader (a cancel with ?wait=, whose signed
+	// target keeps it) gets its wait on top of the forward's own time.
+	timeout := 30 * time.Second
+	if q, err := url.ParseQuery(query); err == nil && q.Get("wait") != "" {
+		timeout += s.cfg.MaxWait
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, r.Method, u, bytes.NewReader(body))
 	if err != nil {

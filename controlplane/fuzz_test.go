@@ -134,3 +134,35 @@ func FuzzToolsQuery(f *testing.F) {
 		}
 	})
 }
+
+// FuzzLockRequest: the body of POST /v1/admin/locks never panics the
+// parser, is refused only as malformed, and what it accepts names something
+// to lock, with ids, a reason of plain text and a TTL within a year.
+func FuzzLockRequest(f *testing.F) {
+	for _, s := range []string{`{"tenant":"acme","reason":"runaway"}`, `{"node":"n1","ttl_seconds":3600,"reason":"r"}`,
+		`{"principal":"bot","tool":"echo","reason":"x"}`, `{"reason":"nothing"}`, `{"tenant":"a b","reason":"r"}`,
+		`{"tool":"t","reason":"r","ttl_seconds":-1}`, `{"tool":"t","reason":"r"}{}`, `{"x":1}`, ``} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		q, aerr := parseLockRequest(body)
+		if aerr != nil {
+			if aerr.code != protocol.CodeMalformed {
+				t.Fatalf("%q: code %s", body, aerr.code)
+			}
+			return
+		}
+		if q.Tenant == "" && q.Principal == "" && q.Tool == "" && q.Node == "" {
+			t.Fatalf("%q: accepted a lock of nothing", body)
+		}
+		for _, v := range []string{q.Tenant, q.Tool, q.Node} {
+			if v != "" && !validID(v) {
+				t.Fatalf("%q: accepted %q", body, v)
+			}
+		}
+		if !plainText(q.Reason, 512) || (q.Principal != "" && !plainText(q.Principal, 256)) ||
+			q.TTLSeconds < 0 || time.Duration(q.TTLSeconds)*time.Second > MaxLockTTL {
+			t.Fatalf("%q accepted as %+v", body, q)
+		}
+	})
+}

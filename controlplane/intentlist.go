@@ -30,7 +30,7 @@ const (
 // intentStates are the states a state= filter may name.
 var intentStates = map[string]bool{
 	fsm.StatePendingApproval: true, fsm.StateQueued: true, fsm.StateDispatched: true, fsm.StateCompleted: true,
-	fsm.StateFailed: true, fsm.StateDenied: true, fsm.StateRejected: true, fsm.StateExpired: true, fsm.StateUnknown: true,
+	fsm.StateFailed: true, fsm.StateDenied: true, fsm.StateRejected: true, fsm.StateExpired: true, fsm.StateUnknown: true, fsm.StateCanceled: true,
 }
 
 // intentListParams are the query parameters GET /v1/intents knows.

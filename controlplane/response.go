@@ -52,7 +52,7 @@ func statusOf(code protocol.Code) int {
 		return http.StatusConflict
 	case codeNotFound, codeUnknownTool:
 		return http.StatusNotFound
-	case fsm.CodeIdempotencyConflict, fsm.CodeNotPending, protocol.CodeApprovalReplayed, protocol.CodeApprovalMismatch, protocol.CodeApprovalDuplicate:
+	case fsm.CodeIdempotencyConflict, fsm.CodeNotPending, protocol.CodeApprovalReplayed, protocol.CodeApprovalMismatch, protocol.CodeApprovalDuplicate, fsm.CodeLockExists:
 		return http.StatusConflict
 	case protocol.CodeApprovalExpired, protocol.CodeExpired, protocol.CodeNotYetValid, protocol.CodeTTLTooLong, protocol.CodePayloadHashMismatch:
 		return http.StatusUnprocessableEntity

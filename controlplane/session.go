@@ -50,6 +50,9 @@ type session struct {
 	// already pushed, belongs to the one push running.
 	push atomic.Int32
 	sent map[string]bool
+	// canceled, the open dispatches whose cancel was sent (FrameCancel),
+	// belongs to the push running too.
+	canceled map[string]bool
 
 	// attached is set by the handshake once the fleet holds the session;
 	// welcomed once the node has its welcome, before which nothing is
@@ -304,8 +307,20 @@ func (ss *session) pushOpen() bool {
 		}
 		ss.sent = still
 	}
+	if len(ss.canceled) > len(open) {
+		still := make(map[string]bool, len(open))
+		for _, d := range open {
+			if ss.canceled[d.ID] {
+				still[d.ID] = true
+			}
+		}
+		ss.canceled = still
+	}
 	if ss.sent == nil {
 		ss.sent = map[string]bool{}
+	}
+	if ss.canceled == nil {
+		ss.canceled = map[string]bool{}
 	}
 	for _, d := range open {
 		if ss.sent[d.ID] {
@@ -326,6 +341,19 @@ func (ss *session) pushOpen() bool {
 		}
 		ss.sent[d.ID] = true
 		ss.srv.metrics.dispatchesSent.Inc()
+	}
+	// Cancels follow the dispatches they name, on the same stream: a node
+	// always has the dispatch before its cancel.
+	for _, d := range open {
+		if !d.Cancel || ss.canceled[d.ID] || !ss.sent[d.ID] {
+			continue
+		}
+		if err := ss.write(protocol.FrameCancel, protocol.CancelDispatch{DispatchID: d.ID}); err != nil {
+			ss.close("write failed")
+			return false
+		}
+		ss.canceled[d.ID] = true
+		ss.log().Info("dispatch cancel sent", "dispatch", d.ID, "intent", d.IntentID, "by", d.CancelBy)
 	}
 	return true
 }

@@ -55,6 +55,9 @@ type simNode struct {
 	badOutput atomic.Pointer[[]byte]
 	v1        atomic.Bool
 	errAcks   chan protocol.Ack
+	// canceled receives the dispatch ids of the cancel frames; a held
+	// dispatch that is canceled is answered with status canceled.
+	canceled chan string
 }
 
 func (n *simNode) SignerKey(id string) (ed25519.PublicKey, bool) { k, ok := n.keys[id]; return k, ok }
@@ -73,7 +76,7 @@ func enrollSimVia(t testing.TB, s *controlplane.Server, base string, hc *http.Cl
 	if aerr != nil {
 		t.Fatal(aerr)
 	}
-	n := &simNode{keys: map[string]ed25519.PublicKey{}, errAcks: make(chan protocol.Ack, 16)}
+	n := &simNode{keys: map[string]ed25519.PublicKey{}, errAcks: make(chan protocol.Ack, 16), canceled: make(chan string, 64)}
 	pub, key, _ := ed25519.GenerateKey(rand.Reader)
 	n.key = key
 	n.tlsKey, _ = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -162,6 +165,13 @@ func (n *simNode) serve() {
 			}
 			continue
 		}
+		if f.Type == protocol.FrameCancel {
+			var c protocol.CancelDispatch
+			if f.DecodeBody(&c) == nil {
+				n.cancel(c.DispatchID)
+			}
+			continue
+		}
 		if f.Type != protocol.FrameDispatch {
 			continue
 		}
@@ -195,12 +205,39 @@ func (n *simNode) release() {
 	}
 }
 
-func (n *simNode) answer(d *protocol.Dispatch) {
+// cancel answers a held dispatch with status canceled, as an agent that
+// stopped its tool does, and reports the cancel on canceled.
+func (n *simNode) cancel(id string) {
+	n.mu.Lock()
+	var d *protocol.Dispatch
+	for i, h := range n.held {
+		if h.ID == id {
+			d = h
+			n.held = append(n.held[:i:i], n.held[i+1:]...)
+			break
+		}
+	}
+	n.mu.Unlock()
+	if d != nil {
+		n.answerStatus(d, protocol.StatusCanceled)
+	}
+	select {
+	case n.canceled <- id:
+	default:
+	}
+}
+
+func (n *simNode) answer(d *protocol.Dispatch) { n.answerStatus(d, protocol.StatusOK) }
+
+func (n *simNode) answerStatus(d *protocol.Dispatch, status string) {
 	{
 		now := protocol.FormatTime(time.Now())
 		sum := sha256.Sum256(d.Params)
 		r := &protocol.Result{Type: protocol.ResultTypeV2, DispatchID: d.ID, IntentID: d.IntentID, Node: n.id,
-			Status: protocol.StatusOK, Sandbox: "wasm", StartedAt: now, FinishedAt: now, KeyID: n.id}
+			Status: status, Sandbox: "wasm", StartedAt: now, FinishedAt: now, KeyID: n.id}
+		if status == protocol.StatusCanceled {
+			r.Error = "canceled: stopped"
+		}
 		r.SetCaptured(protocol.FormatHash(sum), int64(len(d.Params)), d.Params, false)
 		output := []byte(d.Params)
 		if b := n.badOutput.Load(); b != nil {

@@ -40,6 +40,13 @@ func (a *Agent) readLoop(runCtx context.Context, c *conn) error {
 					c.log.Error("dispatch not handled", "err", err)
 				}
 			}(df.Dispatch)
+		case protocol.FrameCancel:
+			var cf protocol.CancelDispatch
+			if err := f.DecodeBody(&cf); err != nil {
+				return err
+			}
+			c.log.Info("server canceled a dispatch", "dispatch", cf.DispatchID)
+			a.run.Cancel(cf.DispatchID)
 		case protocol.FrameAck:
 			var ack protocol.Ack
 			if err := f.DecodeBody(&ack); err != nil {

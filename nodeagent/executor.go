@@ -112,7 +112,12 @@ type Executor struct {
 	// committed to the outbox; true once the server acknowledged it, which
 	// can happen before the commit is done: the ack is applied after it.
 	completing map[string]bool
-	closed     bool
+	// running are the runs under way, early the dispatches canceled
+	// before they began (cancel.go).
+	running map[string]*runStop
+	early   map[string]time.Time
+	waiting map[string]chan struct{} // dispatches waiting for a slot
+	closed  bool
 }
 
 // NewExecutor returns an Executor for a valid configuration. It creates
@@ -129,7 +134,8 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 		return nil, fmt.Errorf("nodeagent: workspaces left by an earlier run: %w", err)
 	}
 	x := &Executor{cfg: cfg, now: cfg.Now, log: cfg.Logger, sem: make(chan struct{}, cfg.Concurrency),
-		handling: map[string]bool{}, completing: map[string]bool{}}
+		handling: map[string]bool{}, completing: map[string]bool{}, running: map[string]*runStop{}, early: map[string]time.Time{},
+		waiting: map[string]chan struct{}{}}
 	if x.now == nil {
 		x.now = cfg.Verifier.Config().Now
 	}

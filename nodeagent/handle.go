@@ -69,8 +69,13 @@ func (x *Executor) Handle(ctx context.Context, raw []byte, servers protocol.Sign
 	case x.sem <- struct{}{}:
 	default:
 		waited = true
+		stopped := x.awaitSlot(d.ID)
+		defer x.slotTaken(d.ID)
 		select {
 		case x.sem <- struct{}{}:
+		case <-stopped:
+			// Canceled while it waited for a slot: it never starts.
+			return x.canceledBeforeStart(d)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-x.ctx.Done():

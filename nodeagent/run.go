@@ -2,6 +2,7 @@ package nodeagent
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -31,6 +32,11 @@ const MaxResultOutput = protocol.MaxCapturedBytes
 // journal entry with it. A nonce seen before is refused with replayed_nonce. The
 // nonce is remembered for the allowed clock skew past the dispatch's expiry.
 func (x *Executor) run(d *protocol.Dispatch, raw []byte, e Entry) error {
+	stop, ctx, ok := x.startRun(d.ID)
+	if !ok {
+		return x.canceledBeforeStart(d)
+	}
+	defer x.endRun(d.ID, stop)
 	startedAt := x.now()
 	expires, _ := protocol.ParseTime(d.ExpiresAt) // verified
 	begin := func() error {
@@ -54,11 +60,12 @@ func (x *Executor) run(d *protocol.Dispatch, raw []byte, e Entry) error {
 			once.Do(func() { beginErr = <-begun })
 			return beginErr
 		}
-		out, ws = x.invoke(d, e, g, gate)
+		out, ws = x.invoke(ctx, d, e, g, gate)
 		gate() // if the tier refused before calling it
 	} else if beginErr = begin(); beginErr == nil {
-		out, ws = x.invoke(d, e, nil, nil)
+		out, ws = x.invoke(ctx, d, e, nil, nil)
 	}
+	canceled := x.endRun(d.ID, stop)
 	if ws != "" {
 		defer os.RemoveAll(ws)
 	}
@@ -78,6 +85,9 @@ func (x *Executor) run(d *protocol.Dispatch, raw []byte, e Entry) error {
 	captured := fillFromOutcome(r, out)
 	r.StartedAt, r.FinishedAt = formatTime(startedAt), formatTime(finishedAt)
 	fillAttest(r, out)
+	if canceled {
+		markCanceled(r, out)
+	}
 	b, err := x.sign(r)
 	if err != nil {
 		return err
@@ -108,9 +118,10 @@ func (x *Executor) run(d *protocol.Dispatch, raw []byte, e Entry) error {
 
 // invoke runs the tool in a fresh workspace, and returns how it ended and
 // the workspace, for the caller to remove once the result is on its way.
+// Cancelling ctx stops the tool (Executor.Close, Executor.Cancel).
 // A failure to make the workspace, or a driver error that is not a
 // refusal, becomes an Outcome. With g set the tier runs gated by gate.
-func (x *Executor) invoke(d *protocol.Dispatch, e Entry, g sandbox.Gated, gate func() error) (out sandbox.Outcome, ws string) {
+func (x *Executor) invoke(ctx context.Context, d *protocol.Dispatch, e Entry, g sandbox.Gated, gate func() error) (out sandbox.Outcome, ws string) {
 	ws, err := os.MkdirTemp(x.cfg.WorkDir, workspacePrefix)
 	if err != nil {
 		out, _ := sandbox.Refuse(d.Sandbox, fmt.Errorf("workspace: %v", err))
@@ -127,9 +138,9 @@ func (x *Executor) invoke(d *protocol.Dispatch, e Entry, g sandbox.Gated, gate f
 	}
 	inv := sandbox.Invocation{Manifest: m, Params: []byte(d.Params), Workspace: ws, Env: x.cfg.Env}
 	if g != nil {
-		out, err = g.RunGated(x.ctx, inv, gate)
+		out, err = g.RunGated(ctx, inv, gate)
 	} else {
-		out, err = x.cfg.Tiers.Drivers[d.Sandbox].Run(x.ctx, inv)
+		out, err = x.cfg.Tiers.Drivers[d.Sandbox].Run(ctx, inv)
 	}
 	if err != nil && !errors.Is(err, sandbox.ErrRefused) {
 		// The Driver contract says this does not happen; if it does, the

@@ -24,6 +24,7 @@ var ErrRevoked = errors.New("nodeagent: this node is revoked")
 // runner runs dispatches: the Executor.
 type runner interface {
 	Handle(ctx context.Context, raw []byte, servers protocol.SignerKeys) error
+	Cancel(dispatchID string)
 	InFlight() int
 }
 

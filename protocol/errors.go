@@ -48,6 +48,15 @@ const (
 	// sizes commit to (a node's captured output, a stored one, or a file
 	// checked offline).
 	CodeOutputMismatch Code = "output_mismatch"
+
+	// CodeCanceled ends an intent that was canceled (POST
+	// /v1/intents/{id}/cancel, a run's cancel): its error in the answer and
+	// the receipt, whose outcome is OutcomeCanceled.
+	CodeCanceled Code = "canceled"
+	// CodeLocked: an admin's lock matches the intent. Its admission is
+	// refused (rejected, binding no idempotency key), or, waiting or
+	// running when the lock was made, it is stopped and ends canceled.
+	CodeLocked Code = "locked"
 )
 
 // Error is a protocol error: a stable code, and a message that is safe to show

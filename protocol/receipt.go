@@ -43,6 +43,10 @@ const (
 	OutcomeExpired    = "expired"
 	OutcomeUnknown    = "unknown"
 	OutcomeSuperseded = "superseded"
+	// OutcomeCanceled: the intent was canceled before it ran, or its node
+	// stopped the tool on the control plane's word (the result then says
+	// status canceled). Receipts written before it existed are unchanged.
+	OutcomeCanceled = "canceled"
 )
 
 // ErrorBody is the wire form of an error: a stable code and a message.
@@ -83,7 +87,7 @@ func (r *Receipt) validate() error {
 	}
 	switch r.Outcome {
 	case OutcomeCompleted, OutcomeFailed, OutcomeDenied, OutcomeRejected,
-		OutcomeExpired, OutcomeUnknown, OutcomeSuperseded:
+		OutcomeExpired, OutcomeUnknown, OutcomeSuperseded, OutcomeCanceled:
 	default:
 		return malformed("outcome %.40q is not a receipt outcome", r.Outcome)
 	}

@@ -74,6 +74,10 @@ const (
 	// say how it ended (it crashed or restarted during the run). The tool is
 	// never run again. An extension of PROTOCOL.md §4's list.
 	StatusUnknown = "unknown"
+	// StatusCanceled is a node's report that it stopped the tool, or never
+	// started it, because the control plane canceled the dispatch
+	// (FrameCancel). Another extension of PROTOCOL.md §4's list.
+	StatusCanceled = "canceled"
 )
 
 func (*Result) kind() Kind { return KindResult }
@@ -101,15 +105,15 @@ func (r *Result) validate() error {
 		}
 	}
 	switch r.Status {
-	case StatusOK, StatusError, StatusTimeout, StatusOutputLimit, StatusDiskLimit, StatusRefused, StatusUnknown:
+	case StatusOK, StatusError, StatusTimeout, StatusOutputLimit, StatusDiskLimit, StatusRefused, StatusUnknown, StatusCanceled:
 	default:
-		return malformed("status must be one of ok, error, timeout, output_limit, refused, unknown")
+		return malformed("status must be one of ok, error, timeout, output_limit, disk_limit, refused, unknown, canceled")
 	}
 	if r.Sandbox != "" {
 		if err := checkID("sandbox", r.Sandbox); err != nil {
 			return err
 		}
-	} else if r.Status != StatusRefused && r.Status != StatusUnknown {
+	} else if r.Status != StatusRefused && r.Status != StatusUnknown && r.Status != StatusCanceled {
 		return malformed("sandbox must name the tier that ran the tool")
 	}
 	if err := checkHash("output_hash", r.OutputHash); err != nil {

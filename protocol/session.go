@@ -32,6 +32,7 @@ const (
 	FrameRenew       = "renew"       // agent → server: a CSR for a new client certificate
 	FrameCertificate = "certificate" // server → agent: the renewed certificate
 	FrameBye         = "bye"         // server → agent: the session ends, and why
+	FrameCancel      = "cancel"      // server → agent: stop a dispatch (CancelDispatch)
 )
 
 // Frame is one session message: a type and its body. On the stream it is a
@@ -126,6 +127,18 @@ type Certificate struct {
 // Bye ends a session: revoked, shutting down, or a protocol violation.
 type Bye struct {
 	Error ErrorBody `json:"error"`
+}
+
+// CancelDispatch asks the node to stop a dispatch it was sent: a tool that
+// runs gets SIGTERM, then SIGKILL after a grace period; one not started yet
+// never starts. Either way the node signs a result with StatusCanceled (a
+// run that ended by itself first keeps the status it ended with). A cancel
+// for a dispatch the node has a result for, or never received, changes
+// nothing. It comes over the session's mutual TLS from a server of the
+// cluster, like the dispatch it names; it can only stop what that server's
+// cluster started.
+type CancelDispatch struct {
+	DispatchID string `json:"dispatch_id"`
 }
 
 // ErrFrameTooLarge is returned for a frame past MaxFrameBytes.

@@ -251,7 +251,7 @@ func (d *Dashboard) intentsPage(r *http.Request, p Principal, v *view) (int, str
 	return http.StatusOK, ""
 }
 
-var states = []string{"pending_approval", "queued", "dispatched", "completed", "failed", "denied", "rejected", "expired", "unknown"}
+var states = []string{"pending_approval", "queued", "dispatched", "completed", "failed", "denied", "rejected", "expired", "unknown", "canceled"}
 
 // formTime reads a datetime-local field (taken as UTC) or RFC 3339.
 func formTime(s string) (time.Time, error) {

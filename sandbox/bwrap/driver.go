@@ -199,6 +199,7 @@ func (d *Driver) run(ctx context.Context, inv sandbox.Invocation, talk sandbox.T
 		Stdin: cmd.Stdin, ExtraFiles: files, Limits: m.Limits, Rlimits: true, SignalExit: true,
 		// The tool gets its session from bwrap (--new-session).
 		KeepSession:  true,
+		Supervisor:   true,
 		AddressSpace: m.Limits.MemoryBytes + d.cfg.AddressSpaceSlack, NetNS: netns, Credential: cred,
 		Binds: binds, Talk: talk}
 	out, err := proc.RunLimited(ctx, spec, d.cg)

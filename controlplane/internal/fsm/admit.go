@@ -85,6 +85,10 @@ func (f *FSM) applyAdmit(index uint64, c *Admit) (Result, []string) {
 		// never goes back, says otherwise. It is not run.
 		in.State, in.Error = StateExpired, &protocol.ErrorBody{Code: protocol.CodeExpired,
 			Message: "expired at " + protocol.FormatTime(in.ExpiresAt)}
+	case f.lockOf(in, "") != nil:
+		// Refused before it used budget or bound its key: a retry once the
+		// lock is gone may proceed.
+		in.State, in.Error = StateRejected, lockedError(f.lockOf(in, ""))
 	case budget > 0 && s.Runs[runKey] != nil && s.Runs[runKey].Used >= budget:
 		in.State, in.Error = StateRejected, &protocol.ErrorBody{Code: CodeBudgetExhausted,
 			Message: "run " + c.RunID + " has used its budget of intents"}

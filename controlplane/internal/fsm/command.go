@@ -72,6 +72,12 @@ func (t MsgType) String() string {
 		return "abandon"
 	case MsgPutOutput:
 		return "put_output"
+	case MsgCancel:
+		return "cancel"
+	case MsgPutLock:
+		return "put_lock"
+	case MsgDeleteLock:
+		return "delete_lock"
 	case MsgPutUser, MsgDeleteUser, MsgOpenSession, MsgCloseSession:
 		return userMsgName(t)
 	}

@@ -31,6 +31,11 @@ type Dispatch struct {
 	// Open until the dispatch has a result or was given up as unknown.
 	Open   bool           `json:"open"`
 	Result jsontext.Value `json:"result,omitzero"`
+	// Cancel is set when the intent was canceled while dispatched: the
+	// server holding the node's session sends it FrameCancel. CancelBy
+	// names who asked (cancel.go).
+	Cancel   bool   `json:"cancel,omitzero"`
+	CancelBy string `json:"cancel_by,omitzero"`
 }
 
 // schedule queues a runnable intent and gives it to a node at once when one
@@ -207,6 +212,9 @@ func (f *FSM) eligible(n *Node, in *Intent, tool *Tool) bool {
 	}
 	if !subset(tool.Selector, n.Labels) {
 		return false
+	}
+	if f.locked(in, n.ID) {
+		return false // a lock holds the intent on this node
 	}
 	if t := in.Target; t != nil {
 		if t.Node != "" && t.Node != n.ID && t.Node != n.Name {

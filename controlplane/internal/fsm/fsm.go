@@ -262,6 +262,18 @@ func (f *FSM) apply(index uint64, t MsgType, data []byte) (res Result, changed [
 		var c Abandon
 		decode(&c)
 		return f.applyAbandon(index, &c)
+	case MsgCancel:
+		var c Cancel
+		decode(&c)
+		return f.applyCancel(index, &c)
+	case MsgPutLock:
+		var c PutLock
+		decode(&c)
+		return f.applyPutLock(index, &c)
+	case MsgDeleteLock:
+		var c DeleteLock
+		decode(&c)
+		return f.applyDeleteLock(index, &c)
 	case MsgPutOutput:
 		var c PutOutput
 		decode(&c)

@@ -63,8 +63,11 @@ func (f *FSM) recordSuperseding(in *Intent) {
 	outcome, e := protocol.OutcomeCompleted, (*protocol.ErrorBody)(nil)
 	if st, msg := resultStatus(in.Result); st != protocol.StatusOK {
 		outcome, e = protocol.OutcomeFailed, resultError(st, msg)
-		if st == protocol.StatusUnknown {
+		switch st {
+		case protocol.StatusUnknown:
 			outcome = protocol.OutcomeUnknown
+		case protocol.StatusCanceled:
+			outcome = protocol.OutcomeCanceled
 		}
 	}
 	r := f.receipt(in, outcome, e)
@@ -161,6 +164,8 @@ func outcomeOf(state string) string {
 		return protocol.OutcomeExpired
 	case StateUnknown:
 		return protocol.OutcomeUnknown
+	case StateCanceled:
+		return protocol.OutcomeCanceled
 	}
 	return protocol.OutcomeRejected
 }

@@ -72,8 +72,11 @@ func (f *FSM) applyResult(index uint64, c *RecordResult) (Result, []string) {
 	in.State, in.Error = StateCompleted, nil
 	if e := resultError(c.Status, c.Error); e != nil {
 		in.State, in.Error = StateFailed, e
-		if c.Status == protocol.StatusUnknown {
+		switch c.Status {
+		case protocol.StatusUnknown:
 			in.State = StateUnknown
+		case protocol.StatusCanceled:
+			in.State = StateCanceled
 		}
 	}
 	return Result{IntentID: in.ID}, changed
@@ -131,6 +134,8 @@ func resultError(status, msg string) *protocol.ErrorBody {
 		code = CodeRefusedByNode
 	case protocol.StatusUnknown:
 		code = CodeInterrupted
+	case protocol.StatusCanceled:
+		code = protocol.CodeCanceled
 	default:
 		code = CodeToolError
 	}

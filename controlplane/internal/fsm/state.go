@@ -71,6 +71,9 @@ type State struct {
 	// Outputs are the captured outputs of results, by intent id
 	// (outputs.go): kept beside the intents, never in receipts.
 	Outputs map[string]*Output `json:"outputs"`
+
+	// Locks are the admin's locks, by id (locks.go).
+	Locks map[string]*Lock `json:"locks,omitempty"`
 }
 
 // Tenant holds a tenant's settings and keys.
@@ -161,6 +164,7 @@ func newState() *State {
 		Users:       map[string]*User{},
 		Sessions:    map[string]*Session{},
 		Outputs:     map[string]*Output{},
+		Locks:       map[string]*Lock{},
 	}
 }
 

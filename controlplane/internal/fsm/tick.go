@@ -35,6 +35,9 @@ func (f *FSM) applyTick(index uint64, at time.Time) []string {
 			waited = true
 		}
 	}
+	if f.expireLocks(now) {
+		waited = true // what a lock held may now be dispatched
+	}
 	if waited {
 		changed = append(changed, f.drainQueue(index)...)
 	}

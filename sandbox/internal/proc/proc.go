@@ -23,16 +23,50 @@ import (
 // Run runs spec to completion and reports it as an Outcome.
 func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 	out := sandbox.Outcome{Tier: spec.Tier, ExitCode: -1}
-	if spec.Grace == 0 {
-		spec.Grace = 2 * time.Second
-	}
-	runCtx, cancel := context.WithTimeout(ctx, spec.Limits.Timeout())
-	defer cancel()
-
 	// kill ends the process group (pgid == pid, thanks to Setsid) while
 	// the leader is unreaped (see group), then everything in the cgroup,
 	// which catches what left the group.
 	var grp group
+	if spec.Grace == 0 {
+		spec.Grace = 2 * time.Second
+	}
+	// The limits kill at once (runCtx); the caller's cancel stops the tool
+	// gently: SIGTERM to its group and its cgroup, then, Grace later, the
+	// kill (runCtx's cancel).
+	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), spec.Limits.Timeout())
+	defer cancel()
+	var (
+		pid     atomic.Int64 // once started
+		termMu  sync.Mutex
+		termEnd *time.Timer
+	)
+	stopTerm := context.AfterFunc(ctx, func() {
+		termMu.Lock()
+		defer termMu.Unlock()
+		p := int(pid.Load())
+		if p == 0 {
+			cancel() // not started, or starting: no time to give
+			return
+		}
+		// A supervisor (bwrap) would die of SIGTERM and take the tool
+		// down with SIGKILL at once: the tool below it is sent SIGTERM
+		// through the cgroup. Without one, or with no other member, the
+		// leader's group is all there is to signal.
+		signaled := spec.Cgroup != nil && spec.Cgroup.Terminate(p)
+		if !spec.Supervisor || !signaled {
+			grp.signal(p, syscall.SIGTERM)
+		}
+		termEnd = time.AfterFunc(spec.Grace, cancel)
+	})
+	defer func() {
+		stopTerm()
+		termMu.Lock()
+		if termEnd != nil {
+			termEnd.Stop()
+		}
+		termMu.Unlock()
+	}()
+
 	kill := func(pid int) {
 		grp.kill(pid)
 		if spec.Cgroup != nil {
@@ -148,6 +182,9 @@ func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 	started, waited := make(chan error, 1), make(chan error, 1)
 	go startAndWait(cmd, spec, &grp, started, waited)
 	err = <-started
+	if cmd.Process != nil {
+		pid.Store(int64(cmd.Process.Pid))
+	}
 	inR.Close()
 	outW.Close()
 	errW.Close()
@@ -253,11 +290,14 @@ type group struct {
 }
 
 // kill sends SIGKILL to the group led by pid unless pid was reaped.
-func (g *group) kill(pid int) {
+func (g *group) kill(pid int) { g.signal(pid, syscall.SIGKILL) }
+
+// signal sends sig to the group led by pid unless pid was reaped.
+func (g *group) signal(pid int, sig syscall.Signal) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.reaped {
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		_ = syscall.Kill(-pid, sig)
 	}
 }
 

@@ -90,7 +90,12 @@ type Spec struct {
 	// SignalExit says that an exit code above 128 means the tool died of
 	// signal code-128 (bwrap reports its child's death that way).
 	SignalExit bool
-	Grace      time.Duration // how long to wait for output after the end
+	// Supervisor says the process started is a supervisor of the tool
+	// (bwrap) that must not be sent the SIGTERM of a graceful stop (it
+	// would die of it and take the tool with it at once): the other
+	// processes of Cgroup are sent it instead.
+	Supervisor bool
+	Grace      time.Duration // how long to wait for output after the end, and from SIGTERM to SIGKILL when the caller cancels
 
 	cloneInto bool // the process is cloned into Cgroup (v2), not moved
 }

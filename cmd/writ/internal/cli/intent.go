@@ -13,7 +13,7 @@ import (
 
 func newIntent(e *env) *cobra.Command {
 	cmd := &cobra.Command{Use: "intent", Short: "Sign and verify intents"}
-	cmd.AddCommand(newIntentSign(e), newIntentVerify(e), newIntentSubmit(e), newIntentGet(e), newIntentOutput(e), newIntentList(e))
+	cmd.AddCommand(newIntentSign(e), newIntentVerify(e), newIntentSubmit(e), newIntentGet(e), newIntentOutput(e), newIntentList(e), newIntentCancel(e))
 	return cmd
 }
 

@@ -64,7 +64,7 @@ func newRoot(e *env) *cobra.Command {
 	root.PersistentFlags().StringVar(&e.caFile, "ca", os.Getenv("WRIT_CA"), "the cluster CA file, to reach an https server (default: $WRIT_CA)")
 	root.PersistentFlags().StringVar(&e.logLevel, "log-level", "", "debug, info, warn or error: what writ server, writ agent and writ dev log (default info)")
 	defer markTextCommands(root)
-	root.AddCommand(newVersion(e), newKeygen(e), newIntent(e), newApproval(e), newDev(e), newSandbox(e), newBench(e), newVerify(e), newTool(e), newPolicy(e), newTenant(e), newKey(e), newReceipt(e), newLedger(e), newServer(e), newCA(e), newAgent(e), newToken(e), newSession(e), newNodes(e), newOperator(e))
+	root.AddCommand(newVersion(e), newKeygen(e), newIntent(e), newApproval(e), newDev(e), newSandbox(e), newBench(e), newVerify(e), newTool(e), newPolicy(e), newTenant(e), newKey(e), newReceipt(e), newLedger(e), newServer(e), newCA(e), newAgent(e), newToken(e), newSession(e), newNodes(e), newOperator(e), newRun(e), newLock(e))
 	return root
 }
 
@@ -74,11 +74,12 @@ func newRoot(e *env) *cobra.Command {
 var textCommands = []string{
 	"agent", "approval sign", "approval submit", "approval verify",
 	"bench admit", "bench e2e", "bench fleet", "bench fleet-server", "bench sandbox",
-	"dev", "intent get", "intent list", "intent output", "intent sign", "intent submit", "intent verify",
+	"dev", "intent cancel", "intent get", "intent list", "intent output", "intent sign", "intent submit", "intent verify",
 	"key add", "key add-approver", "key delete", "key delete-approver", "keygen",
+	"lock create", "lock delete", "lock list",
 	"nodes drain", "nodes list", "nodes ready", "nodes revoke", "nodes show",
 	"operator migrate-log", "policy apply", "policy dry-run", "policy get", "policy history", "policy rollback",
-	"policy test", "policy validate", "receipt get", "server",
+	"policy test", "policy validate", "receipt get", "run cancel", "server",
 	"session list", "session revoke", "tenant put", "token create", "token list", "token revoke",
 	"tool apply", "tool hash", "tool import-mcp", "tool init", "verify bundle", "verify receipt", "version",
 }

@@ -159,6 +159,18 @@ func (e *env) answer(r *client.IntentResponse, err error, waited bool) error {
 	if err != nil {
 		return e.refused(err)
 	}
+	if err := e.printIntent(r); err != nil {
+		return err
+	}
+	if code := stateExit(r.State, waited); code != 0 {
+		return exitError{code}
+	}
+	return nil
+}
+
+// printIntent prints an intent response: JSON, or a line of state and
+// error followed by the output with -o text.
+func (e *env) printIntent(r *client.IntentResponse) error {
 	if e.output == "text" {
 		fmt.Fprintf(e.out, "%s: %s", r.IntentID, r.State)
 		if r.Error != nil {
@@ -175,13 +187,9 @@ func (e *env) answer(r *client.IntentResponse, err error, waited bool) error {
 				fmt.Fprintln(e.out)
 			}
 		}
-	} else if err := e.printJSON(r); err != nil {
-		return err
+		return nil
 	}
-	if code := stateExit(r.State, waited); code != 0 {
-		return exitError{code}
-	}
-	return nil
+	return e.printJSON(r)
 }
 
 // refused prints an API error as {"error": …} (or "refused: code: message"

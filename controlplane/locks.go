@@ -1,0 +1,160 @@
+package controlplane
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"net/http"
+	"time"
+	"unicode/utf8"
+
+	"github.com/writhq/writ/controlplane/internal/fsm"
+	"github.com/writhq/writ/protocol"
+)
+
+// MaxLockTTL bounds a lock's time to live; a lock without one holds until
+// it is deleted.
+const MaxLockTTL = 365 * 24 * time.Hour
+
+func (s *Server) lockRoutes(mux *routeMux) {
+	mux.HandleFunc("POST /v1/admin/locks", s.adminJSON(s.handleCreateLock))
+	mux.HandleFunc("GET /v1/admin/locks", s.adminJSON(s.handleListLocks))
+	mux.HandleFunc("DELETE /v1/admin/locks/{id}", s.adminJSON(s.handleDeleteLock))
+}
+
+// LockView is a lock as the API shows it.
+type LockView struct {
+	ID        string `json:"id"`
+	Tenant    string `json:"tenant,omitempty"`
+	Principal string `json:"principal,omitempty"`
+	Tool      string `json:"tool,omitempty"`
+	Node      string `json:"node,omitempty"`
+	Reason    string `json:"reason"`
+	CreatedAt string `json:"created_at"`
+	ExpiresAt string `json:"expires_at,omitempty"`
+}
+
+func lockView(l fsm.Lock) LockView {
+	v := LockView{ID: l.ID, Tenant: l.Tenant, Principal: l.Principal, Tool: l.Tool, Node: l.Node, Reason: l.Reason,
+		CreatedAt: protocol.FormatTime(l.CreatedAt)}
+	if !l.ExpiresAt.IsZero() {
+		v.ExpiresAt = protocol.FormatTime(l.ExpiresAt)
+	}
+	return v
+}
+
+type lockRequest struct {
+	Tenant     string `json:"tenant"`
+	Principal  string `json:"principal"`
+	Tool       string `json:"tool"`
+	Node       string `json:"node"`
+	TTLSeconds int64  `json:"ttl_seconds"`
+	Reason     string `json:"reason"`
+}
+
+// parseLockRequest reads the body of POST /v1/admin/locks: one JSON object
+// with no unknown member, checked.
+func parseLockRequest(body []byte) (lockRequest, *apiError) {
+	var q lockRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&q); err != nil {
+		return lockRequest{}, refusal(protocol.CodeMalformed, "a lock is {\"tenant\"?, \"principal\"?, \"tool\"?, \"node\"?, \"ttl_seconds\"?, \"reason\"}")
+	}
+	if dec.More() {
+		return lockRequest{}, refusal(protocol.CodeMalformed, "one JSON object is expected")
+	}
+	return q, q.check()
+}
+
+// check refuses a lock that names nothing, a name that is not an id, a
+// reason that is empty or longer than 512 bytes, or a TTL out of range.
+func (q lockRequest) check() *apiError {
+	switch {
+	case q.Tenant == "" && q.Principal == "" && q.Tool == "" && q.Node == "":
+		return refusal(protocol.CodeMalformed, "a lock names a tenant, a principal, a tool or a node")
+	case !plainText(q.Reason, 512):
+		return refusal(protocol.CodeMalformed, "a lock needs a reason of at most 512 bytes")
+	case q.TTLSeconds < 0 || time.Duration(q.TTLSeconds)*time.Second > MaxLockTTL:
+		return refusal(protocol.CodeMalformed, "ttl_seconds must be between 0 (none) and a year")
+	}
+	for _, v := range []string{q.Tenant, q.Tool, q.Node} {
+		if v != "" && !validID(v) {
+			return refusal(protocol.CodeMalformed, "tenant, tool and node must be ids (1-128 of A-Z a-z 0-9 . _ : -)")
+		}
+	}
+	if q.Principal != "" && !plainText(q.Principal, 256) {
+		return refusal(protocol.CodeMalformed, "principal must be 1-256 bytes of UTF-8 without control characters")
+	}
+	return nil
+}
+
+// handleCreateLock makes a lock through Raft; from its commit on nothing it
+// matches is admitted or dispatched, and what it matches is stopped.
+func (s *Server) handleCreateLock(w http.ResponseWriter, r *http.Request) (any, *apiError) {
+	body, aerr := readBody(w, r, 1<<20)
+	if aerr != nil {
+		return nil, aerr
+	}
+	q, aerr := parseLockRequest(body)
+	if aerr != nil {
+		return nil, aerr
+	}
+	now := s.now()
+	l := fsm.Lock{ID: "lck-" + rand.Text()[:16], Tenant: q.Tenant, Principal: q.Principal, Tool: q.Tool, Node: q.Node,
+		Reason: q.Reason, By: "the admin"}
+	if q.TTLSeconds > 0 {
+		l.ExpiresAt = now.Add(time.Duration(q.TTLSeconds) * time.Second)
+	}
+	res, err := s.apply(r.Context(), fsm.MsgPutLock, fsm.PutLock{At: now, Lock: l})
+	if err != nil {
+		return nil, raftError(err)
+	}
+	if res.Err != nil {
+		return nil, refusal(res.Err.Code, res.Err.Message)
+	}
+	s.log.Warn("lock created", "lock", l.ID, "tenant", l.Tenant, "principal", l.Principal, "tool", l.Tool, "node", l.Node,
+		"expires_at", l.ExpiresAt, "reason", l.Reason)
+	for _, have := range s.fsm.Locks() {
+		if have.ID == l.ID {
+			return map[string]LockView{"lock": lockView(have)}, nil
+		}
+	}
+	l.CreatedAt = now
+	return map[string]LockView{"lock": lockView(l)}, nil
+}
+
+func (s *Server) handleListLocks(w http.ResponseWriter, r *http.Request) (any, *apiError) {
+	out := []LockView{}
+	for _, l := range s.fsm.Locks() {
+		out = append(out, lockView(l))
+	}
+	return map[string][]LockView{"locks": out}, nil
+}
+
+func (s *Server) handleDeleteLock(w http.ResponseWriter, r *http.Request) (any, *apiError) {
+	id := r.PathValue("id")
+	res, err := s.apply(r.Context(), fsm.MsgDeleteLock, fsm.DeleteLock{At: s.now(), ID: id})
+	if err != nil {
+		return nil, raftError(err)
+	}
+	if res.Err != nil {
+		return nil, refusal(res.Err.Code, res.Err.Message)
+	}
+	s.log.Warn("lock deleted", "lock", id)
+	return map[string]bool{"ok": true}, nil
+}
+
+// plainText reports whether v is 1 to max bytes of UTF-8 without control
+// characters: text that goes into logs and answers as it is.
+func plainText(v string, max int) bool {
+	if v == "" || len(v) > max || !utf8.ValidString(v) {
+		return false
+	}
+	for _, r := range v {
+		if r < 0x20 || (r >= 0x7f && r < 0xa0) {
+			return false
+		}
+	}
+	return true
+}
