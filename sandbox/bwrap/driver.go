@@ -157,7 +157,13 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 		return sandbox.Refuse(tier, err)
 	}
 	defer ws.Close()
-	files := []*os.File{cmd.Exe, filter, ws}
+	j, err := newJoin()
+	if err != nil {
+		return sandbox.Refuse(tier, err)
+	}
+	defer j.Close()
+	// In the order of the descriptors in args.go; a nil one is closed.
+	files := []*os.File{cmd.Exe, filter, ws, nil, j.infoW, j.blockR}
 	var binds []proc.Bind
 	if staged != "" {
 		// bwrap does not get the descriptor: a directory of the host
@@ -178,7 +184,7 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 			return sandbox.Refuse(tier, err)
 		}
 		defer hosts.Close()
-		files, env, netns = append(files, hosts), append(env, s.Env()...), s.Namespace()
+		files[3], env, netns = hosts, append(env, s.Env()...), s.Namespace()
 	}
 
 	args := d.args(m, cmd.Argv, env, netns != nil, staged)
@@ -187,7 +193,7 @@ func (d *Driver) Run(ctx context.Context, inv sandbox.Invocation) (sandbox.Outco
 		// The tool gets its session from bwrap (--new-session).
 		KeepSession:  true,
 		AddressSpace: m.Limits.MemoryBytes + d.cfg.AddressSpaceSlack, NetNS: netns, Credential: cred,
-		Binds: binds}
+		Binds: binds, Join: j.join}
 	out, err := proc.RunLimited(ctx, spec, d.cg)
 	out.ExecDigest = cmd.Digest
 	if s != nil {

@@ -135,6 +135,13 @@ func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 	started, waited := make(chan error, 1), make(chan error, 1)
 	go startAndWait(cmd, spec, &grp, started, waited)
 	err = <-started
+	if err == nil && spec.Join != nil {
+		add := func(int) error { return nil }
+		if spec.Cgroup != nil && !spec.CgroupWatchOnly && !spec.cloneInto {
+			add = spec.Cgroup.Add
+		}
+		err = spec.Join(cmd.Process.Pid, add)
+	}
 	inR.Close()
 	outW.Close()
 	errW.Close()
