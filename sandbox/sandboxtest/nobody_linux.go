@@ -40,7 +40,8 @@ func asNobody(t *testing.T) {
 	}
 	defer os.RemoveAll(dir)
 	tmp := filepath.Join(dir, "tmp")
-	if err := os.Mkdir(tmp, 0o755); err == nil {
+	err = os.Mkdir(tmp, 0o755)
+	if err == nil {
 		err = os.Chown(tmp, 65534, 65534)
 	}
 	if err == nil {
