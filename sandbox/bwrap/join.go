@@ -48,27 +48,41 @@ func (j *join) join(pid int, add func(int) error) error {
 	if err := place(add, pid); err != nil {
 		return err
 	}
-	var info struct {
-		ChildPid int `json:"child-pid"`
+	child, err := readChildPid(j.infoR)
+	if errors.Is(err, io.EOF) {
+		// bwrap ended before it made the sandbox (a bad option): there is
+		// nothing to place, and its exit says why.
+		return nil
 	}
-	if err := json.NewDecoder(j.infoR).Decode(&info); err != nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			// bwrap ended before it made the sandbox (a bad option):
-			// there is nothing to place, and its exit says why.
-			return nil
-		}
-		return fmt.Errorf("bwrap: read --info-fd: %w", err)
+	if err != nil {
+		return err
 	}
-	if info.ChildPid <= 0 {
-		return fmt.Errorf("bwrap: --info-fd gave no child-pid")
-	}
-	if err := place(add, info.ChildPid); err != nil {
+	if err := place(add, child); err != nil {
 		return err
 	}
 	if _, err := j.blockW.Write([]byte{1}); err != nil && !errors.Is(err, syscall.EPIPE) {
 		return fmt.Errorf("bwrap: release the sandbox: %w", err)
 	}
 	return nil
+}
+
+// readChildPid reads the JSON object bwrap writes to --info-fd and returns
+// its "child-pid", the sandbox's first process as the agent sees it. It
+// reads no further than that object; io.EOF means bwrap wrote nothing.
+func readChildPid(r io.Reader) (int, error) {
+	var info struct {
+		ChildPid int `json:"child-pid"`
+	}
+	if err := json.NewDecoder(r).Decode(&info); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return 0, io.EOF
+		}
+		return 0, fmt.Errorf("bwrap: read --info-fd: %w", err)
+	}
+	if info.ChildPid <= 0 {
+		return 0, fmt.Errorf("bwrap: --info-fd gave no child-pid")
+	}
+	return info.ChildPid, nil
 }
 
 // place adds pid to the group; a process that is already gone (bwrap or
