@@ -19,10 +19,9 @@ STATICCHECK := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)
 # is Debian 12's 1.1.5 (with Debian's security patches), the version CI gets;
 # runsc is Debian 12's 0.0~20221219. systemd gives
 # systemd-analyze, which checks the agent's unit file; chromium runs the
-# dashboard's end-to-end test. mount gives the process tier's pid namespaces
-# their own /proc; iproute2's ip makes the fault suite's network namespaces
-# (not in Debian's minimal images).
-APT_PACKAGES := bubblewrap runc busybox-static systemd chromium runsc crun mount iproute2
+# dashboard's end-to-end test. iproute2's ip makes the fault suite's network
+# namespaces (not in Debian's minimal images).
+APT_PACKAGES := bubblewrap runc busybox-static systemd chromium runsc crun iproute2
 
 .PHONY: help deps build dev cluster cluster-down test test-short check fuzz bench clean screenshots rootfs vectors dist faults
 

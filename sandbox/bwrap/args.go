@@ -12,13 +12,15 @@ import (
 // workspace directory when bwrap runs as the agent's own user (bound, then
 // closed; a root agent shows it to the run-as user at StageDir instead, since
 // bwrap resolves a bind's source path and that user cannot walk the agent's
-// private directories), and the /etc/hosts of a tool with a network
-// allowlist.
+// private directories), the /etc/hosts of a tool with a network
+// allowlist, and the two pipes of the sandbox's start (join.go).
 const (
 	exeFD       = 3
 	seccompFD   = 4
 	workspaceFD = 5
 	hostsFD     = 6
+	infoFD      = 7
+	blockFD     = 8
 )
 
 // Namespaces are the bwrap options that isolate a tool, shared with the
@@ -41,7 +43,8 @@ func (d *Driver) args(m sandbox.Manifest, argv, env []string, network bool, stag
 		// Keep the namespace bwrap was started in: the egress proxy's.
 		a = append(a, "--share-net")
 	}
-	a = append(a, "--clearenv", "--seccomp", strconv.Itoa(seccompFD))
+	a = append(a, "--clearenv", "--seccomp", strconv.Itoa(seccompFD),
+		"--info-fd", strconv.Itoa(infoFD), "--block-fd", strconv.Itoa(blockFD))
 	for _, kv := range env {
 		k, v, _ := cut(kv)
 		a = append(a, "--setenv", k, v)

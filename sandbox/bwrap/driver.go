@@ -170,7 +170,13 @@ func (d *Driver) run(ctx context.Context, inv sandbox.Invocation, talk sandbox.T
 		return sandbox.Refuse(tier, err)
 	}
 	defer ws.Close()
-	files := []*os.File{cmd.Exe, filter, ws}
+	j, err := newJoin()
+	if err != nil {
+		return sandbox.Refuse(tier, err)
+	}
+	defer j.Close()
+	// In the order of the descriptors in args.go; a nil one is closed.
+	files := []*os.File{cmd.Exe, filter, ws, nil, j.infoW, j.blockR}
 	var binds []proc.Bind
 	if staged != "" {
 		// bwrap does not get the descriptor: a directory of the host
@@ -191,7 +197,7 @@ func (d *Driver) run(ctx context.Context, inv sandbox.Invocation, talk sandbox.T
 			return sandbox.Refuse(tier, err)
 		}
 		defer hosts.Close()
-		files, env, netns = append(files, hosts), append(env, s.Env()...), s.Namespace()
+		files[3], env, netns = hosts, append(env, s.Env()...), s.Namespace()
 	}
 
 	args := d.args(m, cmd.Argv, env, netns != nil, staged)
@@ -201,7 +207,7 @@ func (d *Driver) run(ctx context.Context, inv sandbox.Invocation, talk sandbox.T
 		KeepSession:  true,
 		Supervisor:   true,
 		AddressSpace: m.Limits.MemoryBytes + d.cfg.AddressSpaceSlack, NetNS: netns, Credential: cred,
-		Binds: binds, Talk: talk}
+		Binds: binds, Talk: talk, Join: j.join}
 	out, err := proc.RunLimited(ctx, spec, d.cg)
 	out.ExecDigest = cmd.Digest
 	if s != nil {

@@ -47,6 +47,7 @@ func TestSandbox(t *testing.T) {
 		Network:            true,
 		MemoryCgroup:       d.MemoryCgroup(),
 		Seccomp:            true,
+		NonRootAgent:       true,
 		ExtraEnv:           []string{"PWD"},
 	}
 	t.Run("Conformance", func(t *testing.T) { sandboxtest.Run(t, h) })

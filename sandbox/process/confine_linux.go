@@ -31,14 +31,10 @@ func (d *Driver) isolate(spec *proc.Spec) {
 }
 
 // confinementAvailable fails closed when there is no seccomp filter for
-// this architecture, when a root agent has no mount(8) for the tools'
-// /proc, and when files are to be confined and the kernel has no Landlock.
+// this architecture, and when files are to be confined and the kernel has no Landlock.
 func (d *Driver) confinementAvailable() error {
 	if d.filter == nil {
 		return fmt.Errorf("%w: %v", sandbox.ErrUnavailable, seccomp.ErrUnsupported)
-	}
-	if os.Geteuid() == 0 && proc.MountBinary() == "" {
-		return fmt.Errorf("%w: no mount(8) to give tools a /proc of their own (Debian: apt-get install mount)", sandbox.ErrUnavailable)
 	}
 	if !d.cfg.ConfineFilesystem {
 		return nil

@@ -46,6 +46,15 @@ type Harness struct {
 	// MemoryCgroup says the tier enforces limits.memory_bytes with a memory
 	// cgroup and reports its kill with reason "memory".
 	MemoryCgroup bool
+	// NonRootAgent says the tier runs for an agent that is not root: the
+	// escape cases whose guarantee holds for such an agent too run again
+	// as uid 65534 when the tests run as root.
+	NonRootAgent bool
+	// DiskQuotaAnyAgent says the tier enforces limits.disk_bytes for an
+	// agent that is not root too (wasm counts the guest's writes; the
+	// command tiers need a root agent's tmpfs). DiskFilled then runs as
+	// root and, when the tests run as root, once more as uid 65534.
+	DiskQuotaAnyAgent bool
 	// ExtraEnv names variables the tier itself sets in every tool's
 	// environment (bwrap sets PWD). Nothing else may appear.
 	ExtraEnv []string

@@ -138,7 +138,8 @@ func (d *Driver) RunGated(ctx context.Context, inv sandbox.Invocation, gate func
 		stdin = []byte("{}")
 	}
 
-	// limits.disk_bytes: the workspace is a tmpfs of that size.
+	// limits.disk_bytes: for a root agent the workspace is a tmpfs of
+	// that size; for any agent the guest's writes are counted (quota.go).
 	quota, err := workspace.Limit(inv.Workspace, m.Limits.DiskBytes)
 	if err != nil {
 		return sandbox.Refuse(tier, err)
@@ -146,6 +147,14 @@ func (d *Driver) RunGated(ctx context.Context, inv sandbox.Invocation, gate func
 	defer quota.Close()
 	ctx, filled := quota.Watch(ctx)
 	defer filled()
+	ctx, fill := context.WithCancel(ctx)
+	defer fill()
+	var disk *diskQuota
+	if m.Limits.DiskBytes > 0 {
+		if disk, err = newDiskQuota(inv.Workspace, m.Limits.DiskBytes, fill); err != nil {
+			return sandbox.Refuse(tier, err)
+		}
+	}
 
 	pages := uint32(min(m.Limits.MemoryBytes/65536, 65536))
 	eng, err := d.engineFor(ctx, pages)
@@ -164,7 +173,7 @@ func (d *Driver) RunGated(ctx context.Context, inv sandbox.Invocation, gate func
 		gate = nil
 	}
 	beforeInstantiate(m.Module)
-	out, gateErr := d.instantiate(ctx, eng, compiled.m, m, inv, stdin, gate)
+	out, gateErr := d.instantiate(ctx, eng, compiled.m, m, inv, stdin, disk, gate)
 	if gateErr != nil {
 		return sandbox.Refuse(tier, gateErr)
 	}
@@ -173,7 +182,7 @@ func (d *Driver) RunGated(ctx context.Context, inv sandbox.Invocation, gate func
 	if err != nil {
 		return out, fmt.Errorf("wasm: %w", err)
 	}
-	return sandbox.DiskLimited(out, full, m.Limits.DiskBytes), nil
+	return sandbox.DiskLimited(out, full || disk != nil && disk.Full(), m.Limits.DiskBytes), nil
 }
 
 // beforeInstantiate is called between taking the compiled module and
@@ -183,7 +192,7 @@ var beforeInstantiate = func(module string) {}
 // instantiate runs the module: instantiates it, calls gate (when set; its
 // error is returned and nothing of the module runs), then its _start.
 func (d *Driver) instantiate(ctx context.Context, eng *engine, compiled wazero.CompiledModule,
-	m sandbox.Manifest, inv sandbox.Invocation, stdin []byte, gate func() error) (sandbox.Outcome, error) {
+	m sandbox.Manifest, inv sandbox.Invocation, stdin []byte, disk *diskQuota, gate func() error) (sandbox.Outcome, error) {
 	out := sandbox.Outcome{Tier: d.Name(), ExitCode: -1}
 	wall := m.Limits.Timeout()
 	cpu := time.Duration(m.Limits.CPUSeconds) * time.Second
@@ -202,7 +211,7 @@ func (d *Driver) instantiate(ctx context.Context, eng *engine, compiled wazero.C
 		WithStdin(bytesReader(stdin)).
 		WithStdout(stdout).
 		WithStderr(stderr).
-		WithFSConfig(wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(newConfinedFS(inv.Workspace), "/")).
+		WithFSConfig(wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(newConfinedFS(inv.Workspace, disk), "/")).
 		WithSysWalltime().WithSysNanotime().
 		// A sleeping guest is in a host call, where closing on context done
 		// cannot reach it: wake it at the deadline so that it is closed.

@@ -36,6 +36,7 @@ func TestSandbox(t *testing.T) {
 		Unavailable:        newDriver(t, blocker+"/cache"),
 		IsolatesFilesystem: true,
 		CPULimit:           true,
+		DiskQuotaAnyAgent:  true,
 	}
 	t.Run("Conformance", func(t *testing.T) { sandboxtest.Run(t, h) })
 	t.Run("Escape", func(t *testing.T) { sandboxtest.Escape(t, h) })

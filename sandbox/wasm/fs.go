@@ -26,8 +26,14 @@ type confinedFS struct {
 	root string
 }
 
-func newConfinedFS(root string) *confinedFS {
-	return &confinedFS{FS: sysfs.DirFS(root), root: root}
+// newConfinedFS is root confined; with q, every byte and entry the guest
+// adds or removes is counted in q too.
+func newConfinedFS(root string, q *diskQuota) *confinedFS {
+	inner := sysfs.DirFS(root)
+	if q != nil {
+		inner = &quotaFS{FS: inner, q: q}
+	}
+	return &confinedFS{FS: inner, root: root}
 }
 
 // check fails when path leaves the root or passes through a symlink; the

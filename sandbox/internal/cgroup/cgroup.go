@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Root is where the cgroup filesystems are mounted.
@@ -79,8 +81,8 @@ func DetectV2(mount, parent string) (*Manager, error) {
 	for _, c := range []string{"+pids", "+memory"} {
 		_ = os.WriteFile(filepath.Join(mount, "cgroup.subtree_control"), []byte(c), 0)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnsupported, err)
+	if err := mkdirWritable(dir); err != nil {
+		return nil, err
 	}
 	for _, c := range []string{"+pids", "+memory"} {
 		_ = os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte(c), 0)
@@ -98,23 +100,36 @@ func DetectV2(mount, parent string) (*Manager, error) {
 // mounted under root; only pids is required.
 func detectV1(root, parent string) (*Manager, error) {
 	m := &Manager{pids: filepath.Join(root, "pids", parent), hasPids: true}
-	if err := os.MkdirAll(m.pids, 0o755); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnsupported, err)
+	if err := mkdirWritable(m.pids); err != nil {
+		return nil, err
 	}
 	if _, err := os.Stat(filepath.Join(m.pids, "pids.max")); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnsupported, err)
 	}
 	mem := filepath.Join(root, "memory", parent)
-	if err := os.MkdirAll(mem, 0o755); err == nil {
+	if err := mkdirWritable(mem); err == nil {
 		if _, err := os.Stat(filepath.Join(mem, "memory.limit_in_bytes")); err == nil {
 			m.memory, m.hasMemory = mem, true
 		}
 	}
 	acct := filepath.Join(root, "cpuacct", parent)
-	if err := os.MkdirAll(acct, 0o755); err == nil {
+	if err := mkdirWritable(acct); err == nil {
 		m.cpuacct = acct
 	}
 	return m, nil
+}
+
+// mkdirWritable makes dir (and its parents) and checks that we can make
+// groups in it: a parent made by a root agent exists for an agent that is
+// not root too, which could then make no group at all.
+func mkdirWritable(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("%w: %v", ErrUnsupported, err)
+	}
+	if err := unix.Faccessat(unix.AT_FDCWD, dir, unix.W_OK|unix.X_OK, unix.AT_EACCESS); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrUnsupported, dir, err)
+	}
+	return nil
 }
 
 // Version is 1 or 2.

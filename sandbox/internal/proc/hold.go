@@ -55,7 +55,7 @@ func hold(pid int, spec Spec, wantFDs int) error {
 }
 
 func prepare(pid int, spec Spec, wantFDs int) error {
-	if spec.Cgroup != nil && !spec.CgroupWatchOnly && !spec.cloneInto {
+	if spec.Cgroup != nil && !spec.CgroupWatchOnly && !spec.cloneInto && spec.Join == nil {
 		if err := spec.Cgroup.Add(pid); err != nil {
 			return err
 		}

@@ -185,6 +185,13 @@ func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 	if cmd.Process != nil {
 		pid.Store(int64(cmd.Process.Pid))
 	}
+	if err == nil && spec.Join != nil {
+		add := func(int) error { return nil }
+		if spec.Cgroup != nil && !spec.CgroupWatchOnly && !spec.cloneInto {
+			add = spec.Cgroup.Add
+		}
+		err = spec.Join(cmd.Process.Pid, add)
+	}
 	inR.Close()
 	outW.Close()
 	errW.Close()

@@ -4,33 +4,27 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
 )
 
-// mountBinaries are where mount(8) is looked for (util-linux, Debian's
-// mount package).
-var mountBinaries = []string{"/usr/bin/mount", "/bin/mount"}
-
-// MountBinary is the mount(8) that PidNS uses, "" when there is none.
-func MountBinary() string { return binary(mountBinaries) }
-
 // pidNamespace makes the calling thread's children start in a new pid
-// namespace and its own mount namespace (a slave of the host's), starts
-// cat(1) reading a pipe of ours there as the namespace's init, and mounts a procfs of
-// the namespace over /proc (a procfs shows the pid namespace of the process
-// that mounts it: mount(8) runs in it, no shell, fixed arguments). The
-// tool, started next by the same thread, sees its own processes only. The
-// returned function kills the init, and with it whatever is left in the
-// namespace; the init also ends when the agent dies. The thread must be
-// locked and never reused.
+// namespace and its own mount namespace (a slave of the host's), and
+// starts the namespace's init: a child of this thread that mounts a procfs
+// of the namespace over /proc and then becomes cat(1) reading a pipe of
+// ours. A procfs shows the pid namespace of the process that mounts it, so
+// the mount must be made from inside, and the init makes it with the system
+// call itself between its fork and its exec: no mount(8), no shell, one
+// exec. The tool, started next by the same thread, sees its own processes
+// only. The returned function kills the init, and with it whatever is left
+// in the namespace; the init also ends when the agent dies (end of file on
+// its pipe, and SIGKILL when this thread ends). The thread must be locked
+// and never reused.
 func pidNamespace() (func(), error) {
-	mnt, cat := MountBinary(), binary(catBinaries)
-	if mnt == "" || cat == "" {
-		return nil, errors.New("proc: a pid namespace needs mount(8) and cat(1) (Debian: mount, coreutils)")
+	cat := binary(catBinaries)
+	if cat == "" {
+		return nil, errors.New("proc: a pid namespace needs cat(1) (Debian: coreutils)")
 	}
 	if err := unix.Unshare(unix.CLONE_NEWPID | unix.CLONE_NEWNS); err != nil {
 		return nil, fmt.Errorf("proc: new pid namespace: %w", err)
@@ -38,35 +32,23 @@ func pidNamespace() (func(), error) {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
 		return nil, fmt.Errorf("proc: private mount namespace: %w", err)
 	}
-	// No Pdeathsig here nor for the tool: a process born in another pid
-	// namespace sees parent pid 0, and Go's child would take that for a
-	// dead parent and kill itself. The init reads a pipe of ours instead,
-	// and ends at its end of file: when stop closes it, or when the agent
-	// dies. Its death kills every process of the namespace.
-	r, w, err := os.Pipe()
+	// No Pdeathsig for the tool: a process born in another pid namespace
+	// sees parent pid 0, and Go's child would take that for a dead parent.
+	// The init's death kills every process of the namespace instead.
+	pid, w, err := startInit(cat)
 	if err != nil {
 		return nil, err
 	}
-	init := exec.Command(cat)
-	init.Env, init.Stdin = []string{}, r
-	err = init.Start()
-	r.Close()
-	if err != nil {
+	return func() {
 		w.Close()
-		return nil, fmt.Errorf("proc: start the pid namespace's init: %w", err)
-	}
-	stop := func() {
-		w.Close()
-		_ = init.Process.Kill()
-		_ = init.Wait()
-	}
-	m := exec.Command(mnt, "-t", "proc", "-o", "nosuid,nodev,noexec", "proc", "/proc")
-	m.Env = []string{}
-	if b, err := m.CombinedOutput(); err != nil {
-		stop()
-		return nil, fmt.Errorf("proc: mount the tool's /proc: %v: %s", err, strings.TrimSpace(string(b)))
-	}
-	return stop, nil
+		_ = unix.Kill(pid, unix.SIGKILL)
+		var ws unix.WaitStatus
+		for {
+			if _, err := unix.Wait4(pid, &ws, 0, nil); err != unix.EINTR {
+				return
+			}
+		}
+	}, nil
 }
 
 var catBinaries = []string{"/usr/bin/cat", "/bin/cat"}

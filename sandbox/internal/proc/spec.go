@@ -74,6 +74,18 @@ type Spec struct {
 	// show a workspace, which the run-as user cannot reach through the
 	// agent's private directories, at a path that user can walk.
 	Binds []Bind
+	// Join, when set, places the process in Cgroup after its exec stop
+	// instead of at it, while it runs: on cgroup v1 the first move into a
+	// group waits for an RCU grace period (milliseconds on a loaded host),
+	// which the process can then spend on its own start. Join is called
+	// once the process was let go, with its pid and add, which places one
+	// process in the group (a no-op when the process was born in it or
+	// there is none). It MUST place the process and everything it started
+	// before any of them runs the tool, and only then let the tool run;
+	// an error ends the run (the process group is killed first). The
+	// bwrap tier holds its sandbox with --block-fd until both bwrap and
+	// the sandbox's first process (--info-fd) are placed.
+	Join func(pid int, add func(pid int) error) error
 	// CgroupWatchOnly uses Cgroup to kill and account only: the process is
 	// not moved into it (the runc tier's runtime places the container).
 	CgroupWatchOnly bool

@@ -70,7 +70,7 @@ func enter(spec Spec) (stop func(), err error) {
 			return stop, fmt.Errorf("proc: join the tool's network namespace: %w", err)
 		}
 	} else if spec.UnshareNet {
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+		if err := enterEmptyNetns(); err != nil {
 			return stop, fmt.Errorf("proc: new network namespace: %w", err)
 		}
 	}
