@@ -3,6 +3,7 @@ package tools
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // A schema failure says where and what failed, and never quotes a value of
@@ -24,7 +25,7 @@ func TestSchemaFailureNamesPlaceNotValue(t *testing.T) {
 		{`{"to":"acct-1","amount":5,"memo":"SECRET-memo"}`, []string{"at /memo: enum not satisfied"}},
 		{`{"to":"acct-1","amount":5,"tags":["ok",7]}`, []string{"at /tags/1: got number, want string"}},
 		{`{"to":"acct-1","amount":"SECRET-amount"}`, []string{"at /amount: got string, want number"}},
-		{`{"to":"acct-1","amount":5,"extra/key":1}`, []string{"at /: additional properties 'extra/key' not allowed"}},
+		{`{"to":"acct-1","amount":5,"SECRET-key":1,"SECRET-2":2}`, []string{"at /: 2 properties the schema does not allow"}},
 	} {
 		err := tool.Validate([]byte(c.params))
 		if err == nil {
@@ -52,5 +53,30 @@ func TestSchemaFailureIsBounded(t *testing.T) {
 	err = tool.Validate([]byte(`[1,2,3,4,5,6,7,8,9,10,11,12]`))
 	if err == nil || !strings.HasSuffix(err.Error(), "; and 7 more") || len(err.Error()) > maxSchemaMessage {
 		t.Fatalf("%v", err)
+	}
+}
+
+// A message cut to its bound stays UTF-8, whatever the property names.
+func TestSchemaFailureStaysUTF8(t *testing.T) {
+	spec := `{"name":"strict","input_schema":{"type":"object","additionalProperties":false},"manifest":{"tier":"wasm","name":"strict","module":"/x.wasm"}}`
+	tool, err := Parse([]byte(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{strings.Repeat("€", 300), strings.Repeat("a", 509) + "€€", strings.Repeat("é", 1000)} {
+		params := `{"` + key + `":1,"` + key + `x":{"` + key + `":2}}`
+		err := tool.Validate([]byte(params))
+		if err == nil || !utf8.ValidString(err.Error()) || len(err.Error()) > maxSchemaMessage {
+			t.Fatalf("%d-byte key: %d bytes, valid UTF-8 %v", len(key), len(err.Error()), utf8.ValidString(err.Error()))
+		}
+	}
+	for _, c := range []struct {
+		s    string
+		n    int
+		want string
+	}{{"abcdef", 6, "abcdef"}, {"abcdefg", 6, "abc..."}, {"ab€€", 7, "ab..."}, {"€€€", 7, "€..."}} {
+		if got := truncate(c.s, c.n); got != c.want {
+			t.Errorf("truncate(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
 	}
 }
