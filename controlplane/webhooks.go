@@ -117,49 +117,88 @@ type WebhookDelivery struct {
 }
 
 const (
-	webhookQueue      = 1024 // intents waiting to be looked at
+	webhookPending    = 4096 // changed intents waiting to be looked at
+	webhookJobs       = 256  // deliveries waiting for a hook's worker
 	webhookLog        = 200  // deliveries kept in the log
 	webhookRemembered = 8192 // deliveries remembered, so that an event is sent once
 	webhookTimeout    = 5 * time.Second
+	// webhookReplay: an intent last changed this long before this server
+	// began to lead is not announced by it (a replay after a restart, or a
+	// change another leader announced).
+	webhookReplay = 2 * time.Second
 )
 
 // webhooks delivers approval events from the leader. The FSM's observer
-// hands it the ids of changed intents without blocking; one goroutine reads
-// each intent and, while this server leads, sends what changed. Deliveries
-// are at least once: a new leader may resend an event (same delivery id).
+// hands it the ids of changed intents without blocking (a bounded set: an id
+// changed twice is looked at once); one goroutine reads each intent and, while
+// this server leads, queues what changed to each hook's worker. An event is
+// sent by the leader that applied it, once per delivery id; a change applied
+// before this server began to lead is not sent by it.
 type webhooks struct {
-	s       *Server
-	hooks   []Webhook
-	client  *http.Client
-	ids     chan string
-	backoff func(attempt int) time.Duration
+	s      *Server
+	hooks  []Webhook
+	jobs   []chan webhookJob // one queue and worker per hook
+	client *http.Client
+	wake   chan struct{}
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu      sync.Mutex
+	pending map[string]bool
+	leading bool
+	since   time.Time       // when this server began to lead
 	sent    map[string]bool // delivery ids sent or being sent
 	order   []string
 	log     []WebhookDelivery
 	dropped int
 }
 
+type webhookJob struct {
+	delivery, event, intent string
+	body                    []byte
+}
+
 func newWebhooks(s *Server, hooks []Webhook) *webhooks {
-	return &webhooks{s: s, hooks: hooks, client: &http.Client{Timeout: webhookTimeout}, ids: make(chan string, webhookQueue), sent: map[string]bool{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &webhooks{s: s, hooks: hooks, wake: make(chan struct{}, 1), ctx: ctx, cancel: cancel,
+		pending: map[string]bool{}, sent: map[string]bool{},
+		// A receiver's redirect is an answer, not a place to send the
+		// signed body to.
+		client: &http.Client{Timeout: webhookTimeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	for i := range hooks {
+		ch := make(chan webhookJob, webhookJobs)
+		w.jobs = append(w.jobs, ch)
+		go w.worker(&w.hooks[i], ch)
+	}
+	return w
 }
 
 // changed is the FSM observer's part: it must return at once.
 func (w *webhooks) changed(keys []string) {
-	if !w.s.isLeader() {
-		return
+	leader := w.s.isLeader()
+	w.mu.Lock()
+	switch {
+	case !leader:
+		w.leading = false
+	case !w.leading:
+		w.leading, w.since = true, time.Now()
 	}
-	for _, k := range keys {
-		if strings.HasPrefix(k, "\x00") {
-			continue
+	if leader {
+		for _, k := range keys {
+			switch {
+			case strings.HasPrefix(k, "\x00") || w.pending[k]:
+			case len(w.pending) >= webhookPending:
+				w.dropped++
+			default:
+				w.pending[k] = true
+			}
 		}
+	}
+	w.mu.Unlock()
+	if leader {
 		select {
-		case w.ids <- k:
+		case w.wake <- struct{}{}:
 		default:
-			w.mu.Lock()
-			w.dropped++
-			w.mu.Unlock()
 		}
 	}
 }
@@ -168,10 +207,17 @@ func (w *webhooks) run() {
 	for {
 		select {
 		case <-w.s.stop:
+			w.cancel()
 			return
-		case id := <-w.ids:
+		case <-w.wake:
+		}
+		w.mu.Lock()
+		ids, since := w.pending, w.since
+		w.pending = map[string]bool{}
+		w.mu.Unlock()
+		for id := range ids {
 			in, ok := w.s.fsm.Intent(id)
-			if !ok || !in.Decision.ApprovalRequired {
+			if !ok || !in.Decision.ApprovalRequired || in.UpdatedAt.Before(since.Add(-webhookReplay)) {
 				continue
 			}
 			event := EventApprovalDecided
@@ -185,7 +231,7 @@ func (w *webhooks) run() {
 	}
 }
 
-// send posts the event to every hook that wants it, once per delivery id.
+// send queues the event to every hook that wants it, once per delivery id.
 func (w *webhooks) send(in *fsm.Intent, event string) {
 	sum := sha256.Sum256([]byte(event + "\x00" + in.ID))
 	delivery := hex.EncodeToString(sum[:12])
@@ -207,39 +253,81 @@ func (w *webhooks) send(in *fsm.Intent, event string) {
 	if p.Intent.Policies == nil {
 		p.Intent.Policies = []string{}
 	}
-	p.Text = webhookText(&p)
+	p.Text = WebhookText(&p)
 	body, _ := json.Marshal(p)
 	for i := range w.hooks {
-		if h := &w.hooks[i]; h.wants(event) {
-			go w.deliver(h, delivery, event, in.ID, body)
+		if !w.hooks[i].wants(event) {
+			continue
+		}
+		select {
+		case w.jobs[i] <- webhookJob{delivery, event, in.ID, body}:
+		default:
+			w.record(WebhookDelivery{Delivery: delivery, Event: event, IntentID: in.ID, URL: redactURL(w.hooks[i].URL),
+				Error: "the hook's queue is full", At: w.s.now()})
+			w.mu.Lock()
+			w.dropped++
+			w.mu.Unlock()
 		}
 	}
 }
 
-func webhookText(p *WebhookPayload) string {
+// WebhookText is the line a chat shows of a delivery. Names chosen by orchestrators
+// (principal, tool, approver) are escaped as Slack's markup asks, so that
+// none can become a link or a mention in front of the approvers.
+func WebhookText(p *WebhookPayload) string {
 	in := p.Intent
+	e := slackEscape
 	switch {
 	case p.Event == EventApprovalRequested:
 		return fmt.Sprintf("Writ: %s (tenant %s) asks to run %s; intent %s awaits approval until %s.",
-			in.Principal, in.Tenant, in.Tool, in.ID, in.ExpiresAt.UTC().Format(time.RFC3339))
+			e(in.Principal), e(in.Tenant), e(in.Tool), e(in.ID), in.ExpiresAt.UTC().Format(time.RFC3339))
 	case p.Approval != nil:
 		return fmt.Sprintf("Writ: intent %s (%s, tenant %s, tool %s) was decided by %s; it is %s.",
-			in.ID, in.Principal, in.Tenant, in.Tool, p.Approval.Approver, in.State)
+			e(in.ID), e(in.Principal), e(in.Tenant), e(in.Tool), e(p.Approval.Approver), in.State)
 	}
-	return fmt.Sprintf("Writ: intent %s (%s, tenant %s, tool %s) ended %s without an approval.", in.ID, in.Principal, in.Tenant, in.Tool, in.State)
+	return fmt.Sprintf("Writ: intent %s (%s, tenant %s, tool %s) ended %s without an approval.", e(in.ID), e(in.Principal), e(in.Tenant), e(in.Tool), in.State)
 }
 
-// deliver posts body until the receiver answers 2xx or the attempts run out.
-func (w *webhooks) deliver(h *Webhook, delivery, event, intent string, body []byte) {
+func slackEscape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// redactURL is a hook's URL as logs and the admin's view show it: scheme and
+// host, never the path, which for incoming webhooks is the secret.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(a webhook URL)"
+	}
+	out := u.Scheme + "://" + u.Host
+	if u.Path != "" && u.Path != "/" || u.RawQuery != "" {
+		out += "/…"
+	}
+	return out
+}
+
+func (w *webhooks) worker(h *Webhook, jobs chan webhookJob) {
+	for {
+		select {
+		case <-w.ctx.Done():
+			return
+		case j := <-jobs:
+			w.deliver(h, j)
+		}
+	}
+}
+
+// deliver posts a job until the receiver answers 2xx or the attempts run out.
+func (w *webhooks) deliver(h *Webhook, j webhookJob) {
 	attempts := h.MaxAttempts
 	if attempts == 0 {
 		attempts = 5
 	}
-	d := WebhookDelivery{Delivery: delivery, Event: event, IntentID: intent, URL: h.URL}
+	d := WebhookDelivery{Delivery: j.delivery, Event: j.event, IntentID: j.intent, URL: redactURL(h.URL)}
 	for a := 1; a <= attempts; a++ {
 		d.Attempts = a
 		d.Status, d.Error = 0, ""
-		err := w.post(h, delivery, event, body, &d)
+		err := w.post(h, j, &d)
 		if err == nil {
 			d.OK = true
 			break
@@ -249,40 +337,50 @@ func (w *webhooks) deliver(h *Webhook, delivery, event, intent string, body []by
 			break
 		}
 		select {
-		case <-w.s.stop:
+		case <-w.ctx.Done():
 			return
 		case <-time.After(h.retryDelay() << min(a-1, 6)):
 		}
 	}
 	d.At = w.s.now()
 	if d.OK {
-		w.s.log.Info("webhook delivered", "event", event, "intent_id", intent, "url", h.URL, "attempts", d.Attempts)
+		w.s.log.Info("webhook delivered", "event", j.event, "intent_id", j.intent, "url", d.URL, "attempts", d.Attempts)
 	} else {
-		w.s.log.Warn("webhook not delivered", "event", event, "intent_id", intent, "url", h.URL, "attempts", d.Attempts, "err", d.Error)
+		w.s.log.Warn("webhook not delivered", "event", j.event, "intent_id", j.intent, "url", d.URL, "attempts", d.Attempts, "err", d.Error)
 	}
+	w.record(d)
+}
+
+func (w *webhooks) record(d WebhookDelivery) {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.log = append(w.log, d)
 	if len(w.log) > webhookLog {
 		w.log = w.log[len(w.log)-webhookLog:]
 	}
-	w.mu.Unlock()
 }
 
-func (w *webhooks) post(h *Webhook, delivery, event string, body []byte, d *WebhookDelivery) error {
-	ctx, cancel := context.WithTimeout(context.Background(), webhookTimeout)
+func (w *webhooks) post(h *Webhook, j webhookJob, d *WebhookDelivery) error {
+	ctx, cancel := context.WithTimeout(w.ctx, webhookTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.URL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.URL, bytes.NewReader(j.body))
 	if err != nil {
-		return err
+		return errors.New("the request could not be made")
 	}
 	ts := strconv.FormatInt(w.s.now().Unix(), 10)
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Writ-Event", event)
-	req.Header.Set("Writ-Delivery", delivery)
-	req.Header.Set("Writ-Signature", "t="+ts+",v1="+WebhookSignature(h.Secret, ts, body))
+	req.Header.Set("Writ-Event", j.event)
+	req.Header.Set("Writ-Delivery", j.delivery)
+	req.Header.Set("Writ-Signature", "t="+ts+",v1="+WebhookSignature(h.Secret, ts, j.body))
 	resp, err := w.client.Do(req)
 	if err != nil {
-		return err
+		// The URL error names the URL, which may hold a secret: keep its
+		// cause only.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			return ue.Err
+		}
+		return errors.New("the request failed")
 	}
 	resp.Body.Close()
 	d.Status = resp.StatusCode
@@ -339,7 +437,9 @@ func (w *webhooks) deliveries() ([]WebhookDelivery, int) {
 	return out, w.dropped
 }
 
-// WebhookView is a configured webhook as the admin sees it: never its secret.
+// WebhookView is a configured webhook as the admin sees it: never its secret,
+// and its URL as scheme and host only (the path of an incoming webhook is a
+// secret too).
 type WebhookView struct {
 	URL         string   `json:"url"`
 	Events      []string `json:"events"`
@@ -367,7 +467,7 @@ func (s *Server) webhookRoutes(mux *routeMux) {
 			if n == 0 {
 				n = 5
 			}
-			v.Webhooks = append(v.Webhooks, WebhookView{URL: h.URL, Events: ev, MaxAttempts: n})
+			v.Webhooks = append(v.Webhooks, WebhookView{URL: redactURL(h.URL), Events: ev, MaxAttempts: n})
 		}
 		if s.hooks != nil {
 			v.Deliveries, v.Dropped = s.hooks.deliveries()

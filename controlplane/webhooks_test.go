@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -100,7 +101,7 @@ func TestWebhooksAnnounceApprovals(t *testing.T) {
 	if err := d.admin.AdminJSON(ctx, "GET", "webhooks", nil, &view); err != nil {
 		t.Fatal(err)
 	}
-	if len(view.Webhooks) != 1 || view.Webhooks[0].URL != srv.URL || len(view.Deliveries) != 2 {
+	if len(view.Webhooks) != 1 || view.Webhooks[0].URL != srv.URL || len(view.Deliveries) != 2 || view.Deliveries[0].URL != srv.URL {
 		t.Fatalf("webhooks view: %+v", view)
 	}
 	// Newest first: the decided delivery took one attempt, the requested
@@ -163,5 +164,54 @@ func TestWebhookConfigRefused(t *testing.T) {
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "webhook") {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// A hook's URL path (an incoming webhook's secret) is never shown or logged;
+// a redirect is a failed delivery, not a place the signed body goes; names
+// cannot become chat markup.
+func TestWebhookRedactsAndRefusesRedirects(t *testing.T) {
+	secret := []byte("0123456789abcdef-webhook")
+	var mu sync.Mutex
+	elsewhere := 0
+	other := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { mu.Lock(); elsewhere++; mu.Unlock() }))
+	defer other.Close()
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/stolen", http.StatusTemporaryRedirect)
+	}))
+	defer redirect.Close()
+	var logs lockedBuffer
+	d := startDevWith(t, func(c *controlplane.Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		c.Webhooks = []controlplane.Webhook{{URL: redirect.URL + "/services/T000/B000/XXXXSECRETPATH", Secret: secret, MaxAttempts: 2, RetryDelay: 10 * time.Millisecond}}
+	})
+	ctx := context.Background()
+	raw := d.intent(t, "echo_approval", `{"msg":"x"}`)
+	if _, err := d.c.Submit(ctx, raw, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	var view controlplane.WebhooksView
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && len(view.Deliveries) == 0; time.Sleep(50 * time.Millisecond) {
+		if err := d.admin.AdminJSON(ctx, "GET", "webhooks", nil, &view); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(view.Deliveries) != 1 || view.Deliveries[0].OK || view.Deliveries[0].Status != http.StatusTemporaryRedirect || view.Deliveries[0].Attempts != 2 {
+		t.Fatalf("deliveries: %+v", view.Deliveries)
+	}
+	if view.Webhooks[0].URL != redirect.URL+"/…" || view.Deliveries[0].URL != redirect.URL+"/…" {
+		t.Fatalf("shown URLs: %q, %q", view.Webhooks[0].URL, view.Deliveries[0].URL)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if elsewhere != 0 {
+		t.Fatalf("the redirect's target got %d requests", elsewhere)
+	}
+	if strings.Contains(logs.String(), "SECRETPATH") || !strings.Contains(logs.String(), "webhook not delivered") {
+		t.Fatalf("logs:\n%s", logs.String())
+	}
+	p := controlplane.WebhookPayload{Event: controlplane.EventApprovalRequested, Intent: controlplane.WebhookIntent{Principal: "<!channel> <https://evil|Approve>", Tool: "a&b"}}
+	if got := controlplane.WebhookText(&p); strings.ContainsAny(strings.ReplaceAll(strings.ReplaceAll(got, "&lt;", ""), "&gt;", ""), "<>") || !strings.Contains(got, "a&amp;b") {
+		t.Fatalf("text: %q", got)
 	}
 }
