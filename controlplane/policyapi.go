@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/writhq/writ/controlplane/internal/fsm"
 	"github.com/writhq/writ/controlplane/internal/policy"
@@ -71,21 +72,30 @@ func (s *Server) handlePolicyDryRun(w http.ResponseWriter, r *http.Request) (any
 	}
 	out := protocol.PolicyDryRunResult{Hash: set.Hash(), Since: req.Since, Changes: []protocol.PolicyChange{}}
 	for _, in := range s.fsm.DecidedSince(req.Since, protocol.MaxPolicyReplay) {
+		if r.Context().Err() != nil {
+			return nil, refusal(codeInternal, "the dry run was interrupted")
+		}
+		// Replayed with the tool as registered now: an intent whose params
+		// no longer fit its schema would not reach the policy today.
 		tool, ok := s.catalog.tool(in.Tool)
 		intent, err := protocol.DecodeIntent(in.Raw, 0)
-		if !ok || err != nil {
+		if !ok || err != nil || tool.Validate(intent.Params) != nil {
 			out.Skipped++
 			continue
 		}
 		out.Examined++
-		pt := policyTool(tool)
 		after := protocol.DecisionDeny
 		var d policy.Decision
-		if req, err := policy.NewInvokeRequest(intent, pt); err == nil {
+		if req, err := policy.NewInvokeRequest(intent, policyTool(tool)); err == nil {
 			d = set.Invoke(req)
-			after = decisionName(d.Allow, d.Allow && (d.ApprovalRequired || tool.NeedsApproval()))
+			approval := d.Allow && (d.ApprovalRequired || tool.NeedsApproval())
+			n := 0
+			if approval {
+				n = max(d.Approvers, tool.ApprovalsRequired)
+			}
+			after = decisionName(d.Allow, approval, n)
 		}
-		before := decisionName(in.Decision.Allow, in.Decision.ApprovalRequired)
+		before := decisionName(in.Decision.Allow, in.Decision.ApprovalRequired, in.Decision.Approvals)
 		if before == after {
 			continue
 		}
@@ -104,11 +114,14 @@ func (s *Server) handlePolicyDryRun(w http.ResponseWriter, r *http.Request) (any
 	return out, nil
 }
 
-// decisionName is how a dry run and a policy test name a decision.
-func decisionName(allow, approval bool) string {
+// decisionName is how a dry run and a policy test name a decision: deny,
+// allow, approval, or approval:N for N distinct approvers.
+func decisionName(allow, approval bool, approvers int) string {
 	switch {
 	case !allow:
 		return protocol.DecisionDeny
+	case approval && approvers > 1:
+		return protocol.DecisionApproval + ":" + strconv.Itoa(approvers)
 	case approval:
 		return protocol.DecisionApproval
 	}

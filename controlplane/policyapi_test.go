@@ -109,15 +109,25 @@ func TestPolicyCheckOffline(t *testing.T) {
 	if !res[0].Pass || res[0].Got != "allow" || len(res[0].Policies) != 1 || !res[1].Pass || res[2].Pass || res[2].Got != "deny" {
 		t.Fatalf("results: %+v", res)
 	}
-	// A tool that requires approval, allowed: "approval".
+	// A tool that requires approval, allowed: "approval"; with
+	// @approvals("3"): "approval:3".
 	allowAll := `@id("all") permit (principal, action, resource);`
 	if res, err := controlplane.TestPolicy([]byte(allowAll), cases); err != nil || res[1].Got != "approval" {
 		t.Fatalf("approval: %+v %v", res, err)
+	}
+	three := `@id("three") @approvals("3") permit (principal, action, resource);`
+	if res, err := controlplane.TestPolicy([]byte(three), cases); err != nil || res[0].Got != "approval:3" || res[1].Got != "approval:3" {
+		t.Fatalf("three approvers: %+v %v", res, err)
+	}
+	if _, err := controlplane.ParsePolicyCases([]byte(`{"tools":{"e":{}},"cases":[{"name":"a","tenant":"t","principal":"p","tool":"e","expect":"approval:2"}]}`)); err != nil {
+		t.Fatalf("approval:2 refused: %v", err)
 	}
 	for name, bad := range map[string]string{
 		"unknown member": `{"tools":{"echo":{}},"cases":[{"name":"a","tenant":"t","principal":"p","tool":"echo","expect":"allow","x":1}]}`,
 		"unknown tool":   `{"tools":{},"cases":[{"name":"a","tenant":"t","principal":"p","tool":"echo","expect":"allow"}]}`,
 		"bad expect":     `{"tools":{"echo":{}},"cases":[{"name":"a","tenant":"t","principal":"p","tool":"echo","expect":"maybe"}]}`,
+		"approval:1":     `{"tools":{"echo":{}},"cases":[{"name":"a","tenant":"t","principal":"p","tool":"echo","expect":"approval:1"}]}`,
+		"approval:02":    `{"tools":{"echo":{}},"cases":[{"name":"a","tenant":"t","principal":"p","tool":"echo","expect":"approval:02"}]}`,
 		"no principal":   `{"tools":{"echo":{}},"cases":[{"name":"a","tenant":"t","tool":"echo","expect":"allow"}]}`,
 		"no cases":       `{"tools":{"echo":{}},"cases":[]}`,
 		"not json":       `[`,

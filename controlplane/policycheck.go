@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -77,8 +79,8 @@ func ParsePolicyCases(b []byte) (*PolicyCases, error) {
 		switch {
 		case k.Name == "" || k.Tenant == "" || k.Principal == "" || k.Tool == "":
 			return nil, fmt.Errorf("cases: case %d needs a name, tenant, principal and tool", i)
-		case !slices.Contains([]string{protocol.DecisionAllow, protocol.DecisionDeny, protocol.DecisionApproval}, k.Expect):
-			return nil, fmt.Errorf("cases: %q expects %q: give allow, deny or approval", k.Name, k.Expect)
+		case !validExpect(k.Expect):
+			return nil, fmt.Errorf("cases: %q expects %q: give allow, deny, approval or approval:N (N from 2 to 10)", k.Name, k.Expect)
 		}
 		if _, ok := c.Tools[k.Tool]; !ok {
 			return nil, fmt.Errorf("cases: %q names tool %q, which \"tools\" does not describe", k.Name, k.Tool)
@@ -110,11 +112,25 @@ func TestPolicy(text []byte, cases *PolicyCases) ([]PolicyCaseResult, error) {
 			r.Errors = []string{err.Error()}
 		} else {
 			d := set.Invoke(req)
-			r.Got = decisionName(d.Allow, d.Allow && (d.ApprovalRequired || needs))
+			approval := d.Allow && (d.ApprovalRequired || needs)
+			n := 0
+			if approval {
+				n = max(d.Approvers, t.ApprovalsRequired)
+			}
+			r.Got = decisionName(d.Allow, approval, n)
 			r.Policies, r.Errors = d.Policies, d.Errors
 		}
 		r.Pass = r.Got == r.Expect
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+func validExpect(e string) bool {
+	if slices.Contains([]string{protocol.DecisionAllow, protocol.DecisionDeny, protocol.DecisionApproval}, e) {
+		return true
+	}
+	n, ok := strings.CutPrefix(e, protocol.DecisionApproval+":")
+	v, err := strconv.Atoi(n)
+	return ok && err == nil && v >= 2 && v <= 10 && strconv.Itoa(v) == n
 }

@@ -125,7 +125,7 @@ func (ss *session) result(raw, output []byte) {
 		// A report on a dispatch this cluster never made (a forged one the
 		// node refused) or one already decided otherwise.
 		s.metrics.nodeReports.WithLabelValues(string(out.Err.Code)).Inc()
-		ss.log().Warn("node result not recorded", "dispatch", res.DispatchID, "status", res.Status, "error", res.Error, "code", out.Err.Code)
+		ss.log().Warn("node result not recorded", "dispatch", res.DispatchID, "status", res.Status, "code", out.Err.Code)
 		ss.ack(protocol.Ack{DispatchID: res.DispatchID, Error: out.Err})
 		return
 	}

@@ -52,8 +52,8 @@ func EncodeAdmit(c *Admit) ([]byte, error) {
 	if !c.Intent.IsValid() {
 		return nil, errors.New("fsm: the intent of an admit is not valid JSON")
 	}
-	if n := c.Decision.Approvals; n < 0 || n == 1 || n > MaxApprovals {
-		return nil, fmt.Errorf("fsm: %d approvers: 0 (one approval) or 2 to %d", n, MaxApprovals)
+	if n := c.Decision.Approvals; n < 0 || n == 1 || n > MaxApprovals || (n > 1 && !(c.Decision.Allow && c.Decision.ApprovalRequired)) {
+		return nil, fmt.Errorf("fsm: %d approvers: 0 (one approval) or 2 to %d, and only for an allowed intent that waits for approval", n, MaxApprovals)
 	}
 	strs := []string{c.ID, c.Tenant, c.Principal, c.RunID, c.Tool, c.PayloadHash, c.IdempotencyKey, c.Decision.PolicyHash}
 	strs = append(strs, c.Decision.Policies...)
@@ -172,6 +172,9 @@ func decodeAdmit(data []byte) (*Admit, error) {
 		r.fail()
 	}
 	c.Decision = Decision{Allow: flags&1 != 0, ApprovalRequired: flags&2 != 0}
+	if flags&4 != 0 && flags&3 != 3 {
+		r.fail() // approvers of an intent that waits for none
+	}
 	if flags&4 != 0 {
 		// Present only for more than one, and at most MaxApprovals: one
 		// encoding, and nothing the JSON admit would not carry.

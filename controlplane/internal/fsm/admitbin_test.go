@@ -225,12 +225,15 @@ func TestAdmitEncodingsApplyAlike(t *testing.T) {
 // way.
 func TestAdmitApprovalsEncoding(t *testing.T) {
 	for _, n := range []int{-1, 1, MaxApprovals + 1} {
-		c := admit("int-1", "k1", "p", t0, func(a *Admit) { a.Decision.Approvals = n })
+		c := admit("int-1", "k1", "p", t0, func(a *Admit) { a.Decision.ApprovalRequired, a.Decision.Approvals = true, n })
 		if _, err := EncodeAdmit(c); err == nil {
 			t.Errorf("%d approvers encoded", n)
 		}
 	}
-	c := admit("int-1", "k1", "p", t0, func(a *Admit) { a.Decision.Approvals = 2 })
+	if _, err := EncodeAdmit(admit("int-1", "k1", "p", t0, func(a *Admit) { a.Decision.Approvals = 2 })); err == nil {
+		t.Error("approvers of an intent that waits for no approval encoded")
+	}
+	c := admit("int-1", "k1", "p", t0, func(a *Admit) { a.Decision.ApprovalRequired, a.Decision.Approvals = true, 2 })
 	b, err := EncodeAdmit(c)
 	if err != nil {
 		t.Fatal(err)
@@ -238,13 +241,19 @@ func TestAdmitApprovalsEncoding(t *testing.T) {
 	// The count follows the flags byte, the first byte where the entry
 	// differs from the same admit needing one approval: rewrite it to 0, 1
 	// and past the maximum, and the entry no longer decodes.
-	plain, _ := EncodeAdmit(admit("int-1", "k1", "p", t0))
+	plain, _ := EncodeAdmit(admit("int-1", "k1", "p", t0, func(a *Admit) { a.Decision.ApprovalRequired = true }))
 	i := 0
 	for i < len(plain) && plain[i] == b[i] {
 		i++
 	}
 	if len(b) != len(plain)+1 || b[i]&4 == 0 || b[i+1] != 2 {
 		t.Fatalf("the count is not after the flags: %x and %x", plain, b)
+	}
+	if mod := bytes.Clone(b); true {
+		mod[i] &^= 2 // approvers, but no approval required
+		if _, err := decodeAdmit(mod[1:]); err == nil {
+			t.Error("approvers without approval required decoded")
+		}
 	}
 	for _, bad := range []byte{0, 1, MaxApprovals + 1} {
 		mod := bytes.Clone(b)

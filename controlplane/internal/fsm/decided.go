@@ -8,25 +8,36 @@ import (
 
 // DecidedSince returns, newest first, up to limit intents admitted at or
 // after since whose admission consulted the policy: what a policy dry run
-// replays. The records are copies.
+// replays. The records are copies. The state is read twice, briefly: the
+// sort runs without holding Apply back, and an intent pruned in between is
+// left out.
 func (f *FSM) DecidedSince(since time.Time, limit int) []Intent {
+	type found struct {
+		id string
+		at time.Time
+	}
+	var all []found
 	f.mu.RLock()
-	defer f.mu.RUnlock()
-	var found []*Intent
 	for _, in := range f.state.Intents {
 		if in.Decision.PolicyHash != "" && !in.AdmittedAt.Before(since) && len(in.Raw) > 0 {
-			found = append(found, in)
+			all = append(all, found{in.ID, in.AdmittedAt})
 		}
 	}
-	slices.SortFunc(found, func(a, b *Intent) int {
-		if c := b.AdmittedAt.Compare(a.AdmittedAt); c != 0 {
+	f.mu.RUnlock()
+	slices.SortFunc(all, func(a, b found) int {
+		if c := b.at.Compare(a.at); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.ID, b.ID)
+		return cmp.Compare(a.id, b.id)
 	})
-	out := make([]Intent, 0, min(len(found), limit))
-	for _, in := range found[:min(len(found), limit)] {
-		out = append(out, *in)
+	all = all[:min(len(all), limit)]
+	out := make([]Intent, 0, len(all))
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	for _, x := range all {
+		if in, ok := f.state.Intents[x.id]; ok {
+			out = append(out, *in)
+		}
 	}
 	return out
 }

@@ -15,9 +15,6 @@ func TestPolicyVersions(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for i := 0; i < maxPolicyVersions+6; i++ {
 		c := PutPolicy{Text: fmt.Sprintf("// v%d", i), Hash: fmt.Sprintf("sha256:%d", i), At: at.Add(time.Duration(i) * time.Minute)}
-		if i == 3 {
-			c.At = time.Time{} // an entry from before At was recorded: the FSM's clock stands in
-		}
 		if i == 5 {
 			c.RollbackOf = 2
 		}
@@ -55,13 +52,36 @@ func TestPolicyVersions(t *testing.T) {
 	}
 }
 
-func TestPolicyVersionOfOldEntryUsesClock(t *testing.T) {
+// An entry written before versions were kept installs the policy and
+// records no version.
+func TestPolicyEntryWithoutTimeKeepsNoVersion(t *testing.T) {
 	f := newFSM(t)
 	b := &logBuilder{t: t}
-	f.Apply(b.add(MsgTick, Tick{At: t0}))
-	f.Apply(b.add(MsgPutPolicy, PutPolicy{Text: "x", Hash: "sha256:x", RollbackOf: 1}))
-	v, ok := f.PolicyVersion(2)
-	if !ok || !v.InstalledAt.Equal(t0) || v.RollbackOf != 1 {
+	f.Apply(b.add(MsgPutPolicy, PutPolicy{Text: "x", Hash: "sha256:x"}))
+	if f.Policy().Hash != "sha256:x" || len(f.PolicyVersions()) != 0 {
+		t.Fatalf("policy %+v, versions %+v", f.Policy(), f.PolicyVersions())
+	}
+	f.Apply(b.add(MsgPutPolicy, PutPolicy{Text: "y", Hash: "sha256:y", At: t0, RollbackOf: 1}))
+	if v, ok := f.PolicyVersion(2); !ok || !v.InstalledAt.Equal(t0) || v.RollbackOf != 1 || len(f.PolicyVersions()) != 1 {
 		t.Fatalf("%+v %v", v, ok)
+	}
+}
+
+// The versions kept are bounded by their total size too; the current one is
+// always kept.
+func TestPolicyVersionsBoundedBySize(t *testing.T) {
+	f := newFSM(t)
+	b := &logBuilder{t: t}
+	big := string(make([]byte, 1<<20))
+	for i := 0; i < 6; i++ {
+		f.Apply(b.add(MsgPutPolicy, PutPolicy{Text: big, Hash: fmt.Sprintf("sha256:%d", i), At: t0}))
+	}
+	if vs := f.PolicyVersions(); len(vs) != 4 || vs[3].Hash != "sha256:5" {
+		t.Fatalf("%d versions kept, the last %s; want 4 (4 MiB), the last sha256:5", len(vs), vs[len(vs)-1].Hash)
+	}
+	huge := string(make([]byte, 5<<20))
+	f.Apply(b.add(MsgPutPolicy, PutPolicy{Text: huge, Hash: "sha256:huge", At: t0}))
+	if vs := f.PolicyVersions(); len(vs) != 1 || vs[0].Hash != "sha256:huge" {
+		t.Fatalf("a version past the size bound alone: %d kept", len(vs))
 	}
 }
