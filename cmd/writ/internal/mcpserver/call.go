@@ -18,9 +18,20 @@ import (
 // maxStep is the longest one request waits for a state (the API's MaxWait).
 const maxStep = 60 * time.Second
 
+// firstStep is how long the submission waits for a final state when the
+// tool's manifest does not ask for approval: the server waits for a final
+// state, so an intent that policy holds for approval is reported after
+// this long at the latest. Approval is decided at admission, so a later
+// state never needs it.
+const firstStep = 2 * time.Second
+
 // callHandler is the handler of one registered tool: each call is one
 // signed intent, answered once it reaches a final state.
-func (s *Server) callHandler(tool string) mcp.ToolHandler {
+func (s *Server) callHandler(t client.Tool) mcp.ToolHandler {
+	tool, first := t.Name, firstStep
+	if t.RequiresApproval {
+		first = 0
+	}
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		reqID, ok := requestID(req)
 		if !ok {
@@ -33,18 +44,22 @@ func (s *Server) callHandler(tool string) mcp.ToolHandler {
 		if jsontext.Value(params).Kind() != '{' {
 			return toolError("", protocol.CodeMalformed, "arguments must be a JSON object"), nil
 		}
-		session := req.Session.ID()
+		session, idem := req.Session.ID(), ""
 		if session == "" {
-			// A sessionless request: nothing ties a retry to its first
-			// sending, so each call is its own.
-			session = "call-" + randomHex(16)
+			// A sessionless request (streamable HTTP at protocol
+			// 2026-07-28): its run is this server's sessionless run, and
+			// nothing ties a retry to its first sending, so each call is
+			// its own.
+			session, idem = s.sessionless, "mcp-"+randomHex(32)
+		} else {
+			idem = idempotencyKey(session, reqID)
 		}
-		id, raw, err := s.signIntent(tool, params, s.runID(session), idempotencyKey(session, reqID))
+		id, raw, err := s.signIntent(tool, params, s.runID(session), idem)
 		if err != nil {
 			return toolError("", protocol.CodeMalformed, err.Error()), nil
 		}
 		w := waiter{s: s, req: req}
-		r, err := s.c.Submit(ctx, raw, nil, maxStep)
+		r, err := s.c.Submit(ctx, raw, nil, first)
 		for err == nil && !final(r.State) {
 			// A retried request is answered with the first intent, whose
 			// id is the one to follow.
@@ -119,18 +134,19 @@ func (w *waiter) next(ctx context.Context, r *client.IntentResponse) (time.Durat
 	if left <= 0 {
 		return 0, errApprovalWait
 	}
-	w.notify(ctx, fmt.Sprintf("intent %s awaits approval (waiting up to %s)", r.IntentID, left.Round(time.Second)))
+	w.notify(ctx, r.IntentID, fmt.Sprintf("intent %s awaits approval (waiting up to %s)", r.IntentID, left.Round(time.Second)))
 	return min(left, maxStep), nil
 }
 
 // notify sends a progress notification when the client asked for them.
-func (w *waiter) notify(ctx context.Context, msg string) {
+func (w *waiter) notify(ctx context.Context, id, msg string) {
 	token := w.req.Params.GetProgressToken()
 	if token == nil {
 		return
 	}
 	w.progress++
-	if err := w.req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Message: msg, Progress: w.progress}); err != nil {
+	if err := w.req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+		Meta: mcp.Meta{metaIntentID: id}, ProgressToken: token, Message: msg, Progress: w.progress}); err != nil {
 		w.s.cfg.Logger.Debug("progress notification", "error", err)
 	}
 }

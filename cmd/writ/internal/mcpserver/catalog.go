@@ -46,7 +46,7 @@ func (s *Server) Sync(ctx context.Context) error {
 			continue
 		}
 		s.tools[t.Name] = h
-		s.mcp.AddTool(tool, s.callHandler(t.Name))
+		s.mcp.AddTool(tool, s.callHandler(t))
 	}
 	var gone []string
 	for name := range s.tools {

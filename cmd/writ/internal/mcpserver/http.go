@@ -52,6 +52,9 @@ func (s *Server) Handler(hc HTTPConfig) (http.Handler, error) {
 	want := sha256.Sum256([]byte(hc.Token))
 	inner := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		Logger: s.cfg.Logger, SessionTimeout: 30 * time.Minute, MaxRequestBodyBytes: maxHTTPBody,
+		// A sessionless call whose HTTP request ends stops waiting (its
+		// client has gone), as a cancelled one does.
+		PropagateRequestCancellation: true,
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if o := r.Header.Get("Origin"); o != "" && !slices.Contains(hc.AllowedOrigins, o) {

@@ -18,6 +18,9 @@ type Server struct {
 	c   *client.Client
 	mcp *mcp.Server
 
+	// sessionless stands for the session of calls that have none.
+	sessionless string
+
 	mu    sync.Mutex
 	tools map[string]string // registered name -> hash of what the catalog said about it
 }
@@ -28,7 +31,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	cfg.Client.SignReads(cfg.Tenant, cfg.KeyID, cfg.Secret)
-	s := &Server{cfg: cfg, c: cfg.Client, tools: map[string]string{}}
+	// A call answers with its receipt as soon as it is final; the proof is
+	// GET /v1/receipts/{index}'s to give.
+	cfg.Client.NoProofWait = true
+	s := &Server{cfg: cfg, c: cfg.Client, tools: map[string]string{}, sessionless: newSessionID()}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "writ", Title: "Writ", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: "Every tool call is a signed Writ intent: authorized by policy, approved where required, run in a sandbox on a node, and recorded with a receipt. A call that waits for approval returns its intent id; ask writ_intent_status about it later.",
 		Logger:       cfg.Logger,
