@@ -476,3 +476,48 @@ func TestMCPHTTP(t *testing.T) {
 		t.Errorf("request 8 was answered with request 7's intent %s", a)
 	}
 }
+
+// TestMCPTypeScript: the official TypeScript SDK's client (npm
+// @modelcontextprotocol/sdk, which make deps installs into .npm-mcp/) lists
+// and calls through writ mcp over stdio. Without node or the package the
+// test fails under CI=true and is skipped otherwise.
+func TestMCPTypeScript(t *testing.T) {
+	missing := func(format string, args ...any) {
+		t.Helper()
+		if os.Getenv("CI") == "true" {
+			t.Fatalf(format, args...)
+		}
+		t.Skipf(format, args...)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missing("node is not installed: make deps installs the Debian package nodejs")
+	}
+	modules, err := filepath.Abs("../../.npm-mcp/node_modules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(modules, "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+		missing("the TypeScript MCP SDK is not in %s: make deps installs it", modules)
+	}
+	d := startMCPDev(t)
+	cmd := exec.Command(node, "testdata/mcp_client.cjs", writBin, "--dev", d.dir)
+	cmd.Env = append(withoutWritEnv(), "NODE_PATH="+modules)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the TypeScript client: %v\n%s", err, out)
+	}
+	var got struct {
+		Server struct{ Name string }
+		Tools  []string
+		Result mcp.CallToolResult
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("the TypeScript client printed %q: %v", out, err)
+	}
+	if got.Server.Name != "writ" || !strings.Contains(strings.Join(got.Tools, ","), "echo,echo_approval") {
+		t.Errorf("server %+v, tools %v", got.Server, got.Tools)
+	}
+	checkEcho(t, d, &got.Result, "from typescript")
+}
