@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/writhq/writ/client"
+	"github.com/writhq/writ/cmd/writ/internal/mcpserver"
 	"github.com/writhq/writ/controlplane"
 	"github.com/writhq/writ/internal/secretfile"
 )
@@ -71,11 +72,17 @@ type mcpBenchReport struct {
 	Direct       latency `json:"direct_submit"`
 	DirectOutput latency `json:"direct_submit_and_output"`
 	MCP          latency `json:"mcp_tools_call"`
-	DirectRate   float64 `json:"direct_calls_per_second"`
-	MCPRate      float64 `json:"mcp_calls_per_second"`
+	// InProcess is the same server in the bench's process, over an
+	// in-memory transport.
+	InProcess     latency `json:"mcp_in_process_tools_call"`
+	InProcessRate float64 `json:"mcp_in_process_calls_per_second"`
+	DirectRate    float64 `json:"direct_calls_per_second"`
+	MCPRate       float64 `json:"mcp_calls_per_second"`
 	// AddedP50 and AddedP99 are MCP minus DirectOutput.
 	AddedP50 time.Duration `json:"mcp_added_p50_ns"`
 	AddedP99 time.Duration `json:"mcp_added_p99_ns"`
+	// InProcessAddedP50 is InProcess minus DirectOutput at p50.
+	InProcessAddedP50 time.Duration `json:"mcp_in_process_added_p50_ns"`
 }
 
 func benchMCP(e *env, o mcpBenchOptions) (*mcpBenchReport, error) {
@@ -157,19 +164,33 @@ func benchMCP(e *env, o mcpBenchOptions) (*mcpBenchReport, error) {
 	}
 	defer cs.Close()
 
-	viaMCP := func(i int) (time.Duration, error) {
-		msg := fmt.Sprintf("mcp-%d", i)
-		start := time.Now()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"msg": msg}})
-		took := time.Since(start)
-		if err != nil {
-			return 0, fmt.Errorf("tools/call %d: %w", i, err)
-		}
-		if want := `{"msg":"` + msg + `"}`; res.IsError || len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != want {
-			return 0, fmt.Errorf("tools/call %d: isError %v, %d contents", i, res.IsError, len(res.Content))
-		}
-		return took, nil
+	// The same server in this process, over an in-memory transport: the
+	// MCP layer without the process and the pipes between.
+	inCfg := mcpserver.DefaultConfig()
+	inClient := client.New(api, "")
+	if err := inClient.TrustCA(caPEM); err != nil {
+		return nil, err
 	}
+	inCfg.Client, inCfg.Tenant, inCfg.Principal, inCfg.KeyID, inCfg.Secret, inCfg.Run = inClient, creds.Tenant, "bench", creds.Orchestrator.KeyID, secret, "bench-mcp"
+	inServer, err := mcpserver.New(inCfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := inServer.Sync(ctx); err != nil {
+		return nil, err
+	}
+	serverEnd, clientEnd := mcp.NewInMemoryTransports()
+	inCtx, stopIn := context.WithCancel(ctx)
+	defer stopIn()
+	go inServer.Run(inCtx, serverEnd)
+	inCS, err := mcp.NewClient(&mcp.Implementation{Name: "writ-bench", Version: "1"}, nil).Connect(ctx, clientEnd, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer inCS.Close()
+
+	viaMCP := func(i int) (time.Duration, error) { return mcpCall(ctx, cs, fmt.Sprintf("mcp-%d", i)) }
+	viaInProcess := func(i int) (time.Duration, error) { return mcpCall(ctx, inCS, fmt.Sprintf("mem-%d", i)) }
 	viaClient := func(i int) (submit, withOutput time.Duration, err error) {
 		id := fmt.Sprintf("direct-%d-%d", time.Now().UnixNano(), i)
 		raw := signBenchIntent(creds.Tenant, creds.Orchestrator.KeyID, secret, id, fmt.Sprintf(`{"msg":"direct-%d"}`, i), nil)
@@ -191,29 +212,56 @@ func benchMCP(e *env, o mcpBenchOptions) (*mcpBenchReport, error) {
 		if _, err := viaMCP(-1 - i); err != nil {
 			return nil, err
 		}
+		if _, err := viaInProcess(-1 - i); err != nil {
+			return nil, err
+		}
 		if _, _, err := viaClient(-1 - i); err != nil {
 			return nil, err
 		}
 	}
-	var subs, outs, calls []time.Duration
-	var directTotal, mcpTotal time.Duration
+	var subs, outs, calls, mem []time.Duration
+	var directTotal, mcpTotal, memTotal time.Duration
 	for i := range o.n {
 		d, err := viaMCP(i)
 		if err != nil {
 			return nil, err
 		}
 		calls, mcpTotal = append(calls, d), mcpTotal+d
+		m, err := viaInProcess(i)
+		if err != nil {
+			return nil, err
+		}
+		mem, memTotal = append(mem, m), memTotal+m
 		s, w, err := viaClient(i)
 		if err != nil {
 			return nil, err
 		}
 		subs, outs, directTotal = append(subs, s), append(outs, w), directTotal+w
 	}
-	r := &mcpBenchReport{N: o.n, Procs: runtimeProcs(), Direct: percentiles(subs), DirectOutput: percentiles(outs), MCP: percentiles(calls)}
+	r := &mcpBenchReport{N: o.n, Procs: runtimeProcs(), Direct: percentiles(subs), DirectOutput: percentiles(outs),
+		MCP: percentiles(calls), InProcess: percentiles(mem)}
 	r.DirectRate = float64(o.n) / directTotal.Seconds()
 	r.MCPRate = float64(o.n) / mcpTotal.Seconds()
+	r.InProcessRate = float64(o.n) / memTotal.Seconds()
 	r.AddedP50, r.AddedP99 = r.MCP.P50-r.DirectOutput.P50, r.MCP.P99-r.DirectOutput.P99
+	r.InProcessAddedP50 = r.InProcess.P50 - r.DirectOutput.P50
 	return r, nil
+}
+
+// mcpCall makes one echo call of msg and checks its answer.
+func mcpCall(ctx context.Context, cs *mcp.ClientSession, msg string) (time.Duration, error) {
+	start := time.Now()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"msg": msg}})
+	took := time.Since(start)
+	if err != nil {
+		return 0, fmt.Errorf("tools/call %s: %w", msg, err)
+	}
+	if len(res.Content) == 1 && !res.IsError {
+		if tc, ok := res.Content[0].(*mcp.TextContent); ok && tc.Text == `{"msg":"`+msg+`"}` {
+			return took, nil
+		}
+	}
+	return 0, fmt.Errorf("tools/call %s: isError %v, %d contents", msg, res.IsError, len(res.Content))
 }
 
 func printMCPBench(e *env, r *mcpBenchReport) {
@@ -226,5 +274,7 @@ func printMCPBench(e *env, r *mcpBenchReport) {
 	row("direct: submit and wait (baseline)", r.Direct, "")
 	row("direct: submit, wait, read output (baseline)", r.DirectOutput, fmt.Sprintf("%.0f", r.DirectRate))
 	row("writ mcp: tools/call over stdio", r.MCP, fmt.Sprintf("%.0f", r.MCPRate))
-	w("%-44s %10s %10s", "the MCP layer's own cost", r.AddedP50.Round(time.Microsecond), r.AddedP99.Round(time.Microsecond))
+	row("  the same server in process, in memory", r.InProcess, fmt.Sprintf("%.0f", r.InProcessRate))
+	w("%-44s %10s %10s", "the MCP layer's own cost (stdio)", r.AddedP50.Round(time.Microsecond), r.AddedP99.Round(time.Microsecond))
+	w("%-44s %10s", "  in process, in memory", r.InProcessAddedP50.Round(time.Microsecond))
 }
