@@ -521,3 +521,40 @@ func TestMCPTypeScript(t *testing.T) {
 	}
 	checkEcho(t, d, &got.Result, "from typescript")
 }
+
+// TestMCPFlags: writ mcp refuses what it cannot serve safely, before it
+// reaches any server: --http on an address that is not loopback, a token
+// file others can read, a token too short, missing identity flags.
+func TestMCPFlags(t *testing.T) {
+	dir := t.TempDir()
+	key := writeFile(t, dir, "orch.key", base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))+"\n")
+	os.Chmod(key, 0o600)
+	short := writeFile(t, dir, "short.token", "abc\n")
+	os.Chmod(short, 0o600)
+	open := writeFile(t, dir, "open.token", strings.Repeat("t", 40)+"\n")
+	os.Chmod(open, 0o644)
+	id := []string{"mcp", "--server", "http://127.0.0.1:1", "--key", "orch=" + key, "--tenant", "t", "--principal", "p"}
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"not loopback", append(id, "--http", "0.0.0.0:0", "--http-token-file", filepath.Join(dir, "new.token")), "loopback address only"},
+		{"token too short", append(id, "--http", "127.0.0.1:0", "--http-token-file", short), "at least 32 characters"},
+		{"token file open", append(id, "--http", "127.0.0.1:0", "--http-token-file", open), "too open"},
+		{"no token file", append(id, "--http", "127.0.0.1:0"), "--http-token-file"},
+		{"no principal", []string{"mcp", "--key", "orch=" + key, "--tenant", "t"}, "--principal"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := exec.Command(writBin, c.args...)
+			cmd.Env = withoutWritEnv()
+			out, err := cmd.CombinedOutput()
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), c.want) {
+				t.Fatalf("writ %v: %v %s, want exit 2 and %q", c.args, err, out, c.want)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "new.token")); err == nil {
+				t.Fatal("a refused writ mcp wrote a token file")
+			}
+		})
+	}
+}

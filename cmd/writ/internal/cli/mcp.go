@@ -47,7 +47,8 @@ Writ's error code. A call awaiting approval reports progress and waits up to
 The transport is stdio (what desktop hosts start), or streamable HTTP on --http
 ADDR: requests carry "Authorization: Bearer TOKEN" with the token in
 --http-token-file (created, 0600, when the file does not exist), and a browser
-Origin is refused unless --http-allow-origin names it.`,
+Origin is refused unless --http-allow-origin names it. ADDR must be a loopback
+address: the token travels in clear.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if err := f.config(e, &cfg); err != nil {
@@ -62,21 +63,21 @@ Origin is refused unless --http-allow-origin names it.`,
 			if err != nil {
 				return err
 			}
+			var ln net.Listener
+			var token string
+			if f.httpAddr != "" {
+				if ln, token, err = f.listen(e); err != nil {
+					return err
+				}
+				defer ln.Close()
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if err := s.Sync(ctx); err != nil {
 				return err
 			}
-			if f.httpAddr == "" {
+			if ln == nil {
 				return s.Run(ctx, &mcp.StdioTransport{})
-			}
-			token, err := f.httpToken(e)
-			if err != nil {
-				return err
-			}
-			ln, err := net.Listen("tcp", f.httpAddr)
-			if err != nil {
-				return err
 			}
 			fmt.Fprintf(e.err, "writ mcp: streamable HTTP on http://%s/ (bearer token in %s)\n", ln.Addr(), f.tokenFile)
 			return s.ServeHTTP(ctx, ln, mcpserver.HTTPConfig{Token: token, AllowedOrigins: f.origins})
@@ -148,6 +149,25 @@ func (f *mcpFlags) config(e *env, cfg *mcpserver.Config) error {
 	}
 	cfg.Client, cfg.Tenant, cfg.KeyID, cfg.Secret = c, f.tenant, ref.id, secret
 	return nil
+}
+
+// listen opens --http's address, a loopback one only (the bearer token
+// travels in every request, in clear), and reads its token.
+func (f *mcpFlags) listen(e *env) (net.Listener, string, error) {
+	ln, err := net.Listen("tcp", f.httpAddr)
+	if err != nil {
+		return nil, "", err
+	}
+	if a, ok := ln.Addr().(*net.TCPAddr); !ok || !a.IP.IsLoopback() {
+		ln.Close()
+		return nil, "", fmt.Errorf("--http %s: writ mcp serves plain HTTP on a loopback address only; put a TLS-terminating proxy in front to reach it from elsewhere", f.httpAddr)
+	}
+	token, err := f.httpToken(e)
+	if err != nil {
+		ln.Close()
+		return nil, "", err
+	}
+	return ln, token, nil
 }
 
 // httpToken reads --http-token-file, or creates it with a new random token
