@@ -344,6 +344,28 @@ func TestMCPStdio(t *testing.T) {
 	if !found {
 		t.Errorf("greet is not listed after its registration")
 	}
+
+	// A call policy forbids is answered isError with the denial, and
+	// nothing runs.
+	policy := writeFile(t, t.TempDir(), "policy.cedar", `@id("dev.invoke")
+permit (principal, action == Writ::Action::"invoke", resource)
+when { principal.tenant == "dev" };
+
+@id("no-blocked")
+forbid (principal, action == Writ::Action::"invoke", resource)
+when { principal.name == "blocked" };
+`)
+	if out, code := run(t, "", "policy", "apply", "-f", policy, "--server", d.server, "--token-file", filepath.Join(d.dir, "admin.token")); code != 0 {
+		t.Fatalf("policy apply: %q exit %d", out, code)
+	}
+	blocked := stdioMCP(t, d, "", "--principal", "blocked")
+	r := call(t, blocked, "echo", map[string]any{"msg": "no"}, nil)
+	id, _ := r.Meta["writ/intent_id"].(string)
+	if !r.IsError || r.Meta["writ/state"] != "denied" || id == "" || r.Meta["writ/error_code"] == "" ||
+		!strings.Contains(text(r), id) || strings.Contains(text(r), `{"msg":"no"}`) {
+		t.Fatalf("a call policy forbids: isError %v %q %v", r.IsError, text(r), r.Meta)
+	}
+	checkEcho(t, d, call(t, old, "echo", map[string]any{"msg": "allowed"}, nil), "allowed")
 }
 
 // TestMCPApprovalWait: a call whose approval does not come within
