@@ -36,6 +36,9 @@ through writ mcp (tools/call, answered with the tool's output), one submitted
 directly with the Go client (the signed intent with a wait for its final state,
 then the output read that a tools/call answer also makes). Prints p50 and p99
 and calls per second of each, and their difference: the MCP layer's own cost.`,
+		// It honours -o text (the output contract's annotation, which
+		// textOutput sets).
+		Annotations: map[string]string{"writ-output": "text"},
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if o.n < 1 || o.n > 100_000 {

@@ -49,6 +49,9 @@ ADDR: requests carry "Authorization: Bearer TOKEN" with the token in
 --http-token-file (created, 0600, when the file does not exist), and a browser
 Origin is refused unless --http-allow-origin names it. ADDR must be a loopback
 address: the token travels in clear.`,
+		// It honours -o text (the output contract's annotation, which
+		// textOutput sets).
+		Annotations: map[string]string{"writ-output": "text"},
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if err := f.config(e, &cfg); err != nil {
