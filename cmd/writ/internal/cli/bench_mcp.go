@@ -39,7 +39,7 @@ and calls per second of each, and their difference: the MCP layer's own cost.`,
 		// It honours -o text (the output contract's annotation, which
 		// textOutput sets).
 		Annotations: map[string]string{"writ-output": "text"},
-		Args: cobra.NoArgs,
+		Args:        cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if o.n < 1 || o.n > 100_000 {
 				return errors.New("--n must be 1-100000")

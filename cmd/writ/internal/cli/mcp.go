@@ -52,7 +52,7 @@ address: the token travels in clear.`,
 		// It honours -o text (the output contract's annotation, which
 		// textOutput sets).
 		Annotations: map[string]string{"writ-output": "text"},
-		Args: cobra.NoArgs,
+		Args:        cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if err := f.config(e, &cfg); err != nil {
 				return err
