@@ -406,8 +406,10 @@ func TestMCPApprovalWait(t *testing.T) {
 		_, err := c.CallTool(ctx, &mcp.CallToolParams{Name: "echo_approval", Arguments: map[string]any{"msg": "cancel"}, Meta: mcp.Meta{"progressToken": "c"}})
 		errc <- err
 	}()
+	var cancelled string
 	select {
-	case <-c.progress:
+	case p := <-c.progress:
+		cancelled, _ = p.Meta["writ/intent_id"].(string)
 	case <-time.After(30 * time.Second):
 		t.Fatal("no progress for the call to cancel")
 	}
@@ -416,6 +418,22 @@ func TestMCPApprovalWait(t *testing.T) {
 		t.Error("a cancelled call returned no error")
 	}
 	checkEcho(t, d, call(t, c, "echo", map[string]any{"msg": "after"}, nil), "after")
+	// With a client that can cancel intents, writ mcp cancels the intent
+	// of the cancelled call (it had not started); without, it is left
+	// awaiting approval.
+	want := "pending_approval"
+	if _, ok := any(client.New(d.server, "")).(interface {
+		CancelIntent(context.Context, string) (*client.IntentResponse, error)
+	}); ok {
+		want = "canceled"
+	}
+	var state any
+	for deadline := time.Now().Add(20 * time.Second); state != want && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		state = call(t, c, "writ_intent_status", map[string]any{"intent_id": cancelled}, nil).Meta["writ/state"]
+	}
+	if state != want {
+		t.Errorf("the intent %s of a cancelled call is %v, want %s", cancelled, state, want)
+	}
 }
 
 // TestMCPHTTP drives writ mcp --http with the Go SDK's client; checks that

@@ -169,18 +169,38 @@ func (w *waiter) failed(ctx context.Context, id string, err error) *mcp.CallTool
 	return toolError(id, protocol.CodeMCPUnavailable, "the control plane could not be reached: "+err.Error())
 }
 
+// intentCanceler is the client's call that cancels an intent (POST
+// /v1/intents/{id}/cancel), found by type assertion: an intent that has not
+// started ends canceled, one already dispatched is stopped by its node.
+type intentCanceler interface {
+	CancelIntent(ctx context.Context, id string) (*client.IntentResponse, error)
+}
+
+// cancelTimeout bounds the cancel request of a call the client gave up on
+// (the call's own context has ended by then).
+const cancelTimeout = 10 * time.Second
+
 // cancelIntent asks the control plane to cancel an intent the client gave
-// up on, so that it does not start.
-//
-// CANCEL CALL SITE: the one place a cancelled tools/call would call
-// (*client.Client).CancelIntent (POST /v1/intents/{id}/cancel) once the
-// client has it; until then the intent stays as it is, and runs if it is
-// approved or already dispatched.
+// up on. It is the one call site of (*client.Client).CancelIntent: with a
+// client that has no such call, the intent is left as it is (it runs if it
+// is approved).
 func (s *Server) cancelIntent(id string) {
 	if id == "" {
 		return
 	}
-	s.cfg.Logger.Info("tool call cancelled by the client; the intent is not cancelled", "intent_id", id)
+	c, ok := any(s.c).(intentCanceler)
+	if !ok {
+		s.cfg.Logger.Info("tool call cancelled by the client; this client cannot cancel the intent", "intent_id", id)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
+	defer cancel()
+	r, err := c.CancelIntent(ctx, id)
+	if err != nil {
+		s.cfg.Logger.Warn("cancelling the intent of a cancelled call", "intent_id", id, "error", err)
+		return
+	}
+	s.cfg.Logger.Info("tool call cancelled by the client", "intent_id", id, "state", r.State)
 }
 
 func randomHex(n int) string {
