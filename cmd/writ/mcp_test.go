@@ -366,6 +366,59 @@ when { principal.name == "blocked" };
 		t.Fatalf("a call policy forbids: isError %v %q %v", r.IsError, text(r), r.Meta)
 	}
 	checkEcho(t, d, call(t, old, "echo", map[string]any{"msg": "allowed"}, nil), "allowed")
+
+	rawStdioRetry(t, d)
+}
+
+// rawStdioRetry speaks JSON-RPC to writ mcp over stdio by hand, to send one
+// tools/call twice with the same id: both answers name the same intent, and
+// another id another.
+func rawStdioRetry(t *testing.T, d *mcpDev) {
+	t.Helper()
+	cmd := exec.Command(writBin, "mcp", "--dev", d.dir)
+	cmd.Env, cmd.Stderr = withoutWritEnv(), os.Stderr
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { in.Close(); cmd.Wait() }()
+	lines := bufio.NewScanner(out)
+	lines.Buffer(make([]byte, 1<<20), 1<<20)
+	send := func(msg string) {
+		if _, err := io.WriteString(in, msg+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	answer := func(id int) map[string]any {
+		t.Helper()
+		for lines.Scan() {
+			var m map[string]any
+			if json.Unmarshal(lines.Bytes(), &m) == nil && m["id"] == float64(id) {
+				return m
+			}
+		}
+		t.Fatalf("writ mcp ended before answering request %d", id)
+		return nil
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	answer(1)
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	intent := func(id int) string {
+		t.Helper()
+		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"msg":"stdio-once"}}}`, id))
+		res, _ := answer(id)["result"].(map[string]any)
+		meta, _ := res["_meta"].(map[string]any)
+		got, _ := meta["writ/intent_id"].(string)
+		if res["isError"] == true || got == "" {
+			t.Fatalf("tools/call %d: %v", id, res)
+		}
+		return got
+	}
+	first, again, other := intent(5), intent(5), intent(6)
+	if first != again || other == first {
+		t.Errorf("request 5 twice: intents %s and %s; request 6: %s; want the first two equal, the third not", first, again, other)
+	}
 }
 
 // TestMCPApprovalWait: a call whose approval does not come within
