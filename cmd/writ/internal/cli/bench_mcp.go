@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -84,6 +87,11 @@ type mcpBenchReport struct {
 	// AddedP50 and AddedP99 are MCP minus DirectOutput.
 	AddedP50 time.Duration `json:"mcp_added_p50_ns"`
 	AddedP99 time.Duration `json:"mcp_added_p99_ns"`
+	// MCPProcessCPU is the CPU time (user and system) the writ mcp process
+	// spent per tools/call, from /proc (0 where there is none): the layer's
+	// own work, which the load of the host does not inflate as it does the
+	// latencies.
+	MCPProcessCPU time.Duration `json:"mcp_process_cpu_per_call_ns"`
 	// InProcessAddedP50 is InProcess minus DirectOutput at p50.
 	InProcessAddedP50 time.Duration `json:"mcp_in_process_added_p50_ns"`
 }
@@ -224,6 +232,7 @@ func benchMCP(e *env, o mcpBenchOptions) (*mcpBenchReport, error) {
 	}
 	var subs, outs, calls, mem []time.Duration
 	var directTotal, mcpTotal, memTotal time.Duration
+	cpu0, cpuOK := childCPU(mcpCmd.Process.Pid)
 	for i := range o.n {
 		d, err := viaMCP(i)
 		if err != nil {
@@ -243,6 +252,9 @@ func benchMCP(e *env, o mcpBenchOptions) (*mcpBenchReport, error) {
 	}
 	r := &mcpBenchReport{N: o.n, Procs: runtimeProcs(), Direct: percentiles(subs), DirectOutput: percentiles(outs),
 		MCP: percentiles(calls), InProcess: percentiles(mem)}
+	if cpu1, ok := childCPU(mcpCmd.Process.Pid); ok && cpuOK {
+		r.MCPProcessCPU = (cpu1 - cpu0) / time.Duration(o.n)
+	}
 	r.DirectRate = float64(o.n) / directTotal.Seconds()
 	r.MCPRate = float64(o.n) / mcpTotal.Seconds()
 	r.InProcessRate = float64(o.n) / memTotal.Seconds()
@@ -280,4 +292,30 @@ func printMCPBench(e *env, r *mcpBenchReport) {
 	row("  the same server in process, in memory", r.InProcess, fmt.Sprintf("%.0f", r.InProcessRate))
 	w("%-44s %10s %10s", "the MCP layer's own cost (stdio)", r.AddedP50.Round(time.Microsecond), r.AddedP99.Round(time.Microsecond))
 	w("%-44s %10s", "  in process, in memory", r.InProcessAddedP50.Round(time.Microsecond))
+	if r.MCPProcessCPU > 0 {
+		w("%-44s %10s", "writ mcp process CPU per tools/call", r.MCPProcessCPU.Round(time.Microsecond))
+	}
+}
+
+// childCPU is the user and system CPU time of process pid so far, from
+// /proc/PID/stat (in clock ticks of 10 ms, Linux's USER_HZ).
+func childCPU(pid int) (time.Duration, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, true
 }
