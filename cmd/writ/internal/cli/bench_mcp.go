@@ -298,12 +298,20 @@ func printMCPBench(e *env, r *mcpBenchReport) {
 }
 
 // childCPU is the user and system CPU time of process pid so far, from
-// /proc/PID/stat (in clock ticks of 10 ms, Linux's USER_HZ).
+// /proc/PID/stat.
 func childCPU(pid int) (time.Duration, bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, false
 	}
+	return parseProcStat(b)
+}
+
+// parseProcStat reads utime and stime (fields 14 and 15, in clock ticks of
+// 10 ms, Linux's USER_HZ) from the text of a /proc/PID/stat. The command
+// name, field 2, may hold spaces and parentheses: fields are counted from
+// its last ')'.
+func parseProcStat(b []byte) (time.Duration, bool) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
 		return 0, false
@@ -312,8 +320,8 @@ func childCPU(pid int) (time.Duration, bool) {
 	if len(f) < 13 {
 		return 0, false
 	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	utime, err1 := strconv.ParseUint(f[11], 10, 32)
+	stime, err2 := strconv.ParseUint(f[12], 10, 32)
 	if err1 != nil || err2 != nil {
 		return 0, false
 	}
