@@ -134,17 +134,7 @@ func httpMCP(t *testing.T, d *mcpDev, args ...string) (string, string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			t.Error("writ mcp --http did not stop after SIGINT")
-		}
-	})
+	t.Cleanup(func() { interrupt(t, cmd) })
 	ready := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
@@ -169,6 +159,23 @@ func httpMCP(t *testing.T, d *mcpDev, args ...string) (string, string) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("writ mcp --http did not start within 30s")
 		return "", ""
+	}
+}
+
+// interrupt stops a writ mcp with SIGINT, which must end it cleanly (exit 0).
+func interrupt(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	cmd.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("writ mcp after SIGINT: %v, want exit 0", err)
+		}
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Error("writ mcp did not stop after SIGINT")
 	}
 }
 
@@ -382,7 +389,13 @@ func rawStdioRetry(t *testing.T, d *mcpDev) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { in.Close(); cmd.Wait() }()
+	exited := false
+	defer func() {
+		if !exited {
+			in.Close()
+			cmd.Wait()
+		}
+	}()
 	lines := bufio.NewScanner(out)
 	lines.Buffer(make([]byte, 1<<20), 1<<20)
 	send := func(msg string) {
@@ -419,6 +432,25 @@ func rawStdioRetry(t *testing.T, d *mcpDev) {
 	if first != again || other == first {
 		t.Errorf("request 5 twice: intents %s and %s; request 6: %s; want the first two equal, the third not", first, again, other)
 	}
+	// The client closing its end is a clean exit.
+	in.Close()
+	exited = true
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("writ mcp after its client closed stdin: %v, want exit 0", err)
+	}
+	// So is an interrupt, while the client is still connected.
+	cmd = exec.Command(writBin, "mcp", "--dev", d.dir)
+	cmd.Env, cmd.Stderr = withoutWritEnv(), os.Stderr
+	in, _ = cmd.StdinPipe()
+	defer in.Close()
+	out, _ = cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines = bufio.NewScanner(out)
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	answer(1)
+	interrupt(t, cmd)
 }
 
 // TestMCPApprovalWait: a call whose approval does not come within

@@ -49,12 +49,16 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 
 // Run serves one connection on transport t (stdio: mcp.StdioTransport) and
 // keeps the tools in step with the catalog, until the client disconnects or
-// ctx ends.
+// ctx ends; either is a clean end (nil).
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
-	ctx, cancel := context.WithCancel(ctx)
+	run, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go s.Watch(ctx)
-	return s.mcp.Run(ctx, stampTransport{t})
+	go s.Watch(run)
+	err := s.mcp.Run(run, stampTransport{t})
+	if ctx.Err() != nil {
+		return nil // stopped by its caller (an interrupt): a clean end
+	}
+	return err
 }
 
 // runID is the run of the intents of a session: Config.Run, or one derived
