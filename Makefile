@@ -21,14 +21,8 @@ STATICCHECK := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)
 # systemd-analyze, which checks the agent's unit file; chromium runs the
 # dashboard's end-to-end test. mount gives the process tier's pid namespaces
 # their own /proc; iproute2's ip makes the fault suite's network namespaces
-# (not in Debian's minimal images). nodejs runs the TypeScript MCP SDK's
-# client against writ mcp (TestMCPTypeScript).
-APT_PACKAGES := bubblewrap runc busybox-static systemd chromium runsc crun mount iproute2 nodejs
-
-# The official TypeScript MCP SDK, pinned, installed by make deps into
-# .npm-mcp/ (ignored by git) for TestMCPTypeScript.
-MCP_TS_SDK := @modelcontextprotocol/sdk@1.32.2
-NPM_MCP := $(CURDIR)/.npm-mcp
+# (not in Debian's minimal images).
+APT_PACKAGES := bubblewrap runc busybox-static systemd chromium runsc crun mount iproute2
 
 .PHONY: help deps build dev cluster cluster-down test check fuzz bench clean screenshots rootfs vectors dist faults
 
@@ -44,10 +38,17 @@ deps: ## install what the tests need, when missing: Debian packages and Go tools
 	  $(SUDO) apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
-	@command -v npm >/dev/null || { echo "deps: installing npm"; $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm; }
+	@command -v node >/dev/null && command -v npm >/dev/null || { echo "deps: installing nodejs and npm"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm; }
 	@grep -qs '"version": "$(lastword $(subst @, ,$(MCP_TS_SDK)))"' $(NPM_MCP)/node_modules/@modelcontextprotocol/sdk/package.json || \
 	  { echo "deps: installing $(MCP_TS_SDK) into $(NPM_MCP)"; npm install --prefix $(NPM_MCP) --save-exact --no-audit --no-fund --silent $(MCP_TS_SDK); }
 	@test -x $(STATICCHECK) || { mkdir -p $(TOOLS) && GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) && mv $(TOOLS)/staticcheck $(STATICCHECK); }
+
+# Node (Debian's nodejs and npm) and the official TypeScript MCP SDK, pinned,
+# which make deps installs into .npm-mcp/ (ignored by git): TestMCPTypeScript
+# drives writ mcp with that SDK's client.
+MCP_TS_SDK := @modelcontextprotocol/sdk@1.32.2
+NPM_MCP := $(CURDIR)/.npm-mcp
 
 build: ## build bin/writ and the WASM tools of writ dev
 	$(GO) build -o $(BIN)/writ ./cmd/writ

@@ -165,6 +165,9 @@ func TestBenchAdmit(t *testing.T) {
 // stdio and in process) and every direct submission completed with its
 // output.
 func TestBenchMCP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("not in -short: a benchmark")
+	}
 	var r struct {
 		MCP          benchLatency `json:"mcp_tools_call"`
 		InProcess    benchLatency `json:"mcp_in_process_tools_call"`

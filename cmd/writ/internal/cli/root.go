@@ -65,10 +65,10 @@ func newRoot(e *env) *cobra.Command {
 		},
 	}
 	root.PersistentFlags().StringVarP(&e.output, "output", "o", "json", "output format: json or text")
+	root.AddCommand(newMCP(e)) // the other commands are added below
 	root.PersistentFlags().StringVar(&e.caFile, "ca", os.Getenv("WRIT_CA"), "the cluster CA file, to reach an https server (default: $WRIT_CA)")
 	root.PersistentFlags().StringVar(&e.logLevel, "log-level", "", "debug, info, warn or error: what writ server, writ agent and writ dev log (default info)")
 	root.AddCommand(newVersion(e), newKeygen(e), newIntent(e), newApproval(e), newDev(e), newSandbox(e), newBench(e), newVerify(e), newTool(e), newPolicy(e), newTenant(e), newKey(e), newReceipt(e), newLedger(e), newServer(e), newCA(e), newAgent(e), newToken(e), newSession(e), newNodes(e), newOperator(e))
-	root.AddCommand(newMCP(e))
 	return root
 }
 
