@@ -37,7 +37,17 @@ deps: ## install what the tests need, when missing: Debian packages and Go tools
 	  $(SUDO) apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+	@command -v node >/dev/null && command -v npm >/dev/null || { echo "deps: installing nodejs and npm"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm; }
+	@grep -qs '"version": "$(lastword $(subst @, ,$(MCP_TS_SDK)))"' $(NPM_MCP)/node_modules/@modelcontextprotocol/sdk/package.json || \
+	  { echo "deps: installing $(MCP_TS_SDK) into $(NPM_MCP)"; npm install --prefix $(NPM_MCP) --save-exact --no-audit --no-fund --silent $(MCP_TS_SDK); }
 	@test -x $(STATICCHECK) || { mkdir -p $(TOOLS) && GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) && mv $(TOOLS)/staticcheck $(STATICCHECK); }
+
+# Node (Debian's nodejs and npm) and the official TypeScript MCP SDK, pinned,
+# which make deps installs into .npm-mcp/ (ignored by git): TestMCPTypeScript
+# drives writ mcp with that SDK's client.
+MCP_TS_SDK := @modelcontextprotocol/sdk@1.32.2
+NPM_MCP := $(CURDIR)/.npm-mcp
 
 build: ## build bin/writ and the WASM tools of writ dev
 	$(GO) build -o $(BIN)/writ ./cmd/writ

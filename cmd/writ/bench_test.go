@@ -169,3 +169,22 @@ func TestBenchAdmit(t *testing.T) {
 		t.Fatalf("no summary of raft-wal against bolt in:\n%s", out.String())
 	}
 }
+
+// TestBenchMCP runs `writ bench mcp` small: every call through writ mcp (over
+// stdio and in process) and every direct submission completed with its
+// output.
+func TestBenchMCP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("not in -short: a benchmark")
+	}
+	var r struct {
+		MCP          benchLatency `json:"mcp_tools_call"`
+		InProcess    benchLatency `json:"mcp_in_process_tools_call"`
+		DirectOutput benchLatency `json:"direct_submit_and_output"`
+		MCPRate      float64      `json:"mcp_calls_per_second"`
+	}
+	benchRun(t, &r, "mcp", "--n", "5", "--echo-wasm", filepath.Join(toolsDir, "echo.wasm"))
+	if r.MCP.N != 5 || r.InProcess.N != 5 || r.DirectOutput.N != 5 || r.MCP.P50 <= 0 || r.MCPRate <= 0 {
+		t.Fatalf("writ bench mcp: %+v", r)
+	}
+}

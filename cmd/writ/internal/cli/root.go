@@ -61,6 +61,7 @@ func newRoot(e *env) *cobra.Command {
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return e.checkOutput(cmd) },
 	}
 	root.PersistentFlags().StringVarP(&e.output, "output", "o", "json", "output format: json or text")
+	root.AddCommand(newMCP(e)) // the other commands are added below
 	root.PersistentFlags().StringVar(&e.caFile, "ca", os.Getenv("WRIT_CA"), "the cluster CA file, to reach an https server (default: $WRIT_CA)")
 	root.PersistentFlags().StringVar(&e.logLevel, "log-level", "", "debug, info, warn or error: what writ server, writ agent and writ dev log (default info)")
 	defer markTextCommands(root)

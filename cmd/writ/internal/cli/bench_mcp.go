@@ -1,0 +1,329 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/writhq/writ/client"
+	"github.com/writhq/writ/cmd/writ/internal/mcpserver"
+	"github.com/writhq/writ/controlplane"
+	"github.com/writhq/writ/internal/secretfile"
+)
+
+type mcpBenchOptions struct {
+	n        int
+	echoWasm string
+}
+
+func newBenchMCP(e *env) *cobra.Command {
+	var o mcpBenchOptions
+	cmd := &cobra.Command{
+		Use:   "mcp [--n N] [--echo-wasm FILE]",
+		Short: "Latency and calls per second of tools/call through writ mcp, beside the same intents submitted directly",
+		Long: `Start 3 servers and one node agent in this process, as writ bench e2e does, and
+writ mcp (this binary, over stdio, started by the Go MCP SDK's client as a
+desktop host starts it). Then make N calls of the echo tool, alternating: one
+through writ mcp (tools/call, answered with the tool's output), one submitted
+directly with the Go client (the signed intent with a wait for its final state,
+then the output read that a tools/call answer also makes). Prints p50 and p99
+and calls per second of each, and their difference: the MCP layer's own cost.`,
+		// It honours -o text (the output contract's annotation, which
+		// textOutput sets).
+		Annotations: map[string]string{"writ-output": "text"},
+		Args:        cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if o.n < 1 || o.n > 100_000 {
+				return errors.New("--n must be 1-100000")
+			}
+			if o.echoWasm == "" {
+				exe, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				o.echoWasm = filepath.Join(filepath.Dir(exe), "tools", "echo.wasm")
+			}
+			r, err := benchMCP(e, o)
+			if err != nil {
+				return err
+			}
+			if e.output == "json" {
+				return e.printJSON(r)
+			}
+			printMCPBench(e, r)
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&o.n, "n", 200, "calls timed on each side")
+	cmd.Flags().StringVar(&o.echoWasm, "echo-wasm", "", "the echo tool as a wasip1 module (default: tools/echo.wasm beside writ)")
+	return cmd
+}
+
+type mcpBenchReport struct {
+	N     int `json:"n"`
+	Procs int `json:"gomaxprocs"`
+	// Direct is the submission with a wait for the final state;
+	// DirectOutput adds the output read: what a tools/call answer holds.
+	Direct       latency `json:"direct_submit"`
+	DirectOutput latency `json:"direct_submit_and_output"`
+	MCP          latency `json:"mcp_tools_call"`
+	// InProcess is the same server in the bench's process, over an
+	// in-memory transport.
+	InProcess     latency `json:"mcp_in_process_tools_call"`
+	InProcessRate float64 `json:"mcp_in_process_calls_per_second"`
+	DirectRate    float64 `json:"direct_calls_per_second"`
+	MCPRate       float64 `json:"mcp_calls_per_second"`
+	// AddedP50 and AddedP99 are MCP minus DirectOutput.
+	AddedP50 time.Duration `json:"mcp_added_p50_ns"`
+	AddedP99 time.Duration `json:"mcp_added_p99_ns"`
+	// MCPProcessCPU is the CPU time (user and system) the writ mcp process
+	// spent per tools/call, from /proc (0 where there is none): the layer's
+	// own work, which the load of the host does not inflate as it does the
+	// latencies.
+	MCPProcessCPU time.Duration `json:"mcp_process_cpu_per_call_ns"`
+	// InProcessAddedP50 is InProcess minus DirectOutput at p50.
+	InProcessAddedP50 time.Duration `json:"mcp_in_process_added_p50_ns"`
+}
+
+func benchMCP(e *env, o mcpBenchOptions) (*mcpBenchReport, error) {
+	if _, err := os.Stat(o.echoWasm); err != nil {
+		return nil, fmt.Errorf("the echo tool: %w (make build puts it in bin/tools)", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "writ-bench-mcp-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	if err := copyFile(o.echoWasm, filepath.Join(dir, "tools", "echo.wasm")); err != nil {
+		return nil, err
+	}
+	quiet := slog.New(slog.NewTextHandler(e.err, &slog.HandlerOptions{Level: slog.LevelError}))
+	base := controlplane.DefaultConfig()
+	base.Logger = quiet
+	base.AgentAddr = "on"
+	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	servers, creds, err := controlplane.StartLocalCluster(startCtx, dir, 3, base)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, s := range servers {
+			s.Close(context.Background())
+		}
+	}()
+	var leader *controlplane.Server
+	var agentAddrs []string
+	for _, s := range servers {
+		if s.IsLeader() {
+			leader = s
+		}
+		agentAddrs = append(agentAddrs, s.AgentAddr())
+	}
+	agentCtx, stopAgent := context.WithCancel(ctx)
+	agentDone := make(chan error, 1)
+	defer func() {
+		stopAgent()
+		<-agentDone
+	}()
+	if _, err := startBenchAgent(agentCtx, leader, dir, agentAddrs, quiet, agentDone); err != nil {
+		return nil, err
+	}
+	ca := filepath.Join(dir, "pki", "ca.pem")
+	caPEM, err := os.ReadFile(ca)
+	if err != nil {
+		return nil, err
+	}
+	secret, err := decodeSecret(creds.Orchestrator.Secret)
+	if err != nil {
+		return nil, err
+	}
+	keyFile := filepath.Join(dir, "orchestrator.key")
+	if err := secretfile.Write(keyFile, []byte(creds.Orchestrator.Secret+"\n")); err != nil {
+		return nil, err
+	}
+	api := "https://" + leader.Addr().String()
+	direct := client.New(api, "")
+	if err := direct.TrustCA(caPEM); err != nil {
+		return nil, err
+	}
+	direct.NoProofWait = true
+	direct.SignReads(creds.Tenant, creds.Orchestrator.KeyID, secret)
+
+	mcpCmd := exec.Command(exe, "mcp", "--server", api, "--ca", ca, "--key", creds.Orchestrator.KeyID+"="+keyFile,
+		"--tenant", creds.Tenant, "--principal", "bench", "--run", "bench-mcp")
+	mcpCmd.Stderr = e.err
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "writ-bench", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: mcpCmd}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("starting writ mcp: %w", err)
+	}
+	defer cs.Close()
+
+	// The same server in this process, over an in-memory transport: the
+	// MCP layer without the process and the pipes between.
+	inCfg := mcpserver.DefaultConfig()
+	inClient := client.New(api, "")
+	if err := inClient.TrustCA(caPEM); err != nil {
+		return nil, err
+	}
+	inCfg.Client, inCfg.Tenant, inCfg.Principal, inCfg.KeyID, inCfg.Secret, inCfg.Run = inClient, creds.Tenant, "bench", creds.Orchestrator.KeyID, secret, "bench-mcp"
+	inServer, err := mcpserver.New(inCfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := inServer.Sync(ctx); err != nil {
+		return nil, err
+	}
+	serverEnd, clientEnd := mcp.NewInMemoryTransports()
+	inCtx, stopIn := context.WithCancel(ctx)
+	defer stopIn()
+	go inServer.Run(inCtx, serverEnd)
+	inCS, err := mcp.NewClient(&mcp.Implementation{Name: "writ-bench", Version: "1"}, nil).Connect(ctx, clientEnd, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer inCS.Close()
+
+	viaMCP := func(i int) (time.Duration, error) { return mcpCall(ctx, cs, fmt.Sprintf("mcp-%d", i)) }
+	viaInProcess := func(i int) (time.Duration, error) { return mcpCall(ctx, inCS, fmt.Sprintf("mem-%d", i)) }
+	viaClient := func(i int) (submit, withOutput time.Duration, err error) {
+		id := fmt.Sprintf("direct-%d-%d", time.Now().UnixNano(), i)
+		raw := signBenchIntent(creds.Tenant, creds.Orchestrator.KeyID, secret, id, fmt.Sprintf(`{"msg":"direct-%d"}`, i), nil)
+		start := time.Now()
+		resp, err := direct.Submit(ctx, raw, nil, 30*time.Second)
+		submit = time.Since(start)
+		if err == nil && resp.State != "completed" {
+			err = fmt.Errorf("ended %s: %+v", resp.State, resp.Error)
+		}
+		if err == nil {
+			_, err = direct.Output(ctx, resp.IntentID)
+		}
+		if err != nil {
+			return 0, 0, fmt.Errorf("intent %s: %w", id, err)
+		}
+		return submit, time.Since(start), nil
+	}
+	for i := range 10 { // warm up: connections, the module cache
+		if _, err := viaMCP(-1 - i); err != nil {
+			return nil, err
+		}
+		if _, err := viaInProcess(-1 - i); err != nil {
+			return nil, err
+		}
+		if _, _, err := viaClient(-1 - i); err != nil {
+			return nil, err
+		}
+	}
+	var subs, outs, calls, mem []time.Duration
+	var directTotal, mcpTotal, memTotal time.Duration
+	cpu0, cpuOK := childCPU(mcpCmd.Process.Pid)
+	for i := range o.n {
+		d, err := viaMCP(i)
+		if err != nil {
+			return nil, err
+		}
+		calls, mcpTotal = append(calls, d), mcpTotal+d
+		m, err := viaInProcess(i)
+		if err != nil {
+			return nil, err
+		}
+		mem, memTotal = append(mem, m), memTotal+m
+		s, w, err := viaClient(i)
+		if err != nil {
+			return nil, err
+		}
+		subs, outs, directTotal = append(subs, s), append(outs, w), directTotal+w
+	}
+	r := &mcpBenchReport{N: o.n, Procs: runtimeProcs(), Direct: percentiles(subs), DirectOutput: percentiles(outs),
+		MCP: percentiles(calls), InProcess: percentiles(mem)}
+	if cpu1, ok := childCPU(mcpCmd.Process.Pid); ok && cpuOK {
+		r.MCPProcessCPU = (cpu1 - cpu0) / time.Duration(o.n)
+	}
+	r.DirectRate = float64(o.n) / directTotal.Seconds()
+	r.MCPRate = float64(o.n) / mcpTotal.Seconds()
+	r.InProcessRate = float64(o.n) / memTotal.Seconds()
+	r.AddedP50, r.AddedP99 = r.MCP.P50-r.DirectOutput.P50, r.MCP.P99-r.DirectOutput.P99
+	r.InProcessAddedP50 = r.InProcess.P50 - r.DirectOutput.P50
+	return r, nil
+}
+
+// mcpCall makes one echo call of msg and checks its answer.
+func mcpCall(ctx context.Context, cs *mcp.ClientSession, msg string) (time.Duration, error) {
+	start := time.Now()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"msg": msg}})
+	took := time.Since(start)
+	if err != nil {
+		return 0, fmt.Errorf("tools/call %s: %w", msg, err)
+	}
+	if len(res.Content) == 1 && !res.IsError {
+		if tc, ok := res.Content[0].(*mcp.TextContent); ok && tc.Text == `{"msg":"`+msg+`"}` {
+			return took, nil
+		}
+	}
+	return 0, fmt.Errorf("tools/call %s: isError %v, %d contents", msg, res.IsError, len(res.Content))
+}
+
+func printMCPBench(e *env, r *mcpBenchReport) {
+	w := func(format string, a ...any) { fmt.Fprintf(e.out, format+"\n", a...) }
+	w("writ bench mcp: 3 servers and one agent on loopback, %d echo calls each way, one at a time, GOMAXPROCS %d", r.N, r.Procs)
+	w("%-44s %10s %10s %10s", "", "p50", "p99", "calls/s")
+	row := func(name string, l latency, rate string) {
+		w("%-44s %10s %10s %10s", name, l.P50.Round(time.Microsecond), l.P99.Round(time.Microsecond), rate)
+	}
+	row("direct: submit and wait (baseline)", r.Direct, "")
+	row("direct: submit, wait, read output (baseline)", r.DirectOutput, fmt.Sprintf("%.0f", r.DirectRate))
+	row("writ mcp: tools/call over stdio", r.MCP, fmt.Sprintf("%.0f", r.MCPRate))
+	row("  the same server in process, in memory", r.InProcess, fmt.Sprintf("%.0f", r.InProcessRate))
+	w("%-44s %10s %10s", "the MCP layer's own cost (stdio)", r.AddedP50.Round(time.Microsecond), r.AddedP99.Round(time.Microsecond))
+	w("%-44s %10s", "  in process, in memory", r.InProcessAddedP50.Round(time.Microsecond))
+	if r.MCPProcessCPU > 0 {
+		w("%-44s %10s", "writ mcp process CPU per tools/call", r.MCPProcessCPU.Round(time.Microsecond))
+	}
+}
+
+// childCPU is the user and system CPU time of process pid so far, from
+// /proc/PID/stat.
+func childCPU(pid int) (time.Duration, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	return parseProcStat(b)
+}
+
+// parseProcStat reads utime and stime (fields 14 and 15, in clock ticks of
+// 10 ms, Linux's USER_HZ) from the text of a /proc/PID/stat. The command
+// name, field 2, may hold spaces and parentheses: fields are counted from
+// its last ')'.
+func parseProcStat(b []byte) (time.Duration, bool) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	utime, err1 := strconv.ParseUint(f[11], 10, 32)
+	stime, err2 := strconv.ParseUint(f[12], 10, 32)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, true
+}
