@@ -161,7 +161,7 @@ func (w *waiter) failed(ctx context.Context, id string, err error) *mcp.CallTool
 			"intent %s still awaits approval after %s; it stays valid until it expires: ask %s about it later", id, w.s.cfg.ApprovalWait, statusTool))
 	case ctx.Err() != nil:
 		w.s.cancelIntent(id)
-		return toolError(id, protocol.CodeMCPCanceled, "the client cancelled the call")
+		return toolError(id, protocol.CodeCanceled, "the client cancelled the call")
 	case errors.As(err, &ae):
 		return toolError(id, ae.Code, ae.Message)
 	}
