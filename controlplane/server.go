@@ -109,6 +109,7 @@ func New(cfg Config) (*Server, error) {
 		lg.Close()
 		return nil, err
 	}
+	f.SetLogger(log)
 	verifyCfg := cfg.Verify
 	if verifyCfg.Now == nil {
 		verifyCfg.Now = time.Now
