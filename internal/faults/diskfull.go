@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -119,10 +120,21 @@ func diskFull(hold time.Duration) func(context.Context, *Suite, *Load, *Report) 
 		if err := free(); err != nil {
 			return err
 		}
+		s.Logf("nemesis: %s's log: %s", p.Name, diskFullLog(p))
 		if !p.Running() {
 			r.problem("%s exited on a full disk:\n%s", p.Name, Excerpt(p))
 			return p.Start()
 		}
 		return nil
 	}
+}
+
+// diskFullLog counts what server p's log says of its full disk: refused
+// Raft appends, waits of its FSM for space, and leadership handed on.
+func diskFullLog(p *Proc) string {
+	b, _ := os.ReadFile(p.log)
+	log := string(b)
+	return fmt.Sprintf("%d Raft appends refused, %d waits for space, %d leadership hand-offs",
+		strings.Count(log, "unable to store logs within log store")+strings.Count(log, "failed to commit logs"),
+		strings.Count(log, `"msg":"the disk is full: waiting for space`), strings.Count(log, `"msg":"the disk is full: handed the leadership on"`))
 }

@@ -23,6 +23,17 @@ func noSpace(err error) bool {
 	return (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) && !errors.Is(err, ledger.ErrSyncFailed)
 }
 
+// OnNoSpace sets fn, called (from the FSM's goroutine, never blocking)
+// each time the FSM is about to wait for space: the server hands its
+// leadership on, as a leader whose FSM waits answers nothing.
+func (f *FSM) OnNoSpace(fn func()) { f.noSpaceHook.Store(&fn) }
+
+func (f *FSM) noSpaceNow() {
+	if fn := f.noSpaceHook.Load(); fn != nil {
+		(*fn)()
+	}
+}
+
 // SetLogger sets where the FSM tells of writes it waits to make (a full
 // disk); slog.Default() until set.
 func (f *FSM) SetLogger(l *slog.Logger) { f.log.Store(l) }
@@ -50,6 +61,7 @@ func (f *FSM) untilSpace(what string, write func() error) error {
 	began, wait := time.Now(), spaceWaitFirst
 	f.logger().Error("the disk is full: waiting for space to "+what, "err", err)
 	for noSpace(err) {
+		f.noSpaceNow()
 		time.Sleep(wait)
 		wait = min(2*wait, spaceWaitMax)
 		err = write()

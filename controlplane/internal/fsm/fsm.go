@@ -107,6 +107,8 @@ type FSM struct {
 	obs      observer
 	nodeHook atomic.Pointer[NodeHook]
 	log      atomic.Pointer[slog.Logger]
+	// noSpaceHook is OnNoSpace's function.
+	noSpaceHook atomic.Pointer[func()]
 }
 
 var _ raft.FSM = (*FSM)(nil)
