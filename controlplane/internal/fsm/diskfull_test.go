@@ -78,10 +78,15 @@ func TestDiskFullWaits(t *testing.T) {
 
 	full := &fullDisk{Log: open(), err: errFull, freeAfter: 3}
 	f := withLedger(t, full)
+	var told atomic.Int64
+	f.OnNoSpace(func() { told.Add(1) })
 	full.full.Store(true)
 	f.ApplyBatch(b.logs[:len(b.logs)-1])
 	if full.tries.Load() != 3 || full.Size() != ref.Size() {
 		t.Fatalf("receipts: %d refused writes, %d receipts; want 3 and %d", full.tries.Load(), full.Size(), ref.Size())
+	}
+	if told.Load() != 3 {
+		t.Errorf("the server was told of %d waits for space, want 3", told.Load())
 	}
 	if got, _ := full.Root(full.Size()); got != root {
 		t.Error("the ledger written after the disk was full differs from a replica's that never lacked space")
