@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -32,6 +33,8 @@ type cluster struct {
 	http *http.Client
 	// batches carries submissions to the leader (forwardbatch.go).
 	batches *batcher
+	// rejoining is set while rejoinVoters runs.
+	rejoining atomic.Bool
 }
 
 // reconcileEvery is how often membership is compared with Raft's
@@ -65,6 +68,7 @@ func (s *Server) startCluster(tlsCfg *tls.Config) error {
 func (c *cluster) run() {
 	defer c.s.done.Done()
 	joined := len(c.cfg.Join) == 0
+	var lastRejoin time.Time
 	t := time.NewTicker(reconcileEvery)
 	defer t.Stop()
 	for {
@@ -83,6 +87,15 @@ func (c *cluster) run() {
 		}
 		if c.s.isLeader() {
 			c.addNewServers()
+		}
+		if joined && time.Since(lastRejoin) >= rejoinEvery && c.rejoining.CompareAndSwap(false, true) {
+			// A voter that is really down makes the join wait for its
+			// dial timeout: not on this loop.
+			lastRejoin = time.Now()
+			go func() {
+				defer c.rejoining.Store(false)
+				c.rejoinVoters()
+			}()
 		}
 		c.countFailed()
 		select {
@@ -176,6 +189,28 @@ func (c *cluster) checkPeer(m memberMeta) error {
 		return err
 	}
 	return conn.Close()
+}
+
+// rejoinEvery is how often a server joins again the voters memberlist holds
+// dead (gossip.rejoin).
+const rejoinEvery = 5 * time.Second
+
+// rejoinVoters joins again the Raft voters memberlist does not see alive, so
+// that a gossip split by a partition heals with the network.
+func (c *cluster) rejoinVoters() {
+	f := c.s.node.Raft.GetConfiguration()
+	if f.Error() != nil {
+		return
+	}
+	var ids []string
+	for _, srv := range f.Configuration().Servers {
+		ids = append(ids, string(srv.ID))
+	}
+	if n, err := c.g.rejoin(ids); n > 0 {
+		c.s.log.Info("gossip: joined again servers held dead", "servers", n)
+	} else if err != nil {
+		c.s.log.Debug("gossip: servers held dead did not answer", "err", err)
+	}
 }
 
 // countFailed counts voters not alive in memberlist: the metric and health

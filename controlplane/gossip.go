@@ -47,13 +47,30 @@ type gossip struct {
 	// node as it stands.
 	viewMu sync.Mutex
 	view   map[string][]byte // name → metadata, of the nodes alive
+	// known is every server memberlist ever reported alive, as it last
+	// did, dead or not since: where it listens (member) and where to join
+	// it again (rejoin).
+	known  map[string]knownServer
 	events memberlist.EventDelegate
+}
+
+// knownServer is a server's metadata and gossip address as memberlist last
+// reported it alive.
+type knownServer struct {
+	meta []byte
+	addr string
 }
 
 // gossipKeySize is memberlist's AES-256-GCM key, derived from the keyring.
 const gossipKeySize = 32
 
 func startGossip(cl ClusterConfig, self memberMeta, kr *keyring.Keyring, log *slog.Logger, events memberlist.EventDelegate) (*gossip, error) {
+	return startGossipOn(cl, self, kr, log, events, nil)
+}
+
+// startGossipOn is startGossip over transport, or memberlist's network
+// transport when it is nil (tests cut a transport to partition the gossip).
+func startGossipOn(cl ClusterConfig, self memberMeta, kr *keyring.Keyring, log *slog.Logger, events memberlist.EventDelegate, transport memberlist.Transport) (*gossip, error) {
 	host, port, err := net.SplitHostPort(cl.GossipAddr)
 	if err != nil {
 		return nil, err
@@ -62,7 +79,7 @@ func startGossip(cl ClusterConfig, self memberMeta, kr *keyring.Keyring, log *sl
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: gossip port %q", port)
 	}
-	g := &gossip{log: log, self: self, view: map[string][]byte{}, events: events}
+	g := &gossip{log: log, self: self, view: map[string][]byte{}, known: map[string]knownServer{}, events: events}
 	mc := memberlist.DefaultLANConfig()
 	mc.Name = self.ID
 	mc.BindAddr, mc.BindPort = host, p
@@ -74,6 +91,9 @@ func startGossip(cl ClusterConfig, self memberMeta, kr *keyring.Keyring, log *sl
 	mc.Delegate = g
 	mc.Events = g
 	mc.Logger = stdlog.New(gossipLog{log}, "", 0)
+	if transport != nil {
+		mc.Transport = transport
+	}
 	ml, err := memberlist.Create(mc)
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: gossip on %s: %w", cl.GossipAddr, err)
@@ -90,11 +110,9 @@ func (g *gossip) members() []memberMeta {
 	defer g.viewMu.Unlock()
 	var out []memberMeta
 	for name, meta := range g.view {
-		var m memberMeta
-		if json.Unmarshal(meta, &m) != nil || m.V != 1 || m.ID != name {
-			continue
+		if m, ok := parseMeta(name, meta); ok {
+			out = append(out, m)
 		}
-		out = append(out, m)
 	}
 	slices.SortFunc(out, func(a, b memberMeta) int { return strings.Compare(a.ID, b.ID) })
 	return out
@@ -130,16 +148,60 @@ func (g *gossip) note(n *memberlist.Node, alive bool) {
 		return
 	}
 	g.view[n.Name] = bytes.Clone(n.Meta)
+	g.known[n.Name] = knownServer{meta: g.view[n.Name], addr: n.Address()}
 }
 
-// member returns the alive server id, if memberlist knows it.
+func parseMeta(name string, meta []byte) (memberMeta, bool) {
+	var m memberMeta
+	if json.Unmarshal(meta, &m) != nil || m.V != 1 || m.ID != name {
+		return memberMeta{}, false
+	}
+	return m, true
+}
+
+// member returns server id's metadata: as memberlist reports it alive, or
+// else as it last did. Raft, not memberlist, says who leads: a leader that
+// memberlist declared dead (it was cut off longer than the suspicion
+// timeout, and memberlist has not seen it since) still listens where it
+// did, and a follower relaying a node's result or forwarding a submission
+// must still reach it there. Only a server memberlist never saw is unknown.
 func (g *gossip) member(id string) (memberMeta, bool) {
-	for _, m := range g.members() {
-		if m.ID == id {
-			return m, true
-		}
+	g.viewMu.Lock()
+	defer g.viewMu.Unlock()
+	if meta, ok := g.view[id]; ok {
+		return parseMeta(id, meta)
+	}
+	if k, ok := g.known[id]; ok {
+		return parseMeta(id, k.meta)
 	}
 	return memberMeta{}, false
+}
+
+// rejoin joins again, at the gossip address each last had, the servers of
+// ids that memberlist does not see alive, and returns how many answered.
+// memberlist never probes a server it declared dead, and its push-pull only
+// goes to servers it sees alive: after a partition longer than the
+// suspicion timeout, each side would hold the other dead for good, however
+// well the network and Raft have healed. A join exchanges the full state
+// both ways; a server that learns it is held dead refutes it with a higher
+// incarnation, which the next join carries back, so a second round at the
+// latest revives both sides.
+func (g *gossip) rejoin(ids []string) (int, error) {
+	g.viewMu.Lock()
+	var addrs []string
+	for _, id := range ids {
+		if _, alive := g.view[id]; alive || id == g.self.ID {
+			continue
+		}
+		if k, ok := g.known[id]; ok && k.addr != "" {
+			addrs = append(addrs, k.addr)
+		}
+	}
+	g.viewMu.Unlock()
+	if len(addrs) == 0 {
+		return 0, nil
+	}
+	return g.ml.Join(addrs)
 }
 
 // setState marks this server as holding Raft state and tells the others.

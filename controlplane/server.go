@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -28,6 +29,8 @@ import (
 
 // Server is one control-plane server: Raft, the FSM, and the HTTP API.
 type Server struct {
+	// yielding is set while yieldLeadership hands the leadership on.
+	yielding atomic.Bool
 	cfg      Config
 	log      *slog.Logger
 	fsm      *fsm.FSM
@@ -110,6 +113,7 @@ func New(cfg Config) (*Server, error) {
 		lg.Close()
 		return nil, err
 	}
+	f.SetLogger(log)
 	verifyCfg := cfg.Verify
 	if verifyCfg.Now == nil {
 		verifyCfg.Now = time.Now
@@ -134,6 +138,7 @@ func New(cfg Config) (*Server, error) {
 		gate: make(gate, cfg.MaxInFlight), fails: newFailLimiter(cfg.FailuresPerSecond, cfg.FailureBurst, cfg.FailureHeld, 100_000),
 		metrics: newMetrics(node.Raft, groupSize),
 	}
+	f.OnNoSpace(s.yieldLeadership)
 	if cfg.AgentAddr != "" {
 		if cfg.AgentAddr == cfg.HTTPAddr {
 			// The same port number for UDP as the API's TCP (dev: :0 picks it).

@@ -76,7 +76,7 @@ func (s *DiskStore) fail(err error) error {
 
 func (s *DiskStore) failLocked(err error) error {
 	if s.failed == nil {
-		s.failed = fmt.Errorf("ledger: an fsync failed, so the store takes no more appends: %w", err)
+		s.failed = fmt.Errorf("%w: %w", ErrSyncFailed, err)
 	}
 	return s.failed
 }

@@ -46,6 +46,10 @@ var (
 	ErrNotFound = errors.New("ledger: not found")
 	// ErrClosed: the store or log was used after Close.
 	ErrClosed = errors.New("ledger: closed")
+	// ErrSyncFailed: an fsync (or the head's write) failed, so the kernel
+	// may have dropped pages it could not write; the store takes no more
+	// appends until it is opened again.
+	ErrSyncFailed = errors.New("ledger: an fsync failed, so the store takes no more appends")
 	// ErrCorrupt: stored data fails verification against its own hashes or a
 	// signed checkpoint. A log that returns it must not serve.
 	ErrCorrupt = errors.New("ledger: store is corrupt")

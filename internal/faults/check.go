@@ -186,14 +186,16 @@ func (k *Checker) Check(ctx context.Context, l *Load, r *Report) error {
 	if err := k.checkReceipts(ctx, leader, l, recorded, answers, r); err != nil {
 		return err
 	}
-	// Resubmitting a key's first signed intent answers that intent if it was
-	// recorded, else the intent the key is bound to.
+	// Resubmitting a key's first signed intent answers that intent if it
+	// binds the key, else the intent the key is bound to; a first intent
+	// recorded as refused before any decision (not_yet_valid, say), with
+	// nothing bound since, answers itself.
 	want := map[string]string{}
 	for key, id := range bound {
 		want[key] = id
 	}
 	for id, key := range recorded {
-		if id == key+"-a" {
+		if id == key+"-a" && (admitted[id] != "" || bound[key] == "") {
 			want[key] = id
 		}
 	}

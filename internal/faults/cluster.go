@@ -72,6 +72,7 @@ type Cluster struct {
 	secret  []byte // the orchestrator key of tenant acme
 	// WitnessDir holds one file per idempotency key, a line per run.
 	WitnessDir string
+	tmpfs      bool // the servers' data directories are on tmpfs (MountData)
 }
 
 // NewCluster writes the keys, certificates and configuration of the
@@ -126,7 +127,12 @@ func NewCluster(cfg Config, n *Net) (*Cluster, error) {
 		if err := os.WriteFile(path, raw, 0o600); err != nil {
 			return nil, err
 		}
-		c.Servers = append(c.Servers, &Proc{Name: s, net: n, bin: cfg.Writ, args: []string{"server", "--config", path}, log: filepath.Join(dir, s+".log")})
+		clock := filepath.Join(dir, s+".clock")
+		if err := os.WriteFile(clock, []byte("0s"), 0o600); err != nil {
+			return nil, err
+		}
+		c.Servers = append(c.Servers, &Proc{Name: s, net: n, bin: cfg.Writ, args: []string{"server", "--config", path},
+			env: []string{clockOffsetEnv + "=" + clock}, log: filepath.Join(dir, s+".log")})
 	}
 	var err error
 	if c.ca, err = os.ReadFile(filepath.Join(pki, "ca.pem")); err != nil {
@@ -324,6 +330,37 @@ func (c *Cluster) WaitAgents(ctx context.Context, d time.Duration) error {
 		}
 	}
 	return fmt.Errorf("faults: the agents' nodes are not ready within %s: %+v", d, last)
+}
+
+// WaitGossip waits until every server's gossip sees every voter alive
+// (/v1/health's peers): a follower that holds the leader dead cannot relay
+// a node's result to it.
+func (c *Cluster) WaitGossip(ctx context.Context, d time.Duration) error {
+	var dead []string
+	for deadline := time.Now().Add(d); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(200 * time.Millisecond) {
+		dead = nil
+		for i, s := range c.Servers {
+			h, err := c.Health(ctx, i)
+			if err != nil {
+				dead = append(dead, s.Name+": no health")
+				continue
+			}
+			peers, _ := h["peers"].([]any)
+			if len(peers) != len(c.Servers) {
+				dead = append(dead, fmt.Sprintf("%s: %d peers", s.Name, len(peers)))
+			}
+			for _, p := range peers {
+				m, _ := p.(map[string]any)
+				if alive, _ := m["alive"].(bool); !alive {
+					dead = append(dead, fmt.Sprintf("%s holds %v dead", s.Name, m["id"]))
+				}
+			}
+		}
+		if len(dead) == 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("faults: the servers' gossip did not heal within %s: %v", d, dead)
 }
 
 // Runs counts the witness tool's runs for an idempotency key.

@@ -126,6 +126,9 @@ func inside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := c.MountData(); err != nil {
+		t.Fatal(err)
+	}
 	defer func() {
 		c.Stop()
 		if t.Failed() {

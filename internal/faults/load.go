@@ -33,11 +33,16 @@ type LoadConfig struct {
 	// intent id with the same payload (a second orchestrator replica), whose
 	// answer must name the first intent.
 	SecondEvery int
+	// Refused is the pause after a submission refused before any decision
+	// (not_yet_valid while the leader's clock is behind, say): such an
+	// answer comes at once, and without it the load would spin through
+	// thousands of keys a second.
+	Refused time.Duration
 }
 
 // DefaultLoadConfig is the short run's load.
 func DefaultLoadConfig() LoadConfig {
-	return LoadConfig{Workers: 4, Pause: 50 * time.Millisecond, Expiry: 2 * time.Minute, Wait: 10 * time.Second, SecondEvery: 4}
+	return LoadConfig{Workers: 4, Pause: 50 * time.Millisecond, Expiry: 2 * time.Minute, Wait: 10 * time.Second, SecondEvery: 4, Refused: time.Second}
 }
 
 // Validate reports a load that is not bounded.
@@ -107,14 +112,18 @@ func (l *Load) Run(stop <-chan struct{}) {
 				}
 				k := l.next.Add(1) - 1
 				key := fmt.Sprintf("%s-%05d", l.prefix, k)
-				first := l.submit(cl, w, key, key+"-a")
+				first, refused := l.submit(cl, w, key, key+"-a")
 				if first != "" && k%int64(l.cfg.SecondEvery) == 0 {
 					l.submit(cl, w, key, key+"-b")
+				}
+				pause := l.cfg.Pause
+				if refused {
+					pause = max(pause, l.cfg.Refused)
 				}
 				select {
 				case <-stop:
 					return
-				case <-time.After(l.cfg.Pause):
+				case <-time.After(pause):
 				}
 			}
 		}()
@@ -123,8 +132,9 @@ func (l *Load) Run(stop <-chan struct{}) {
 }
 
 // submit signs an intent and submits it until it is answered or its expiry
-// passes, resending the same bytes each time; it returns the id answered.
-func (l *Load) submit(cl *client.Client, worker int, key, id string) string {
+// passes, resending the same bytes each time; it returns the id answered,
+// and whether the answer was a refusal before any decision.
+func (l *Load) submit(cl *client.Client, worker int, key, id string) (string, bool) {
 	body, expires := l.sign(key, id)
 	l.mu.Lock()
 	if len(l.ids[key]) == 0 {
@@ -155,10 +165,10 @@ func (l *Load) submit(cl *client.Client, worker int, key, id string) string {
 		l.history = append(l.history, porcupine.Operation{ClientId: worker, Input: Op{Key: key, ID: id}, Call: call, Output: out, Return: ret})
 		l.mu.Unlock()
 		if err == nil {
-			return r.IntentID
+			return r.IntentID, out.Unbound
 		}
 	}
-	return ""
+	return "", false
 }
 
 // sign signs an intent of the witness tool for key: the tool appends a line

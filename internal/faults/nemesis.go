@@ -21,6 +21,10 @@ type Scenario struct {
 	Inject func(ctx context.Context, s *Suite, l *Load, r *Report) error
 }
 
+// ClockJump is how far clock-jump moves the leader's clock, each way:
+// beyond the protocol's allowed clock skew of 30 s.
+const ClockJump = 45 * time.Second
+
 // Scenarios returns the suite's scenarios; hold is how long a pause or a
 // partition lasts (well past Raft's election timeout of one second), and
 // times how often each kill is repeated.
@@ -33,6 +37,8 @@ func Scenarios(hold time.Duration, times int) []Scenario {
 		{Name: "isolate-minority", Times: 1, Inject: isolateMinority(hold)},
 		{Name: "partition-leader", Times: 1, Inject: partitionLeader(hold)},
 		{Name: "restart-all", Times: 1, Inject: restartAll},
+		{Name: "clock-jump", Times: 1, Inject: clockJump(hold, ClockJump)},
+		{Name: "disk-full", Times: 1, Inject: diskFull(hold)},
 	}
 }
 

@@ -15,6 +15,7 @@ type Proc struct {
 	net    *Net
 	bin    string
 	args   []string
+	env    []string // added to the suite's environment
 	log    string
 	cmd    *exec.Cmd
 	exited chan struct{}
@@ -32,6 +33,9 @@ func (p *Proc) Start() error {
 	}
 	defer logf.Close()
 	cmd := p.net.Command(p.Name, p.bin, p.args...)
+	if p.env != nil {
+		cmd.Env = append(os.Environ(), p.env...)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("faults: start %s: %w", p.Name, err)

@@ -57,6 +57,9 @@ func (s *Suite) Run(ctx context.Context, sc Scenario) (*Report, error) {
 	if err := s.C.WaitAgents(ctx, 90*time.Second); err != nil {
 		return r, err
 	}
+	if err := s.C.WaitGossip(ctx, 30*time.Second); err != nil {
+		r.problem("%v", err)
+	}
 	if err := s.Checker.Check(ctx, l, r); err != nil {
 		return r, fmt.Errorf("faults: checking %s: %w", sc.Name, err)
 	}

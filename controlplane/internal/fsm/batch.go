@@ -83,7 +83,7 @@ func (f *FSM) appendLeaf(index int64, leaf []byte) {
 		f.batch.leaves = append(f.batch.leaves, leaf)
 		return
 	}
-	if _, err := f.ledger.Append(leaf); err != nil {
+	if err := f.untilSpace("append a receipt", func() error { _, err := f.ledger.Append(leaf); return err }); err != nil {
 		panic(fmt.Sprintf("fsm: appending receipt %d: %v", index, err))
 	}
 }
@@ -95,7 +95,8 @@ func (f *FSM) flushLeaves() {
 		return
 	}
 	first := f.ledger.Size()
-	if _, err := f.ledger.Append(f.batch.leaves...); err != nil {
+	err := f.untilSpace("append receipts", func() error { _, err := f.ledger.Append(f.batch.leaves...); return err })
+	if err != nil {
 		panic(fmt.Sprintf("fsm: appending receipts from %d: %v", first, err))
 	}
 	f.batch.leaves = f.batch.leaves[:0]

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,6 +106,9 @@ type FSM struct {
 	watch    watchers
 	obs      observer
 	nodeHook atomic.Pointer[NodeHook]
+	log      atomic.Pointer[slog.Logger]
+	// noSpaceHook is OnNoSpace's function.
+	noSpaceHook atomic.Pointer[func()]
 }
 
 var _ raft.FSM = (*FSM)(nil)

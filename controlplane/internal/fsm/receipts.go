@@ -144,7 +144,7 @@ func (f *FSM) applyCheckpoint(c *PutCheckpoint) {
 		return
 	}
 	f.flushLeaves()
-	err := f.ledger.SetCheckpoint(c.Note)
+	err := f.untilSpace("store a checkpoint", func() error { return f.ledger.SetCheckpoint(c.Note) })
 	if err != nil && !errors.Is(err, ledger.ErrRollback) {
 		panic(fmt.Sprintf("fsm: checkpoint: %v", err))
 	}

@@ -99,12 +99,23 @@ Without join or bootstrap_expect, the server forms a single-server cluster.
 				return err
 			}
 			cfg.Logger = logger
+			var clock *offsetClock
+			if path := os.Getenv(clockOffsetEnv); path != "" {
+				if clock, err = newOffsetClock(path); err != nil {
+					return err
+				}
+				cfg.Verify.Now = clock.Now
+				logger.Warn("the server's clock is offset by a file", "file", path, "offset", time.Duration(clock.off.Load()))
+			}
 			s, err := controlplane.New(cfg)
 			if err != nil {
 				return err
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if clock != nil {
+				go clock.watch(ctx, logger)
+			}
 			errc := make(chan error, 1)
 			go func() { errc <- s.Serve() }()
 			if cfg.Cluster.GossipAddr == "" {
