@@ -106,6 +106,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 	var wait time.Duration
 	q := r.URL.Query()
 	submit := r.Method == http.MethodPost && r.URL.Path == "/v1/intents"
+	if submit && s.backlogFull(w) {
+		return // refused here, as the leader would, without a forward
+	}
 	if submit {
 		var aerr *apiError
 		if wait, aerr = s.waitFor(r); aerr != nil {

@@ -36,7 +36,7 @@ func newGroupSize() prometheus.Histogram {
 	})
 }
 
-func newMetrics(node *raft.Raft, groupSize prometheus.Histogram) *metrics {
+func newMetrics(node *raft.Raft, groupSize prometheus.Histogram, queue func() int) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(), groupSize: groupSize,
 		admissions: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -81,7 +81,10 @@ func newMetrics(node *raft.Raft, groupSize prometheus.Histogram) *metrics {
 	raftIndex := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "writ_raft_applied_index", Help: "The last Raft index applied on this server.",
 	}, func() float64 { return float64(node.AppliedIndex()) })
-	m.reg.MustRegister(m.admissions, m.refused, m.authFailures, m.failuresLimited, m.applySeconds, m.groupSize, m.forwardBatch, m.inFlight, m.leaderChange, raftIndex,
+	queued := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "writ_intents_queued", Help: "Intents queued for a node (waiting for a slot or for a node to connect).",
+	}, func() float64 { return float64(queue()) })
+	m.reg.MustRegister(queued, m.admissions, m.refused, m.authFailures, m.failuresLimited, m.applySeconds, m.groupSize, m.forwardBatch, m.inFlight, m.leaderChange, raftIndex,
 		m.sessions, m.sessionRefused, m.dispatchesSent, m.nodeReports,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -38,7 +38,8 @@ type Server struct {
 	catalog  *catalog
 	http     *http.Server
 	ln       net.Listener
-	gate     gate
+	gate     *admitGate
+	cpu      cpuSlots
 	fails    *failLimiter
 	metrics  *metrics
 	// fleet and agents serve node sessions; nil without AgentAddr.
@@ -130,8 +131,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, log: log, fsm: f, node: node, ledger: lg, keys: kr, verifier: v, catalog: newCatalog(f), stop: make(chan struct{}),
-		gate: make(gate, cfg.MaxInFlight), fails: newFailLimiter(cfg.FailuresPerSecond, cfg.FailureBurst, cfg.FailureHeld, 100_000),
-		metrics: newMetrics(node.Raft, groupSize),
+		gate: newAdmitGate(cfg.MaxInFlight, cfg.MaxInFlightBytes), cpu: newCPUSlots(), fails: newFailLimiter(cfg.FailuresPerSecond, cfg.FailureBurst, cfg.FailureHeld, 100_000),
+		metrics: newMetrics(node.Raft, groupSize, f.Queued),
 	}
 	if cfg.AgentAddr != "" {
 		if cfg.AgentAddr == cfg.HTTPAddr {
