@@ -115,7 +115,7 @@ func DefaultConfig() Config {
 		HTTPAddr: "127.0.0.1:7070", RaftAddr: "127.0.0.1:7071",
 		Verify: protocol.DefaultConfig(), FSM: fsm.DefaultConfig(),
 		MaxWait: 60 * time.Second, TickInterval: time.Second,
-		MaxInFlight: 1024, MaxInFlightBytes: 32 << 20, MaxQueued: 10_000, FailuresPerSecond: 5, FailureBurst: 20, FailureDelay: time.Second, FailureHeld: 64,
+		MaxInFlight: 1024, MaxInFlightBytes: 32 << 20, MaxQueued: 4096, FailuresPerSecond: 5, FailureBurst: 20, FailureDelay: time.Second, FailureHeld: 64,
 		MaxSessionsPerUser: 10,
 		PublishInterval:    100 * time.Millisecond,
 		NodeCertValidity:   24 * time.Hour, AgentHeartbeat: 10 * time.Second,

@@ -53,6 +53,9 @@ type File struct {
 		// MaxQueued the intents queued for a node (0: no bound).
 		MaxInFlightBytes int64 `json:"max_in_flight_bytes,omitzero"`
 		MaxQueued        *int  `json:"max_queued,omitzero"`
+		// MemoryLimit is the server process's soft memory limit in bytes
+		// (Go's GOMEMLIMIT, which takes precedence when set); 0: none.
+		MemoryLimit int64 `json:"memory_limit,omitzero"`
 		// MaxSessionsPerUser caps each dashboard user's sessions.
 		MaxSessionsPerUser int `json:"max_sessions_per_user,omitzero"`
 	} `json:"limits,omitzero"`
