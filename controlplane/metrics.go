@@ -9,14 +9,15 @@ import (
 // metrics are the server's Prometheus metrics, on a registry of its own so
 // that several servers can run in one process (tests).
 type metrics struct {
-	reg          *prometheus.Registry
-	admissions   *prometheus.CounterVec
-	applySeconds prometheus.Histogram
-	groupSize    prometheus.Histogram
-	forwardBatch prometheus.Histogram
-	inFlight     prometheus.Gauge
-	leaderChange prometheus.Counter
-	refused      *prometheus.CounterVec
+	reg            *prometheus.Registry
+	admissions     *prometheus.CounterVec
+	applySeconds   prometheus.Histogram
+	groupSize      prometheus.Histogram
+	forwardBatch   prometheus.Histogram
+	inFlight       prometheus.Gauge
+	leaderChange   prometheus.Counter
+	handshakesShed prometheus.Counter
+	refused        *prometheus.CounterVec
 	// Failed authentications, and those answered overloaded past their
 	// source's budget.
 	authFailures    prometheus.Counter
@@ -62,6 +63,9 @@ func newMetrics(node *raft.Raft, groupSize prometheus.Histogram, queue func() in
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "writ_admissions_in_flight", Help: "Admissions and approvals being processed (the queue depth).",
 		}),
+		handshakesShed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "writ_api_connections_shed_total", Help: "API connections closed before their TLS handshake: too many were waiting for one.",
+		}),
 		leaderChange: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "writ_leader_changes_total", Help: "Times this server saw the leader change.",
 		}),
@@ -84,7 +88,7 @@ func newMetrics(node *raft.Raft, groupSize prometheus.Histogram, queue func() in
 	queued := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "writ_intents_queued", Help: "Intents queued for a node (waiting for a slot or for a node to connect).",
 	}, func() float64 { return float64(queue()) })
-	m.reg.MustRegister(queued, m.admissions, m.refused, m.authFailures, m.failuresLimited, m.applySeconds, m.groupSize, m.forwardBatch, m.inFlight, m.leaderChange, raftIndex,
+	m.reg.MustRegister(queued, m.admissions, m.refused, m.authFailures, m.failuresLimited, m.applySeconds, m.groupSize, m.forwardBatch, m.inFlight, m.handshakesShed, m.leaderChange, raftIndex,
 		m.sessions, m.sessionRefused, m.dispatchesSent, m.nodeReports,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

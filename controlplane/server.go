@@ -149,7 +149,7 @@ func New(cfg Config) (*Server, error) {
 	s.metrics.reg.MustRegister(outputMetrics(f)...)
 	s.observeLeader()
 	if !cfg.Dev {
-		ln = tls.NewListener(ln, apiTLS)
+		ln = newHandshakeListener(ln, apiTLS, s.metrics.handshakesShed.Inc)
 	}
 	s.ln = ln
 	if cfg.Cluster.clustered() {
