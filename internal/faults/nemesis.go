@@ -33,6 +33,7 @@ func Scenarios(hold time.Duration, times int) []Scenario {
 		{Name: "isolate-minority", Times: 1, Inject: isolateMinority(hold)},
 		{Name: "partition-leader", Times: 1, Inject: partitionLeader(hold)},
 		{Name: "restart-all", Times: 1, Inject: restartAll},
+		{Name: "overload", Times: 1, Inject: overload(hold)},
 	}
 }
 
