@@ -196,7 +196,8 @@ func (s *Server) forwardAlone(w http.ResponseWriter, r *http.Request, api string
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, r.Method, u, bytes.NewReader(body))
+	var trace sendTrace
+	req, err := http.NewRequestWithContext(trace.context(ctx), r.Method, u, bytes.NewReader(body))
 	if err != nil {
 		writeError(w, codeInternal, "cannot forward")
 		return 0, nil, nil, 0, false
@@ -208,6 +209,11 @@ func (s *Server) forwardAlone(w http.ResponseWriter, r *http.Request, api string
 	}
 	req.Header.Set(headerForwardedFor, source(r))
 	resp, err := s.cluster.http.Do(req)
+	if trace.shed(err) {
+		s.metrics.refused.WithLabelValues(string(codeOverloaded)).Inc()
+		writeOverloaded(w, "the leader is at capacity: it closed the connection before the request was sent; retry")
+		return 0, nil, nil, 0, false
+	}
 	if err != nil {
 		s.log.Warn("forwarding to the leader", "api", api, "err", err)
 		writeError(w, codeNoLeader, "the leader did not answer; the write may or may not have been applied; retry (intents are idempotent by their key)")
