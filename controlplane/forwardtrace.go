@@ -3,8 +3,8 @@ package controlplane
 import (
 	"context"
 	"errors"
-	"os"
 	"net/http/httptrace"
+	"os"
 	"sync/atomic"
 )
 
