@@ -17,8 +17,9 @@ import (
 // cores from Raft's heartbeats with key exchanges and signatures. A
 // connection waits for a handshake slot parked; past maxWaiting waiting or
 // in handshake it is closed at once, before any cryptography: the client
-// sees the connection refused and retries, as after a 429. A handshake
-// lasts at most handshakeTimeout.
+// sees the connection refused and retries, as after a 429. Waiting and
+// handshake together last at most handshakeTimeout; a connection that
+// waited that long is closed, and counted as shed.
 type handshakeListener struct {
 	net.Listener
 	cfg     *tls.Config
@@ -80,18 +81,25 @@ func (l *handshakeListener) accept() {
 	}
 }
 
+// handshake waits for a slot and does c's handshake, both within l.timeout:
+// a client that waited longer has likely given up, and its handshake would
+// be work for no one.
 func (l *handshakeListener) handshake(c net.Conn) {
 	defer func() { <-l.places }()
+	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
+	defer cancel()
 	select {
 	case l.slots <- struct{}{}:
+	case <-ctx.Done():
+		l.shed()
+		c.Close()
+		return
 	case <-l.done:
 		c.Close()
 		return
 	}
 	tc := tls.Server(c, l.cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
 	err := tc.HandshakeContext(ctx)
-	cancel()
 	<-l.slots
 	if err != nil {
 		c.Close()
