@@ -37,7 +37,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, codeNotFound, "no such endpoint")
 	})
-	return s.dashboardFront(s.forwarding(mux.mux))
+	return s.timeSubmissions(s.dashboardFront(s.forwarding(mux.mux)))
 }
 
 // readBody reads at most limit bytes; a larger body is malformed. The buffer

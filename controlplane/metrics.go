@@ -17,6 +17,7 @@ type metrics struct {
 	inFlight       prometheus.Gauge
 	leaderChange   prometheus.Counter
 	handshakesShed prometheus.Counter
+	submitSeconds  *prometheus.HistogramVec
 	refused        *prometheus.CounterVec
 	// Failed authentications, and those answered overloaded past their
 	// source's budget.
@@ -63,6 +64,10 @@ func newMetrics(node *raft.Raft, groupSize prometheus.Histogram, queue func() in
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "writ_admissions_in_flight", Help: "Admissions and approvals being processed (the queue depth).",
 		}),
+		submitSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "writ_submission_seconds", Help: "Time this server took to answer a submission, from its handler's start, by answer (admitted, overloaded, other).",
+			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 18),
+		}, []string{"answer"}),
 		handshakesShed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "writ_api_connections_shed_total", Help: "API connections closed before their TLS handshake: too many were waiting for one.",
 		}),
@@ -88,7 +93,7 @@ func newMetrics(node *raft.Raft, groupSize prometheus.Histogram, queue func() in
 	queued := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "writ_intents_queued", Help: "Intents queued for a node (waiting for a slot or for a node to connect).",
 	}, func() float64 { return float64(queue()) })
-	m.reg.MustRegister(queued, m.admissions, m.refused, m.authFailures, m.failuresLimited, m.applySeconds, m.groupSize, m.forwardBatch, m.inFlight, m.handshakesShed, m.leaderChange, raftIndex,
+	m.reg.MustRegister(queued, m.admissions, m.refused, m.authFailures, m.failuresLimited, m.applySeconds, m.groupSize, m.forwardBatch, m.inFlight, m.submitSeconds, m.handshakesShed, m.leaderChange, raftIndex,
 		m.sessions, m.sessionRefused, m.dispatchesSent, m.nodeReports,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -93,6 +93,9 @@ func TestMetrics(t *testing.T) {
 		`writ_admissions_in_flight 0`,
 		`writ_raft_applied_index`,
 		`writ_leader_changes_total`,
+		`writ_submission_seconds_count{answer="other"} 1`,
+		`writ_intents_queued 0`,
+		`writ_api_connections_shed_total 0`,
 	} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("/metrics lacks %s", want)

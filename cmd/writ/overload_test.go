@@ -17,7 +17,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -62,8 +61,10 @@ const (
 // Retry-After it is sent. It requires that the leader does not change during
 // the overload (every server's writ_leader_changes_total stays as it was,
 // the leader is the same, no answer is no_leader), that the excess is
-// refused with 429 overloaded faster than admissions are answered, that the
-// backlog of queued intents drains, and that each server's VmRSS stays
+// refused with 429 overloaded at under a tenth of an admission's cost in the
+// servers' own time (writ_submission_seconds: the clients' timings on a
+// shared machine measure their own scheduling too, and are reported), that
+// the backlog of queued intents drains, and that each server's VmRSS stays
 // within the documented bounds during the overload and after it. The rate
 // the submitters reached, against the sustainable rate, is reported: on a
 // shared machine it measures the clients' CPU as much as the servers'.
@@ -76,10 +77,6 @@ func TestClusterOverload(t *testing.T) {
 		cfg["limits"] = map[string]any{"max_queued": overloadMaxQueued}
 	})
 	c.startAgents([]int{0, 1, 2}, []int{0, 1, 2})
-	// The submitters stand for clients on other machines: on this one they
-	// yield the cores to the servers and agents under test (started above,
-	// at the test's own priority).
-	niceTestProcess(t, 10)
 	leader := c.waitLeader(10 * time.Second)
 	leaderID := c.srv[leader].id
 	m := c.metricsClient()
@@ -195,6 +192,22 @@ func TestClusterOverload(t *testing.T) {
 		}
 	}
 	leaderAfter := c.srv[c.waitLeader(10*time.Second)].id
+	// Each server's own time to answer, from its handler's start: what a
+	// refusal costs it, apart from waiting for the CPU.
+	serverMean := map[string]time.Duration{}
+	for _, answer := range []string{"admitted", "overloaded"} {
+		var sum, n float64
+		for i := range c.srv {
+			v, err := m.read(i, `writ_submission_seconds_sum{answer="`+answer+`"}`)
+			k, err2 := m.read(i, `writ_submission_seconds_count{answer="`+answer+`"}`)
+			if err == nil && err2 == nil {
+				sum, n = sum+v, n+k
+			}
+		}
+		if n > 0 {
+			serverMean[answer] = time.Duration(sum / n * float64(time.Second)).Round(time.Microsecond)
+		}
+	}
 	attempts := admitted.Load() + refused.Load()
 	for _, n := range other {
 		attempts += int64(n) // no_leader included
@@ -214,8 +227,10 @@ func TestClusterOverload(t *testing.T) {
 	t.Logf("sustainable: %.0f intents/s completed by 16 waiting submitters (p50 %s)", rate, baseLat.pct(50))
 	t.Logf("overload: %d submitters for %s, %.0f attempts/s (%.1f× the sustainable rate): %d admitted, %d refused 429, %d no_leader, other %v",
 		p.submitters, p.over, offered, offered/rate, admitted.Load(), refused.Load(), noLeader.Load(), other)
-	t.Logf("the server's answer, request written to first byte: admitted p50 %s p99 %s; refused 429 p50 %s p99 %s (p50 refusal / p50 admission %.2f)",
-		admitServer.pct(50), admitServer.pct(99), refuseServer.pct(50), refuseServer.pct(99), float64(refuseServer.pct(50))/float64(max(1, admitServer.pct(50))))
+	t.Logf("the servers' own time to answer (writ_submission_seconds, mean): admitted %s, refused 429 %s (refusal / admission %.4f)",
+		serverMean["admitted"], serverMean["overloaded"], float64(serverMean["overloaded"])/float64(max(1, serverMean["admitted"])))
+	t.Logf("the answer as the clients timed it, request written to first byte: admitted p50 %s p99 %s; refused 429 p50 %s p99 %s",
+		admitServer.pct(50), admitServer.pct(99), refuseServer.pct(50), refuseServer.pct(99))
 	t.Logf("the call as the client saw it, connecting included: admitted p50 %s p99 %s; refused 429 p50 %s p99 %s",
 		admitLat.pct(50), admitLat.pct(99), refuseLat.pct(50), refuseLat.pct(99))
 	for _, s := range c.srv {
@@ -242,8 +257,8 @@ func TestClusterOverload(t *testing.T) {
 	if admitted.Load() == 0 {
 		t.Error("no submission was admitted during the overload")
 	}
-	if r, a := refuseServer.pct(50), admitServer.pct(50); r > a {
-		t.Errorf("refusals (p50 %s) were answered slower than admissions (p50 %s)", r, a)
+	if r, a := serverMean["overloaded"], serverMean["admitted"]; r == 0 || a == 0 || r*10 > a {
+		t.Errorf("the servers took %s on average to refuse a submission and %s to admit one: a refusal must cost under a tenth of an admission", r, a)
 	}
 	if !drained {
 		t.Error("the backlog of queued intents did not drain within 3 minutes")
@@ -256,32 +271,6 @@ func TestClusterOverload(t *testing.T) {
 			t.Errorf("%s: VmRSS was %d MiB after the overload, over the bound of %d MiB", s.id, mib, p.after)
 		}
 	}
-}
-
-// niceTestProcess sets the nice value of every thread of the test process
-// (Linux sets it per thread; threads made later inherit their maker's) for
-// the rest of the test, and sets it back to 0 after, where allowed.
-func niceTestProcess(t *testing.T, n int) {
-	renice := func(n int) error {
-		tasks, err := os.ReadDir("/proc/self/task")
-		if err != nil {
-			return err
-		}
-		for _, task := range tasks {
-			tid, err := strconv.Atoi(task.Name())
-			if err != nil {
-				continue
-			}
-			if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, n); err != nil && !errors.Is(err, syscall.ESRCH) {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := renice(n); err != nil {
-		t.Fatalf("renice the load generator: %v", err)
-	}
-	t.Cleanup(func() { renice(0) })
 }
 
 // errorKind names a failed call's error without its addresses.
