@@ -79,7 +79,6 @@ func TestClusterOverload(t *testing.T) {
 	})
 	c.startAgents([]int{0, 1, 2}, []int{0, 1, 2})
 	leader := c.waitLeader(10 * time.Second)
-	leaderID := c.srv[leader].id
 	m := c.metricsClient()
 	changes := map[string]float64{}
 	for i, s := range c.srv {
@@ -125,7 +124,7 @@ func TestClusterOverload(t *testing.T) {
 			changes[s.id] = got
 		}
 	}
-	leaderID = c.srv[c.waitLeader(10*time.Second)].id
+	leaderID := c.srv[c.waitLeader(10*time.Second)].id
 	t.Logf("%s: the overload starts (the leader is %s)", time.Now().UTC().Format(time.TimeOnly), leaderID)
 	sampler := startRSSSampler(t, c)
 	var (
