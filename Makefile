@@ -23,7 +23,7 @@ STATICCHECK := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)
 # namespaces (not in Debian's minimal images).
 APT_PACKAGES := bubblewrap runc busybox-static systemd chromium runsc crun iproute2
 
-.PHONY: help deps build dev cluster cluster-down test test-short check fuzz bench clean screenshots rootfs vectors dist faults
+.PHONY: help deps build dev cluster cluster-down test test-short check fuzz bench clean screenshots rootfs vectors dist faults overload
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-7s %s\n", $$1, $$2}'
@@ -84,6 +84,12 @@ FAULTS_ROUNDS ?= 3
 faults: deps build ## run the fault suite's long run (root: servers and agents in network namespaces) and print its figures
 	CI=true WRIT_FAULTS=long WRIT_FAULTS_ROUNDS=$(FAULTS_ROUNDS) WRIT_FAULTS_BIN=$(BIN)/writ \
 	  $(GO) test -count=1 -v -timeout 120m -run '^TestFaults$$' ./internal/faults/
+
+# The overload test's long run (docs/reliability.md, "Overload"): 3,000
+# submitters for a minute against a 3-server cluster with two agents; its
+# short run (400 submitters, 10 s) is TestClusterOverload in `make test`.
+overload: ## run the overload test's long run (3,000 submitters for 60 s) and print its figures
+	WRIT_OVERLOAD=long $(GO) test -count=1 -v -timeout 30m -run '^TestClusterOverload$$' ./cmd/writ/
 
 check: deps ## vet, staticcheck, gofmt, dependency boundaries, docs' links and named files, darwin and linux/arm64 builds
 	$(GO) vet ./...

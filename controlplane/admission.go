@@ -36,14 +36,23 @@ func fromProtocol(err error) *apiError {
 // applied the entry. An intent that fails authentication is refused here and
 // never reaches Raft; every authenticated attempt is recorded, failures
 // included, so that it has an outcome.
+//
+// Verification and the decision are CPU-bound: each runs in one of s.cpu's
+// slots (admitgate.go), waiting parked for one, so that however many
+// admissions are in flight few compete with Raft for the cores.
 func (s *Server) admit(ctx context.Context, raw []byte) (string, *apiError) {
-	in, canon, err := s.verifier.VerifyIntentCanonical(raw, intentKeys{s.fsm, s.keys})
+	var (
+		in    *protocol.Intent
+		canon []byte
+		err   error
+	)
+	s.cpu.do(func() { in, canon, err = s.verifier.VerifyIntentCanonical(raw, intentKeys{s.fsm, s.keys}) })
 	if protocol.CodeOf(err) == protocol.CodeUnknownKey && s.fsm.Index() < s.node.Raft.CommitIndex() {
 		// A key registered in an entry this server has not applied yet.
 		if !s.caughtUp(ctx) {
 			return "", lagging()
 		}
-		in, canon, err = s.verifier.VerifyIntentCanonical(raw, intentKeys{s.fsm, s.keys})
+		s.cpu.do(func() { in, canon, err = s.verifier.VerifyIntentCanonical(raw, intentKeys{s.fsm, s.keys}) })
 	}
 	switch protocol.CodeOf(err) {
 	case "":
@@ -64,12 +73,13 @@ func (s *Server) admit(ctx context.Context, raw []byte) (string, *apiError) {
 		}
 		return s.propose(ctx, decoded, canon, fsm.Decision{Error: &protocol.ErrorBody{Code: pe.Code, Message: pe.Message}})
 	}
-	d := s.decide(in)
+	var d fsm.Decision
+	s.cpu.do(func() { d = s.decide(in) })
 	if d.Error != nil && d.Error.Code == codeUnknownTool && s.fsm.Index() < s.node.Raft.CommitIndex() {
 		if !s.caughtUp(ctx) {
 			return "", lagging()
 		}
-		d = s.decide(in)
+		s.cpu.do(func() { d = s.decide(in) })
 	}
 	return s.propose(ctx, in, canon, d)
 }

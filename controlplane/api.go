@@ -41,7 +41,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, codeNotFound, "no such endpoint")
 	})
-	return s.dashboardFront(s.forwarding(mux.mux))
+	return s.timeSubmissions(s.dashboardFront(s.forwarding(mux.mux)))
 }
 
 // readBody reads at most limit bytes; a larger body is malformed. The buffer
@@ -88,17 +88,32 @@ type submitBody struct {
 	Approval jsontext.Value `json:"approval,omitzero"`
 }
 
-// enter admits a request to proposal: past MaxInFlight requests are
-// refused at once. Waiting for an outcome (?wait=) happens after leave, so
-// long polls do not hold capacity.
-func (s *Server) enter(w http.ResponseWriter, r *http.Request) (leave func(), ok bool) {
-	if !s.gate.enter() {
+// enter admits a request to proposal, charged its cost (costOf with the
+// body's limit): past MaxInFlight requests or MaxInFlightBytes of cost it is
+// refused at once, before its body is read. Waiting for an outcome (?wait=)
+// happens after leave, so long polls do not hold capacity.
+func (s *Server) enter(w http.ResponseWriter, r *http.Request, limit int) (leave func(), ok bool) {
+	cost := costOf(r, limit)
+	if !s.gate.enter(cost) {
 		s.metrics.refused.WithLabelValues(string(codeOverloaded)).Inc()
 		writeOverloaded(w, "the server is at capacity; retry")
 		return nil, false
 	}
 	s.metrics.inFlight.Inc()
-	return func() { s.metrics.inFlight.Dec(); s.gate.leave() }, true
+	return func() { s.metrics.inFlight.Dec(); s.gate.leave(cost) }, true
+}
+
+// backlogFull refuses a submission while MaxQueued intents wait in the queue
+// for a node: 429 at once, before the body is read or verified. The count is
+// the queue as of this server's last applied entry, so a follower refuses
+// as the leader would, without forwarding.
+func (s *Server) backlogFull(w http.ResponseWriter) bool {
+	if s.cfg.MaxQueued <= 0 || s.fsm.Queued() < s.cfg.MaxQueued {
+		return false
+	}
+	s.metrics.refused.WithLabelValues(string(codeOverloaded)).Inc()
+	writeOverloaded(w, "too many intents wait for a node; retry")
+	return true
 }
 
 // refuse answers a request refused without recording anything. A failed
@@ -119,25 +134,28 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr.code, aerr.msg)
 		return
 	}
+	if s.backlogFull(w) {
+		return
+	}
 	// Room for an intent and an approval, each at the protocol's limit.
-	body, aerr := readBody(w, r, 2*s.verifier.Config().MaxBytes+1024)
-	if aerr != nil {
-		s.refuse(w, r, aerr)
-		return
-	}
-	// The envelope is as strict as what it carries: no duplicate or unknown
-	// members, so that no two readers of one body see different intents.
-	var sb submitBody
-	if err := jsonv2.Unmarshal(body, &sb, jsonv2.RejectUnknownMembers(true)); err != nil || len(sb.Intent) == 0 {
-		s.refuse(w, r, refusal(protocol.CodeMalformed, `body must be {"intent": {…}, "approval": {…}?}`))
-		return
-	}
-	leave, ok := s.enter(w, r)
+	limit := 2*s.verifier.Config().MaxBytes + 1024
+	leave, ok := s.enter(w, r, limit)
 	if !ok {
 		return
 	}
+	var sb submitBody
 	id, aerr := func() (string, *apiError) {
 		defer leave()
+		body, aerr := readBody(w, r, limit)
+		if aerr != nil {
+			return "", aerr
+		}
+		// The envelope is as strict as what it carries: no duplicate or
+		// unknown members, so that no two readers of one body see
+		// different intents.
+		if err := jsonv2.Unmarshal(body, &sb, jsonv2.RejectUnknownMembers(true)); err != nil || len(sb.Intent) == 0 {
+			return "", refusal(protocol.CodeMalformed, `body must be {"intent": {…}, "approval": {…}?}`)
+		}
 		id, aerr := s.admit(r.Context(), sb.Intent)
 		if aerr != nil || len(sb.Approval) == 0 {
 			return id, aerr
@@ -248,17 +266,17 @@ func (s *Server) reader(r *http.Request) (tenant string, all bool, aerr *apiErro
 }
 
 func (s *Server) handleApproval(w http.ResponseWriter, r *http.Request) {
-	body, aerr := readBody(w, r, s.verifier.Config().MaxBytes)
-	if aerr != nil {
-		s.refuse(w, r, aerr)
-		return
-	}
-	leave, ok := s.enter(w, r)
+	limit := s.verifier.Config().MaxBytes
+	leave, ok := s.enter(w, r, limit)
 	if !ok {
 		return
 	}
 	id, aerr := func() (string, *apiError) {
 		defer leave()
+		body, aerr := readBody(w, r, limit)
+		if aerr != nil {
+			return "", aerr
+		}
 		return s.approve(r.Context(), body)
 	}()
 	if aerr != nil {

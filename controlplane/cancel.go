@@ -106,7 +106,7 @@ func (s *Server) handleCancelRun(w http.ResponseWriter, r *http.Request) {
 // proposeCancel puts a cancel through Raft. It reports false when it has
 // answered the request itself (the server is at capacity).
 func (s *Server) proposeCancel(w http.ResponseWriter, r *http.Request, c fsm.Cancel) bool {
-	leave, ok := s.enter(w, r)
+	leave, ok := s.enter(w, r, 0) // no body: the cost of a request alone
 	if !ok {
 		return false
 	}

@@ -54,9 +54,17 @@ type Config struct {
 	// TickInterval is how often the leader proposes its clock, which expires
 	// intents and prunes what has passed its retention.
 	TickInterval time.Duration
-	// MaxInFlight bounds admissions and approvals being processed; past it
-	// requests get 429 overloaded at once.
-	MaxInFlight int
+	// MaxInFlight bounds admissions and approvals being processed, and
+	// MaxInFlightBytes their cost: each is charged its body's announced size
+	// plus 8 KiB. Past either, requests get 429 overloaded at once, before
+	// their bodies are read.
+	MaxInFlight      int
+	MaxInFlightBytes int64
+	// MaxQueued bounds the intents queued for a node (waiting for a slot or
+	// for a node to connect): while the queue holds this many, submissions
+	// get 429 overloaded at once, at the leader and at followers alike, so
+	// that a backlog the nodes cannot run holds bounded memory. 0: no bound.
+	MaxQueued int
 	// FailuresPerSecond and FailureBurst limit, per source address, answers
 	// to requests that fail authentication; past them a failure is answered
 	// 429 overloaded, held FailureDelay, with at most FailureHeld held per
@@ -110,7 +118,7 @@ func DefaultConfig() Config {
 		HTTPAddr: "127.0.0.1:7070", RaftAddr: "127.0.0.1:7071",
 		Verify: protocol.DefaultConfig(), FSM: fsm.DefaultConfig(),
 		MaxWait: 60 * time.Second, TickInterval: time.Second,
-		MaxInFlight: 1024, FailuresPerSecond: 5, FailureBurst: 20, FailureDelay: time.Second, FailureHeld: 64,
+		MaxInFlight: 1024, MaxInFlightBytes: 32 << 20, MaxQueued: 4096, FailuresPerSecond: 5, FailureBurst: 20, FailureDelay: time.Second, FailureHeld: 64,
 		MaxSessionsPerUser: 10,
 		PublishInterval:    100 * time.Millisecond,
 		NodeCertValidity:   24 * time.Hour, AgentHeartbeat: 10 * time.Second,
@@ -130,6 +138,10 @@ func (c *Config) Validate() error {
 		return errors.New("controlplane: TickInterval must be positive")
 	case c.MaxInFlight <= 0 || c.FailuresPerSecond <= 0 || c.FailureBurst <= 0 || c.FailureHeld <= 0:
 		return errors.New("controlplane: MaxInFlight, FailuresPerSecond, FailureBurst and FailureHeld must be positive")
+	case c.MaxInFlightBytes < requestCost:
+		return errors.New("controlplane: MaxInFlightBytes must be at least 8 KiB (one request's cost)")
+	case c.MaxQueued < 0:
+		return errors.New("controlplane: MaxQueued must not be negative")
 	case c.MaxSessionsPerUser < 1 || c.MaxSessionsPerUser > fsm.MaxSessions:
 		return errors.New("controlplane: MaxSessionsPerUser must be between 1 and 10,000")
 	case c.FailureDelay < 0 || c.FailureDelay > 10*time.Second:

@@ -60,6 +60,13 @@ type File struct {
 		Skew         string `json:"skew,omitzero"`
 		MaxBodyBytes int    `json:"max_body_bytes,omitzero"`
 		MaxInFlight  int    `json:"max_in_flight,omitzero"`
+		// MaxInFlightBytes bounds the cost of the admissions in flight;
+		// MaxQueued the intents queued for a node (0: no bound).
+		MaxInFlightBytes int64 `json:"max_in_flight_bytes,omitzero"`
+		MaxQueued        *int  `json:"max_queued,omitzero"`
+		// MemoryLimit is the server process's soft memory limit in bytes
+		// (Go's GOMEMLIMIT, which takes precedence when set); 0: none.
+		MemoryLimit int64 `json:"memory_limit,omitzero"`
 		// MaxSessionsPerUser caps each dashboard user's sessions.
 		MaxSessionsPerUser int `json:"max_sessions_per_user,omitzero"`
 	} `json:"limits,omitzero"`
@@ -132,6 +139,12 @@ func (f *File) Apply(cfg *Config) error {
 	}
 	if f.Limits.MaxInFlight > 0 {
 		cfg.MaxInFlight = f.Limits.MaxInFlight
+	}
+	if f.Limits.MaxInFlightBytes > 0 {
+		cfg.MaxInFlightBytes = f.Limits.MaxInFlightBytes
+	}
+	if f.Limits.MaxQueued != nil {
+		cfg.MaxQueued = *f.Limits.MaxQueued
 	}
 	if f.Limits.MaxSessionsPerUser > 0 {
 		cfg.MaxSessionsPerUser = f.Limits.MaxSessionsPerUser

@@ -106,6 +106,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 	var wait time.Duration
 	q := r.URL.Query()
 	submit := r.Method == http.MethodPost && r.URL.Path == "/v1/intents"
+	if submit && s.backlogFull(w) {
+		return // refused here, as the leader would, without a forward
+	}
 	if submit {
 		var aerr *apiError
 		if wait, aerr = s.waitFor(r); aerr != nil {
@@ -205,7 +208,8 @@ func (s *Server) forwardAlone(w http.ResponseWriter, r *http.Request, api, query
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, r.Method, u, bytes.NewReader(body))
+	var trace sendTrace
+	req, err := http.NewRequestWithContext(trace.context(ctx), r.Method, u, bytes.NewReader(body))
 	if err != nil {
 		writeError(w, codeInternal, "cannot forward")
 		return 0, nil, nil, 0, false
@@ -217,6 +221,11 @@ func (s *Server) forwardAlone(w http.ResponseWriter, r *http.Request, api, query
 	}
 	req.Header.Set(headerForwardedFor, source(r))
 	resp, err := s.cluster.http.Do(req)
+	if trace.shed(err) {
+		s.metrics.refused.WithLabelValues(string(codeOverloaded)).Inc()
+		writeOverloaded(w, "the leader is at capacity: it closed the connection before the request was sent; retry")
+		return 0, nil, nil, 0, false
+	}
 	if err != nil {
 		s.log.Warn("forwarding to the leader", "api", api, "err", err)
 		writeError(w, codeNoLeader, "the leader did not answer; the write may or may not have been applied; retry (intents are idempotent by their key)")

@@ -461,13 +461,20 @@ func (b *batcher) roundTrip(api string, batch []*pendingItem) roundTripResult {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+api+batchPath, bytes.NewReader(encodeBatch(items)))
+	var trace sendTrace
+	req, err := http.NewRequestWithContext(trace.context(ctx), http.MethodPost, "https://"+api+batchPath, bytes.NewReader(encodeBatch(items)))
 	if err != nil {
 		return refuseAll(batch, codeInternal, "cannot forward")
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
 	req.Header.Set(headerForwardedFor, batchMarker) // handleSubmitBatch requires it
 	resp, err := s.cluster.http.Do(req)
+	if trace.shed(err) {
+		s.metrics.refused.WithLabelValues(string(codeOverloaded)).Add(float64(len(batch)))
+		return answerAll(batch, recorded(func(w http.ResponseWriter) {
+			writeOverloaded(w, "the leader is at capacity: it closed the connection before the submissions were sent; retry")
+		}))
+	}
 	if err != nil {
 		s.log.Warn("forwarding to the leader", "api", api, "err", err)
 		return refuseAll(batch, codeNoLeader, "the leader did not answer; the write may or may not have been applied; retry (intents are idempotent by their key)")

@@ -9,14 +9,16 @@ import (
 // metrics are the server's Prometheus metrics, on a registry of its own so
 // that several servers can run in one process (tests).
 type metrics struct {
-	reg          *prometheus.Registry
-	admissions   *prometheus.CounterVec
-	applySeconds prometheus.Histogram
-	groupSize    prometheus.Histogram
-	forwardBatch prometheus.Histogram
-	inFlight     prometheus.Gauge
-	leaderChange prometheus.Counter
-	refused      *prometheus.CounterVec
+	reg            *prometheus.Registry
+	admissions     *prometheus.CounterVec
+	applySeconds   prometheus.Histogram
+	groupSize      prometheus.Histogram
+	forwardBatch   prometheus.Histogram
+	inFlight       prometheus.Gauge
+	leaderChange   prometheus.Counter
+	handshakesShed prometheus.Counter
+	submitSeconds  *prometheus.HistogramVec
+	refused        *prometheus.CounterVec
 	// Failed authentications, and those answered overloaded past their
 	// source's budget.
 	authFailures    prometheus.Counter
@@ -36,7 +38,7 @@ func newGroupSize() prometheus.Histogram {
 	})
 }
 
-func newMetrics(node *raft.Raft, groupSize prometheus.Histogram) *metrics {
+func newMetrics(node *raft.Raft, groupSize prometheus.Histogram, queue func() int) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(), groupSize: groupSize,
 		admissions: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -62,6 +64,13 @@ func newMetrics(node *raft.Raft, groupSize prometheus.Histogram) *metrics {
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "writ_admissions_in_flight", Help: "Admissions and approvals being processed (the queue depth).",
 		}),
+		submitSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "writ_submission_seconds", Help: "Time this server took to answer a submission, from its handler's start, by answer (admitted, overloaded, other).",
+			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 18),
+		}, []string{"answer"}),
+		handshakesShed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "writ_api_connections_shed_total", Help: "API connections closed before their TLS handshake: too many were waiting for one.",
+		}),
 		leaderChange: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "writ_leader_changes_total", Help: "Times this server saw the leader change.",
 		}),
@@ -81,7 +90,10 @@ func newMetrics(node *raft.Raft, groupSize prometheus.Histogram) *metrics {
 	raftIndex := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "writ_raft_applied_index", Help: "The last Raft index applied on this server.",
 	}, func() float64 { return float64(node.AppliedIndex()) })
-	m.reg.MustRegister(m.admissions, m.refused, m.authFailures, m.failuresLimited, m.applySeconds, m.groupSize, m.forwardBatch, m.inFlight, m.leaderChange, raftIndex,
+	queued := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "writ_intents_queued", Help: "Intents queued for a node (waiting for a slot or for a node to connect).",
+	}, func() float64 { return float64(queue()) })
+	m.reg.MustRegister(queued, m.admissions, m.refused, m.authFailures, m.failuresLimited, m.applySeconds, m.groupSize, m.forwardBatch, m.inFlight, m.submitSeconds, m.handshakesShed, m.leaderChange, raftIndex,
 		m.sessions, m.sessionRefused, m.dispatchesSent, m.nodeReports,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -15,22 +15,6 @@ import (
 // Retry-After, at once rather than after a wait.
 const codeOverloaded protocol.Code = "overloaded"
 
-// gate bounds the admissions and approvals in flight. A request that finds
-// it full is turned away with 429 at once: a queue that grows without bound
-// only turns overload into timeouts.
-type gate chan struct{}
-
-func (g gate) enter() bool {
-	select {
-	case g <- struct{}{}:
-		return true
-	default:
-		return false
-	}
-}
-
-func (g gate) leave() { <-g }
-
 // failLimiter counts, per source, requests that failed authentication. It
 // never refuses a request: every request is verified first, and one that
 // verifies is served whatever its address sent before, since behind a NAT or a

@@ -44,8 +44,8 @@ func post(t *testing.T, url, body string) (*http.Response, string) {
 // once with 429 and Retry-After, and served again once a slot frees.
 func TestOverloadedAtCapacity(t *testing.T) {
 	s, addr := startTestDev(t, func(c *Config) { c.MaxInFlight = 2 })
-	s.gate.enter()
-	s.gate.enter()
+	s.gate.enter(requestCost)
+	s.gate.enter(requestCost)
 	start := time.Now()
 	resp, body := post(t, addr+"/v1/intents", `{"intent":{}}`)
 	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || !strings.Contains(body, `"overloaded"`) {
@@ -54,7 +54,7 @@ func TestOverloadedAtCapacity(t *testing.T) {
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("refusal took %s; it must not wait", took)
 	}
-	s.gate.leave()
+	s.gate.leave(requestCost)
 	resp, body = post(t, addr+"/v1/intents", `{"intent":{}}`)
 	if resp.StatusCode != 400 || !strings.Contains(body, `"malformed"`) {
 		t.Fatalf("with a free slot: %d %s", resp.StatusCode, body)
@@ -93,6 +93,9 @@ func TestMetrics(t *testing.T) {
 		`writ_admissions_in_flight 0`,
 		`writ_raft_applied_index`,
 		`writ_leader_changes_total`,
+		`writ_submission_seconds_count{answer="other"} 1`,
+		`writ_intents_queued 0`,
+		`writ_api_connections_shed_total 0`,
 	} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("/metrics lacks %s", want)
@@ -139,5 +142,59 @@ func TestFailLimiterHold(t *testing.T) {
 	}
 	if l.held != maxHeldTotal {
 		t.Fatalf("held %d, want %d", l.held, maxHeldTotal)
+	}
+}
+
+// TestAdmitGate: the gate admits by count and by cost; a request costing
+// more than the whole budget enters an empty gate only; what leaves is
+// given back.
+func TestAdmitGate(t *testing.T) {
+	type step struct {
+		enter bool // enter, or leave
+		cost  int64
+		ok    bool // for enter
+	}
+	for _, tc := range []struct {
+		name   string
+		n      int
+		budget int64
+		steps  []step
+	}{
+		{"count", 2, 1 << 20, []step{{true, 10, true}, {true, 10, true}, {true, 10, false}, {false, 10, false}, {true, 10, true}}},
+		{"cost", 10, 100, []step{{true, 60, true}, {true, 40, true}, {true, 1, false}, {false, 40, false}, {true, 30, true}, {true, 11, false}}},
+		{"over the budget, into an empty gate only", 10, 100, []step{{true, 500, true}, {true, 1, false}, {false, 500, false}, {true, 1, true}, {true, 500, false}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newAdmitGate(tc.n, tc.budget)
+			for i, s := range tc.steps {
+				if !s.enter {
+					g.leave(s.cost)
+					continue
+				}
+				if got := g.enter(s.cost); got != s.ok {
+					t.Fatalf("step %d: enter(%d) = %v, want %v", i, s.cost, got, s.ok)
+				}
+			}
+		})
+	}
+}
+
+// TestOverloadedByCost: with the cost budget taken, a submission is refused
+// 429 at once before its body is read; a small one fits beside a small one.
+func TestOverloadedByCost(t *testing.T) {
+	s, addr := startTestDev(t, func(c *Config) { c.MaxInFlightBytes = 64 << 10 })
+	s.gate.enter(60 << 10)
+	resp, body := post(t, addr+"/v1/intents", `{"intent":{}}`)
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || !strings.Contains(body, `"overloaded"`) {
+		t.Fatalf("with the budget taken: %d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	s.gate.leave(60 << 10)
+	s.gate.enter(32 << 10)
+	resp, body = post(t, addr+"/v1/intents", `{"intent":{}}`)
+	if resp.StatusCode != 400 || !strings.Contains(body, `"malformed"`) {
+		t.Fatalf("with room for it: %d %s", resp.StatusCode, body)
+	}
+	if n, cost := s.gate.inUse(); n != 1 || cost != 32<<10 {
+		t.Fatalf("after the request: %d in flight costing %d, want the one entered by the test", n, cost)
 	}
 }

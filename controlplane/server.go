@@ -41,7 +41,8 @@ type Server struct {
 	catalog  *catalog
 	http     *http.Server
 	ln       net.Listener
-	gate     gate
+	gate     *admitGate
+	cpu      cpuSlots
 	fails    *failLimiter
 	metrics  *metrics
 	// fleet and agents serve node sessions; nil without AgentAddr.
@@ -135,8 +136,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, log: log, fsm: f, node: node, ledger: lg, keys: kr, verifier: v, catalog: newCatalog(f), stop: make(chan struct{}),
-		gate: make(gate, cfg.MaxInFlight), fails: newFailLimiter(cfg.FailuresPerSecond, cfg.FailureBurst, cfg.FailureHeld, 100_000),
-		metrics: newMetrics(node.Raft, groupSize),
+		gate: newAdmitGate(cfg.MaxInFlight, cfg.MaxInFlightBytes), cpu: newCPUSlots(), fails: newFailLimiter(cfg.FailuresPerSecond, cfg.FailureBurst, cfg.FailureHeld, 100_000),
+		metrics: newMetrics(node.Raft, groupSize, f.Queued),
 	}
 	f.OnNoSpace(s.yieldLeadership)
 	if cfg.AgentAddr != "" {
@@ -158,7 +159,7 @@ func New(cfg Config) (*Server, error) {
 		go s.hooks.run()
 	}
 	if !cfg.Dev {
-		ln = tls.NewListener(ln, apiTLS)
+		ln = newHandshakeListener(ln, apiTLS, s.metrics.handshakesShed.Inc)
 	}
 	s.ln = ln
 	if cfg.Cluster.clustered() {

@@ -49,6 +49,13 @@ type testServer struct {
 
 func startTestCluster(t *testing.T) *testCluster {
 	t.Helper()
+	return startTestClusterWith(t, nil)
+}
+
+// startTestClusterWith is startTestCluster with each server's configuration
+// file changed by mod (nil: as it is).
+func startTestClusterWith(t *testing.T, mod func(cfg map[string]any)) *testCluster {
+	t.Helper()
 	dir := t.TempDir()
 	pki := filepath.Join(dir, "pki")
 	c := &testCluster{t: t, dir: dir}
@@ -89,6 +96,9 @@ func startTestCluster(t *testing.T) *testCluster {
 			"keyring_file":       filepath.Join(dir, "keyring.key"),
 			"ledger":             map[string]string{"origin": "writ.test/cluster", "seed_file": filepath.Join(dir, "ledger.key")},
 			"admin_token_hashes": []string{"sha256:" + hex.EncodeToString(sum[:])},
+		}
+		if mod != nil {
+			mod(cfg)
 		}
 		raw, _ := json.Marshal(cfg)
 		s := &testServer{id: id, api: ps[i].api, config: writeFile(t, dir, id+".json", string(raw)), log: filepath.Join(dir, id+".log")}

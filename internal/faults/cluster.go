@@ -121,6 +121,10 @@ func NewCluster(cfg Config, n *Net) (*Cluster, error) {
 			"keyring_file":       filepath.Join(dir, "keyring.key"),
 			"ledger":             map[string]string{"origin": "writ.test/faults", "seed_file": filepath.Join(dir, "ledger.key")},
 			"admin_token_hashes": []string{"sha256:" + hex.EncodeToString(sum[:])},
+			// A backlog of 64 queued intents, well above what the load
+			// keeps queued (one intent per submitter), so that the
+			// overload scenario's flood meets the bound within a second.
+			"limits": map[string]any{"max_queued": 64},
 		}
 		raw, _ := json.Marshal(conf)
 		path := filepath.Join(dir, s+".json")

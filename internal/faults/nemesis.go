@@ -39,6 +39,7 @@ func Scenarios(hold time.Duration, times int) []Scenario {
 		{Name: "restart-all", Times: 1, Inject: restartAll},
 		{Name: "clock-jump", Times: 1, Inject: clockJump(hold, ClockJump)},
 		{Name: "disk-full", Times: 1, Inject: diskFull(hold)},
+		{Name: "overload", Times: 1, Inject: overload(hold)},
 	}
 }
 

@@ -48,6 +48,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	f.batch.on = false
 	f.mu.Lock()
 	f.applied = f.state.Index
+	f.countQueued()
 	f.mu.Unlock()
 	for _, id := range changed {
 		f.watch.notify(id)

@@ -98,6 +98,7 @@ type FSM struct {
 	// every entry up to it are in the ledger, so that a reader who waited
 	// for an index finds its receipts there.
 	applied uint64
+	queued  atomic.Int64 // len(state.Queue), for Queued
 
 	ledger       Ledger // nil: no receipts (tests of the state machine alone)
 	checkpointed bool   // a checkpoint was applied by the current command

@@ -65,6 +65,7 @@ func (f *FSM) Restore(r io.ReadCloser) error {
 	f.state = s
 	f.applied = s.Index
 	f.idx = buildIndexes(s)
+	f.countQueued()
 	defer f.tellNode("")
 	defer f.obs.tell(s.Index, nil, true)
 	defer f.watch.notifyAll()

@@ -165,6 +165,7 @@ func startBenchCluster(dir, store string, paramBytes int) (*benchCluster, error)
 	base := controlplane.DefaultConfig()
 	base.Logger = slog.New(slog.DiscardHandler)
 	base.MaxInFlight = 8192
+	base.MaxInFlightBytes = 1 << 30
 	base.RaftLogStore = store
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	servers, creds, err := controlplane.StartLocalCluster(ctx, c.dir, 3, base)

@@ -501,6 +501,7 @@ func newBenchFleetServer(e *env) *cobra.Command {
 			base := controlplane.DefaultConfig()
 			base.Logger = slog.New(slog.NewTextHandler(e.err, &slog.HandlerOptions{Level: slog.LevelError}))
 			base.MaxInFlight = 4096
+			base.MaxInFlightBytes, base.MaxQueued = 1<<30, 0
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			s, _, err := controlplane.StartDev(ctx, controlplane.DevConfig{DataDir: dir, HTTPAddr: addr,
 				RaftAddr: "127.0.0.1:0", ToolsDir: filepath.Join(dir, "tools"), Base: base})

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -47,6 +48,9 @@ Without join or bootstrap_expect, the server forms a single-server cluster.
 					return err
 				}
 				bootstrapSet = f.Bootstrap != nil
+				if err := setMemoryLimit(f.Limits.MemoryLimit); err != nil {
+					return err
+				}
 			}
 			for env, dst := range map[string]*string{"WRIT_ID": &cfg.ID, "WRIT_DATA_DIR": &cfg.DataDir, "WRIT_HTTP_ADDR": &cfg.HTTPAddr, "WRIT_RAFT_ADDR": &cfg.RaftAddr} {
 				if v := os.Getenv(env); v != "" {
@@ -156,6 +160,21 @@ Without join or bootstrap_expect, the server forms a single-server cluster.
 	fl.StringArrayVar(&join, "join", nil, "gossip address of another server, ADDR[,ADDR] (repeatable)")
 	fl.IntVar(&expect, "bootstrap-expect", 0, "form a new cluster once this many servers (3 or 5) see each other")
 	return cmd
+}
+
+// setMemoryLimit sets the process's soft memory limit (limits.memory_limit)
+// unless GOMEMLIMIT, which the Go runtime reads itself, is set: the garbage
+// collector then works harder as the heap nears the limit, and returns
+// freed memory to the system to stay under it.
+func setMemoryLimit(n int64) error {
+	switch {
+	case n == 0 || os.Getenv("GOMEMLIMIT") != "":
+		return nil
+	case n < 64<<20:
+		return fmt.Errorf("limits.memory_limit %d is under 64 MiB: the server would spend its time collecting garbage", n)
+	}
+	debug.SetMemoryLimit(n)
+	return nil
 }
 
 func newCA(e *env) *cobra.Command {

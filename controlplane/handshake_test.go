@@ -1,0 +1,112 @@
+package controlplane
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pool
+}
+
+// TestHandshakeListener: requests are served over connections whose
+// handshake the listener did; with every place taken, a new connection is
+// closed before its handshake and counted; a freed place takes the next.
+func TestHandshakeListener(t *testing.T) {
+	cert, pool := selfSigned(t)
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shed atomic.Int64
+	ln := listenHandshakes(raw, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, func() { shed.Add(1) }, 1, 2)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS == nil || !r.TLS.HandshakeComplete {
+			http.Error(w, "no TLS", 500)
+			return
+		}
+		io.WriteString(w, "ok")
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	clientCfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: clientCfg}}
+	get := func() (string, error) {
+		resp, err := hc.Get("https://" + raw.Addr().String() + "/")
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b), nil
+	}
+	if got, err := get(); err != nil || got != "ok" {
+		t.Fatalf("a request: %q %v", got, err)
+	}
+	hc.CloseIdleConnections()
+
+	// Two connections that never say hello hold both places.
+	var idle []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", raw.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(ln.places) < 2 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	start := time.Now()
+	c, err := tls.Dial("tcp", raw.Addr().String(), clientCfg)
+	if err == nil {
+		c.Close()
+		t.Fatal("a handshake succeeded with every place taken")
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("the connection past the bound was closed after %s; it must be at once", took)
+	}
+	if shed.Load() != 1 {
+		t.Fatalf("shed %d connections, want 1", shed.Load())
+	}
+	for _, c := range idle {
+		c.Close()
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		got, err := get()
+		if err == nil && got == "ok" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("once the places freed: %q %v", got, err)
+		}
+	}
+}
