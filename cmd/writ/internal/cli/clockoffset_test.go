@@ -40,7 +40,7 @@ func TestOffsetClock(t *testing.T) {
 			if got := time.Duration(c.off.Load()); got != tc.want {
 				t.Errorf("offset %s, want %s", got, tc.want)
 			}
-			if d := c.Now().Sub(time.Now()) - tc.want; d > time.Second || d < -time.Second {
+			if d := time.Until(c.Now()) - tc.want; d > time.Second || d < -time.Second {
 				t.Errorf("Now is %s off the host's clock plus %s", d, tc.want)
 			}
 		})
