@@ -27,17 +27,37 @@ const (
 // answer is the result of a call whose intent reached a final state: the
 // tool's output as text (and as structuredContent when it is a JSON
 // object) for a completed intent, isError with Writ's code and message for
-// any other end; _meta names the intent and its receipt.
+// any other end; _meta names the intent and its receipt. The receipt's leaf
+// hash (which may need a read of the receipt) and the output are read at
+// the same time: two round trips to the control plane cost one.
 func (s *Server) answer(ctx context.Context, r *client.IntentResponse) *mcp.CallToolResult {
 	meta := mcp.Meta{metaIntentID: r.IntentID, metaState: r.State}
+	type leaf struct {
+		hash string
+		err  error
+	}
+	var leafc chan leaf
 	if r.ReceiptIndex != nil {
 		meta[metaReceiptIndex] = *r.ReceiptIndex
-		if h, err := s.leafHash(ctx, r); err == nil {
-			meta[metaLeafHash] = h
+		leafc = make(chan leaf, 1)
+		go func() {
+			h, err := s.leafHash(ctx, r)
+			leafc <- leaf{h, err}
+		}()
+	}
+	res := s.outcome(ctx, r, meta)
+	if leafc != nil {
+		if l := <-leafc; l.err == nil {
+			res.Meta[metaLeafHash] = l.hash
 		} else {
-			s.cfg.Logger.Warn("receipt leaf hash", "intent_id", r.IntentID, "error", err)
+			s.cfg.Logger.Warn("receipt leaf hash", "intent_id", r.IntentID, "error", l.err)
 		}
 	}
+	return res
+}
+
+// outcome is answer's result without the leaf hash.
+func (s *Server) outcome(ctx context.Context, r *client.IntentResponse, meta mcp.Meta) *mcp.CallToolResult {
 	if r.State != "completed" {
 		code, msg := protocol.Code(r.State), "the intent ended "+r.State
 		if r.Error != nil {
