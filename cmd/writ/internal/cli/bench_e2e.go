@@ -141,46 +141,12 @@ func benchE2E(e *env, o e2eOptions) (*e2eReport, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	if err := copyFile(o.echoWasm, filepath.Join(dir, "tools", "echo.wasm")); err != nil {
-		return nil, err
-	}
-	quiet := slog.New(slog.NewTextHandler(e.err, &slog.HandlerOptions{Level: slog.LevelError}))
-	base := controlplane.DefaultConfig()
-	base.Logger = quiet
-	base.AgentAddr = "on" // each server takes node sessions on its API port
-	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	servers, creds, err := controlplane.StartLocalCluster(startCtx, dir, 3, base)
-	cancel()
+	ec, stop, err := startEchoCluster(ctx, e, dir, o.echoWasm)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		for _, s := range servers {
-			s.Close(context.Background())
-		}
-	}()
-	var leader *controlplane.Server
-	var agentAddrs []string
-	for _, s := range servers {
-		if s.IsLeader() {
-			leader = s
-		}
-		agentAddrs = append(agentAddrs, s.AgentAddr())
-	}
-	agentCtx, stopAgent := context.WithCancel(ctx)
-	agentDone := make(chan error, 1)
-	defer func() {
-		stopAgent()
-		<-agentDone
-	}()
-	node, err := startBenchAgent(agentCtx, leader, dir, agentAddrs, quiet, agentDone)
-	if err != nil {
-		return nil, err
-	}
-	caPEM, err := os.ReadFile(filepath.Join(dir, "pki", "ca.pem"))
-	if err != nil {
-		return nil, err
-	}
+	defer stop()
+	servers, creds, leader, node, caPEM := ec.servers, ec.creds, ec.leader, ec.node, ec.caPEM
 	secret, err := decodeSecret(creds.Orchestrator.Secret)
 	if err != nil {
 		return nil, err
@@ -443,4 +409,61 @@ func copyFile(from, to string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// echoCluster is what the end-to-end benches start in their process: 3
+// servers on loopback in dir, and one real agent with the echo wasm tool.
+type echoCluster struct {
+	servers []*controlplane.Server
+	creds   *controlplane.DevCredentials
+	leader  *controlplane.Server
+	node    string // the agent's node id
+	caPEM   []byte
+}
+
+// startEchoCluster starts an echoCluster; stop stops the agent, then the
+// servers.
+func startEchoCluster(ctx context.Context, e *env, dir, echoWasm string) (*echoCluster, func(), error) {
+	if err := copyFile(echoWasm, filepath.Join(dir, "tools", "echo.wasm")); err != nil {
+		return nil, nil, err
+	}
+	quiet := slog.New(slog.NewTextHandler(e.err, &slog.HandlerOptions{Level: slog.LevelError}))
+	base := controlplane.DefaultConfig()
+	base.Logger = quiet
+	base.AgentAddr = "on" // each server takes node sessions on its API port
+	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	servers, creds, err := controlplane.StartLocalCluster(startCtx, dir, 3, base)
+	cancel()
+	if err != nil {
+		return nil, nil, err
+	}
+	c := &echoCluster{servers: servers, creds: creds}
+	var agentAddrs []string
+	for _, s := range servers {
+		if s.IsLeader() {
+			c.leader = s
+		}
+		agentAddrs = append(agentAddrs, s.AgentAddr())
+	}
+	agentCtx, stopAgent := context.WithCancel(ctx)
+	agentDone := make(chan error, 1)
+	stop := func() {
+		stopAgent()
+		<-agentDone
+		for _, s := range servers {
+			s.Close(context.Background())
+		}
+	}
+	if c.node, err = startBenchAgent(agentCtx, c.leader, dir, agentAddrs, quiet, agentDone); err != nil {
+		stopAgent()
+		for _, s := range servers {
+			s.Close(context.Background())
+		}
+		return nil, nil, err
+	}
+	if c.caPEM, err = os.ReadFile(filepath.Join(dir, "pki", "ca.pem")); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return c, stop, nil
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/cmd/writ/internal/mcpserver"
-	"github.com/writhq/writ/controlplane"
 	"github.com/writhq/writ/internal/secretfile"
 )
 
@@ -110,46 +108,13 @@ func benchMCP(e *env, o mcpBenchOptions) (*mcpBenchReport, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	if err := copyFile(o.echoWasm, filepath.Join(dir, "tools", "echo.wasm")); err != nil {
-		return nil, err
-	}
-	quiet := slog.New(slog.NewTextHandler(e.err, &slog.HandlerOptions{Level: slog.LevelError}))
-	base := controlplane.DefaultConfig()
-	base.Logger = quiet
-	base.AgentAddr = "on"
-	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	servers, creds, err := controlplane.StartLocalCluster(startCtx, dir, 3, base)
-	cancel()
+	ec, stop, err := startEchoCluster(ctx, e, dir, o.echoWasm)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		for _, s := range servers {
-			s.Close(context.Background())
-		}
-	}()
-	var leader *controlplane.Server
-	var agentAddrs []string
-	for _, s := range servers {
-		if s.IsLeader() {
-			leader = s
-		}
-		agentAddrs = append(agentAddrs, s.AgentAddr())
-	}
-	agentCtx, stopAgent := context.WithCancel(ctx)
-	agentDone := make(chan error, 1)
-	defer func() {
-		stopAgent()
-		<-agentDone
-	}()
-	if _, err := startBenchAgent(agentCtx, leader, dir, agentAddrs, quiet, agentDone); err != nil {
-		return nil, err
-	}
+	defer stop()
+	creds, leader, caPEM := ec.creds, ec.leader, ec.caPEM
 	ca := filepath.Join(dir, "pki", "ca.pem")
-	caPEM, err := os.ReadFile(ca)
-	if err != nil {
-		return nil, err
-	}
 	secret, err := decodeSecret(creds.Orchestrator.Secret)
 	if err != nil {
 		return nil, err
