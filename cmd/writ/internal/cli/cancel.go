@@ -28,8 +28,7 @@ func cancelExit(state string, waited bool) int {
 }
 
 func newIntentCancel(e *env) *cobra.Command {
-	var server, key, tenant, intentFile string
-	tokenFlag := adminTokenFlag()
+	r := intentReader{token: adminTokenFlag()}
 	var wait time.Duration
 	cmd := &cobra.Command{
 		Use:   "cancel (ID | --intent FILE) --tenant T --key ID=SECRET_FILE [--server URL] [--wait 30s]",
@@ -45,37 +44,25 @@ Exit status: 0 once the intent is canceled (or its cancel is under way, without
 5 when --wait ran out first.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			id, err := intentArg(args, intentFile, &tenant)
+			id, c, err := r.client(e, args)
 			if err != nil {
 				return err
 			}
-			token, err := tokenFlag.get(e)
-			if err != nil {
-				return err
-			}
-			c, err := e.readClient(server, token, tenant, key)
-			if err != nil {
-				return err
-			}
-			r, err := c.CancelIntentWait(context.Background(), id, wait)
+			resp, err := c.CancelIntentWait(context.Background(), id, wait)
 			if err != nil {
 				return e.refused(err)
 			}
-			if err := e.printIntent(r); err != nil {
+			if err := e.printIntent(resp); err != nil {
 				return err
 			}
-			if code := cancelExit(r.State, wait > 0); code != 0 {
+			if code := cancelExit(resp.State, wait > 0); code != 0 {
 				return exitError{code}
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&server, "server", defaultServer(), "the control plane's API address")
-	cmd.Flags().StringVar(&tenant, "tenant", "", "the intent's tenant")
-	cmd.Flags().StringVar(&key, "key", "", "ID=SECRET_FILE: an orchestrator key of the tenant, to sign the cancel")
-	tokenFlag.register(cmd.Flags())
+	r.register(cmd.Flags(), "the cancel")
 	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for the intent's final state (at most 60s)")
-	cmd.Flags().StringVar(&intentFile, "intent", "", "the signed intent's file, instead of its ID")
 	return cmd
 }
 

@@ -9,8 +9,8 @@ import (
 )
 
 func newIntentOutput(e *env) *cobra.Command {
-	var server, key, tenant, file, intentFile string
-	tokenFlag := readTokenFlag()
+	var file string
+	r := intentReader{token: readTokenFlag()}
 	cmd := &cobra.Command{
 		Use:   "output (ID | --intent FILE) --tenant T --key ID=SECRET_FILE [--server URL] [--file OUT]",
 		Short: "Print an intent's output with its hashes (a read signed with an orchestrator key, or with --token)",
@@ -20,15 +20,7 @@ and sizes the node's signed result commits to, checked against them. With
 writ verify receipt --output.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			id, err := intentArg(args, intentFile, &tenant)
-			if err != nil {
-				return err
-			}
-			token, err := tokenFlag.get(e)
-			if err != nil {
-				return err
-			}
-			c, err := e.readClient(server, token, tenant, key)
+			id, c, err := r.client(e, args)
 			if err != nil {
 				return err
 			}
@@ -48,12 +40,8 @@ writ verify receipt --output.`,
 			return e.printJSON(o.OutputResponse)
 		},
 	}
-	cmd.Flags().StringVar(&server, "server", defaultServer(), "the control plane's API address")
-	cmd.Flags().StringVar(&tenant, "tenant", "", "the intent's tenant")
-	cmd.Flags().StringVar(&key, "key", "", "ID=SECRET_FILE: an orchestrator key of the tenant, to sign the read")
-	tokenFlag.register(cmd.Flags())
+	r.register(cmd.Flags(), "the read")
 	cmd.Flags().StringVar(&file, "file", "", "also write the output's bytes to this file")
-	cmd.Flags().StringVar(&intentFile, "intent", "", "the signed intent's file, instead of its ID")
 	return cmd
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/spf13/pflag"
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/protocol"
 )
@@ -67,4 +68,35 @@ func receiptOf(ctx context.Context, c *client.Client, id string, wait time.Durat
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// intentReader is the flags of a command about one intent of a tenant: the
+// intent (ID or --intent FILE) and how the request is signed (--tenant and
+// --key, or a token).
+type intentReader struct {
+	server, key, tenant, intentFile string
+	token                           secretFlag
+}
+
+// register adds the flags; signs says what the key signs ("the read").
+func (r *intentReader) register(fs *pflag.FlagSet, signs string) {
+	fs.StringVar(&r.server, "server", defaultServer(), "the control plane's API address")
+	fs.StringVar(&r.tenant, "tenant", "", "the intent's tenant (default: --intent's)")
+	fs.StringVar(&r.key, "key", "", "ID=SECRET_FILE: an orchestrator key of the tenant, to sign "+signs)
+	fs.StringVar(&r.intentFile, "intent", "", "the signed intent's file, instead of its ID")
+	r.token.register(fs)
+}
+
+// client returns the intent's id and a client that signs as the flags say.
+func (r *intentReader) client(e *env, args []string) (string, *client.Client, error) {
+	id, err := intentArg(args, r.intentFile, &r.tenant)
+	if err != nil {
+		return "", nil, err
+	}
+	token, err := r.token.get(e)
+	if err != nil {
+		return "", nil, err
+	}
+	c, err := e.readClient(r.server, token, r.tenant, r.key)
+	return id, c, err
 }

@@ -44,36 +44,23 @@ func newIntentSubmit(e *env) *cobra.Command {
 }
 
 func newIntentGet(e *env) *cobra.Command {
-	var server, key, tenant, intentFile string
-	tokenFlag := adminTokenFlag()
+	r := intentReader{token: adminTokenFlag()}
 	var wait time.Duration
 	cmd := &cobra.Command{
 		Use:   "get (ID | --intent FILE) --tenant T --key ID=SECRET_FILE [--server URL] [--wait 30s]",
 		Short: "Print an intent's state and output (a read signed with an orchestrator key, or with an admin token)",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			id, err := intentArg(args, intentFile, &tenant)
+			id, c, err := r.client(e, args)
 			if err != nil {
 				return err
 			}
-			token, err := tokenFlag.get(e)
-			if err != nil {
-				return err
-			}
-			c, err := e.readClient(server, token, tenant, key)
-			if err != nil {
-				return err
-			}
-			r, err := c.Intent(context.Background(), id, wait)
-			return e.answer(r, err, wait > 0)
+			resp, err := c.Intent(context.Background(), id, wait)
+			return e.answer(resp, err, wait > 0)
 		},
 	}
-	cmd.Flags().StringVar(&server, "server", defaultServer(), "the control plane's API address")
+	r.register(cmd.Flags(), "the read")
 	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for a final state (at most 60s)")
-	cmd.Flags().StringVar(&tenant, "tenant", "", "the intent's tenant (default: --intent's)")
-	cmd.Flags().StringVar(&key, "key", "", "ID=SECRET_FILE: an orchestrator key of the tenant, to sign the read")
-	cmd.Flags().StringVar(&intentFile, "intent", "", "the signed intent's file, instead of its ID")
-	tokenFlag.register(cmd.Flags())
 	return cmd
 }
 
