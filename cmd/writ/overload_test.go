@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,7 +57,9 @@ const (
 
 // TestClusterOverload (issue 16, item 4): three servers and two agents (8
 // witness runs at once each) take first a sustainable load — 16 submitters
-// that each wait for their intent's final state — and then 25 times as many
+// that each wait for their intent's final state — and then, with the
+// agents' 16 slots held by runs that wait for the overload's end (so that
+// the queue fills however slowly the clients submit), 25 times as many
 // submitters (400; 3,000 in the long run), each posting intents without
 // waiting and, refused, trying again after 20–80 ms rather than after the
 // Retry-After it is sent. It requires that the leader does not change during
@@ -124,6 +127,13 @@ func TestClusterOverload(t *testing.T) {
 			changes[s.id] = got
 		}
 	}
+	// The agents' 16 slots are held by runs that wait for a release file
+	// (the witness waits 20 s at most), so that the queue only grows and
+	// the bound is reached at whatever rate the submitters attain: on a
+	// machine where the clients are slower than the agents, the queue would
+	// otherwise drain as fast as it fills and nothing would be refused.
+	release := filepath.Join(c.witness, "overload-release")
+	hold(t, c, 16, release)
 	leaderID := c.srv[c.waitLeader(10*time.Second)].id
 	t.Logf("%s: the overload starts (the leader is %s)", time.Now().UTC().Format(time.TimeOnly), leaderID)
 	sampler := startRSSSampler(t, c)
@@ -183,6 +193,7 @@ func TestClusterOverload(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	writeFile(t, c.witness, "overload-release", "")
 	during := sampler.stop()
 	var changed []string
 	for i, s := range c.srv {
@@ -277,6 +288,32 @@ func TestClusterOverload(t *testing.T) {
 		}
 		if mib := after[s.id] >> 20; mib > p.after {
 			t.Errorf("%s: VmRSS was %d MiB after the overload, over the bound of %d MiB", s.id, mib, p.after)
+		}
+	}
+}
+
+// hold submits n witness intents that wait for the file release, and
+// returns once each has started: n of the agents' slots are then taken
+// until release exists or 20 s have passed.
+func hold(t *testing.T, c *testCluster, n int, release string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl := c.client(-1)
+	var keys []string
+	for i := range n {
+		key := fmt.Sprintf("hold-%d", i)
+		if _, err := cl.Submit(ctx, c.witnessIntent(key, key, release, ""), nil, 0); err != nil {
+			t.Fatalf("submitting %s: %v", key, err)
+		}
+		keys = append(keys, key)
+	}
+	for _, key := range keys {
+		for c.runs(key) == 0 {
+			if ctx.Err() != nil {
+				t.Fatalf("%s did not start within a minute", key)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 	}
 }
