@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/writhq/writ/client"
+	"github.com/writhq/writ/internal/faults"
 )
 
 // TestClusterOneKeyConcurrently: 64 concurrent submissions of one idempotency
@@ -128,62 +128,6 @@ func TestClusterOneKeyConcurrently(t *testing.T) {
 	}
 }
 
-// submitOp is one submission in the idempotency history: the key, the
-// intent id sent, and the intent id answered ("" when the outcome is unknown).
-type submitOp struct {
-	read     bool
-	key, id  string
-	answered string
-	unknown  bool
-}
-
-// registerModel is porcupine's model of the idempotency registry: one
-// register per key, holding the intent id the key is bound to. A submission
-// binds an unbound key to its own id and answers it; on a bound key it answers
-// the bound id. A submission whose answer never came may or may not have
-// happened. A read answers the bound id, "" for none, and a list when more
-// than one intent holds the key (which no state allows).
-var registerModel = porcupine.NondeterministicModel{
-	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
-		by := map[string][]porcupine.Operation{}
-		var keys []string
-		for _, op := range history {
-			k := op.Input.(submitOp).key
-			if _, ok := by[k]; !ok {
-				keys = append(keys, k)
-			}
-			by[k] = append(by[k], op)
-		}
-		sort.Strings(keys)
-		out := make([][]porcupine.Operation, 0, len(keys))
-		for _, k := range keys {
-			out = append(out, by[k])
-		}
-		return out
-	},
-	Init: func() []any { return []any{""} },
-	Step: func(state, input, output any) []any {
-		st, in, out := state.(string), input.(submitOp), output.(submitOp)
-		switch {
-		case in.read:
-			if out.answered == st {
-				return []any{st}
-			}
-			return nil
-		case out.unknown && st == "":
-			return []any{"", in.id}
-		case out.unknown:
-			return []any{st}
-		case st == "" && out.answered == in.id:
-			return []any{in.id}
-		case st != "" && out.answered == st:
-			return []any{st}
-		}
-		return nil
-	},
-	Equal: func(a, b any) bool { return a == b },
-}
-
 // TestClusterLeaderKilled (issue 3, acceptance b; issue 4, acceptance f): two
 // node agents run what three servers dispatch. A stream of 1,000 distinct
 // allowed submissions of the witness tool (and, for a quarter of the keys, a
@@ -220,16 +164,16 @@ func TestClusterLeaderKilled(t *testing.T) {
 		r, err := cl.Submit(ctx, body, nil, 0)
 		cancel()
 		ret := ts()
-		out := submitOp{key: key, id: id}
+		out := faults.Op{Key: key, ID: id}
 		if err != nil {
-			out.unknown = true
+			out.Unknown = true
 			ret = math.MaxInt64
 		} else {
-			out.answered = r.IntentID
+			out.Answered = r.IntentID
 			acked.Add(1)
 		}
 		mu.Lock()
-		history = append(history, porcupine.Operation{ClientId: client, Input: submitOp{key: key, id: id}, Call: call, Output: out, Return: ret})
+		history = append(history, faults.Operation(client, faults.Op{Key: key, ID: id}, out, call, ret))
 		mu.Unlock()
 	}
 	var wg sync.WaitGroup
@@ -261,7 +205,7 @@ func TestClusterLeaderKilled(t *testing.T) {
 		c.srv[leader].id, nodes, n/4, time.Since(began).Round(time.Millisecond))
 	unknown := 0
 	for _, op := range history {
-		if op.Output.(submitOp).unknown {
+		if op.Output.(faults.Op).Unknown {
 			unknown++
 		}
 	}
@@ -292,10 +236,10 @@ func TestClusterLeaderKilled(t *testing.T) {
 			}
 		}
 		call := ts()
-		history = append(history, porcupine.Operation{ClientId: workers, Input: submitOp{read: true, key: key},
-			Call: call, Output: submitOp{read: true, key: key, answered: strings.Join(held, ",")}, Return: ts()})
+		history = append(history, faults.Operation(workers, faults.Op{Read: true, Key: key},
+			faults.Op{Read: true, Key: key, Answered: strings.Join(held, ",")}, call, ts()))
 	}
-	res, info := porcupine.CheckOperationsVerbose(registerModel.ToModel(), history, time.Minute)
+	res, info := porcupine.CheckOperationsVerbose(faults.IdempotencyModel.ToModel(), history, time.Minute)
 	if res != porcupine.Ok {
 		_ = info
 		t.Fatalf("the idempotency history is not linearizable (%s): a key was admitted twice, or an acknowledged submission is missing", res)

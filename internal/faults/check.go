@@ -120,7 +120,7 @@ func (k *Checker) Check(ctx context.Context, l *Load, r *Report) error {
 			r.problem("key %s: submission %s was answered with intent %s, which the cluster does not hold", out.Key, out.ID, out.Answered)
 		}
 	}
-	if res := porcupine.CheckOperationsTimeout(idempotencyModel.ToModel(), history, time.Minute); res != porcupine.Ok {
+	if res := porcupine.CheckOperationsTimeout(IdempotencyModel.ToModel(), history, time.Minute); res != porcupine.Ok {
 		r.problem("the idempotency history of %d operations is not linearizable (%s)", len(history), res)
 	}
 	r.Admitted = len(admitted)

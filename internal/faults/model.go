@@ -6,7 +6,7 @@ import (
 	"github.com/anishathalye/porcupine"
 )
 
-// idempotencyModel is porcupine's model of the idempotency registry: one
+// IdempotencyModel is porcupine's model of the idempotency registry: one
 // register per key, holding the intent id the key is bound to. A submission
 // binds an unbound key to its own id and answers it; on a bound key it
 // answers the bound id. An attempt rejected before any decision (such as
@@ -16,7 +16,7 @@ import (
 // not have happened. A read answers the binding ids the cluster holds for
 // the key, comma-separated: the bound one, "" for none, and a list when more
 // than one intent holds the key (which no state allows).
-var idempotencyModel = porcupine.NondeterministicModel{
+var IdempotencyModel = porcupine.NondeterministicModel{
 	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
 		by := map[string][]porcupine.Operation{}
 		var keys []string

@@ -40,7 +40,7 @@ func TestIdempotencyModel(t *testing.T) {
 		{"two held", []porcupine.Operation{sub("a", 0, -1, ""), sub("b", 0, -1, ""), read(10, "a,b")}, porcupine.Illegal},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := porcupine.CheckOperationsTimeout(idempotencyModel.ToModel(), tc.ops, 10*time.Second); got != tc.want {
+			if got := porcupine.CheckOperationsTimeout(IdempotencyModel.ToModel(), tc.ops, 10*time.Second); got != tc.want {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})
