@@ -279,7 +279,7 @@ func (c *Client) once(ctx context.Context, base, method, path string, body []byt
 			if resp.StatusCode == http.StatusBadRequest && bytes.Contains(b, []byte("HTTP request to an HTTPS server")) {
 				return false, fmt.Errorf("client: %s serves TLS: use https:// and trust its CA", base)
 			}
-			return false, &Error{Status: resp.StatusCode, Code: "internal", Message: strings.TrimSpace(string(b))}
+			return false, &Error{Status: resp.StatusCode, Code: protocol.CodeInternal, Message: strings.TrimSpace(string(b))}
 		}
 		aerr := &Error{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
 		return resp.StatusCode == http.StatusServiceUnavailable && e.Error.Code == "no_leader" && resendable(method, path), aerr

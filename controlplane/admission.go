@@ -28,7 +28,7 @@ func fromProtocol(err error) *apiError {
 	if errors.As(err, &pe) {
 		return refusal(pe.Code, pe.Message)
 	}
-	return refusal(codeInternal, "internal error")
+	return refusal(protocol.CodeInternal, "internal error")
 }
 
 // admit verifies, authorizes and proposes one intent — DESIGN.md "The path of
@@ -75,7 +75,7 @@ func (s *Server) admit(ctx context.Context, raw []byte) (string, *apiError) {
 	}
 	var d fsm.Decision
 	s.cpu.do(func() { d = s.decide(in) })
-	if d.Error != nil && d.Error.Code == codeUnknownTool && s.fsm.Index() < s.node.Raft.CommitIndex() {
+	if d.Error != nil && d.Error.Code == protocol.CodeUnknownTool && s.fsm.Index() < s.node.Raft.CommitIndex() {
 		if !s.caughtUp(ctx) {
 			return "", lagging()
 		}
@@ -93,15 +93,15 @@ func (s *Server) decide(in *protocol.Intent) fsm.Decision {
 	// policy is null and its error says what failed.
 	tool, ok := s.catalog.tool(in.Tool)
 	if !ok {
-		return fsm.Decision{Error: &protocol.ErrorBody{Code: codeUnknownTool, Message: "no tool " + in.Tool + " is registered"}}
+		return fsm.Decision{Error: &protocol.ErrorBody{Code: protocol.CodeUnknownTool, Message: "no tool " + in.Tool + " is registered"}}
 	}
 	if err := tool.Validate(in.Params); err != nil {
-		return fsm.Decision{Error: &protocol.ErrorBody{Code: codeParamsInvalid, Message: err.Error()}}
+		return fsm.Decision{Error: &protocol.ErrorBody{Code: protocol.CodeParamsInvalid, Message: err.Error()}}
 	}
 	set := s.catalog.policySet()
 	req, err := policy.NewInvokeRequest(in, policyTool(tool))
 	if err != nil {
-		return fsm.Decision{PolicyHash: set.Hash(), Error: &protocol.ErrorBody{Code: fsm.CodePolicyDenied, Message: err.Error()}}
+		return fsm.Decision{PolicyHash: set.Hash(), Error: &protocol.ErrorBody{Code: protocol.CodePolicyDenied, Message: err.Error()}}
 	}
 	d := set.Invoke(req)
 	out := fsm.Decision{Allow: d.Allow, ApprovalRequired: d.Allow && (d.ApprovalRequired || tool.NeedsApproval()), PolicyHash: set.Hash(), Policies: d.Policies}
@@ -122,7 +122,7 @@ func (s *Server) decide(in *protocol.Intent) fsm.Decision {
 		case len(d.Policies) > 0:
 			msg = "denied by " + strings.Join(d.Policies, ", ")
 		}
-		out.Error = &protocol.ErrorBody{Code: fsm.CodePolicyDenied, Message: msg}
+		out.Error = &protocol.ErrorBody{Code: protocol.CodePolicyDenied, Message: msg}
 	}
 	return out
 }
@@ -161,9 +161,9 @@ func (s *Server) apply(ctx context.Context, t fsm.MsgType, cmd any) (fsm.Result,
 
 func raftError(err error) *apiError {
 	if errors.Is(err, raftnode.ErrNotLeader) {
-		return refusal(codeNoLeader, "this server is not the leader; retry")
+		return refusal(protocol.CodeNoLeader, "this server is not the leader; retry")
 	}
-	return refusal(codeInternal, "the write was not committed")
+	return refusal(protocol.CodeInternal, "the write was not committed")
 }
 
 // wait blocks until the intent reaches a final state, ctx ends, or d passes,

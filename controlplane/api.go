@@ -7,12 +7,12 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"encoding/json"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"io"
 	"net/http"
 	"time"
 
-	"github.com/writhq/writ/controlplane/internal/fsm"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/writhq/writ/protocol"
 )
 
@@ -39,7 +39,7 @@ func (s *Server) routes() http.Handler {
 	s.nodeRoutes(mux)
 	s.relayRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, codeNotFound, "no such endpoint")
+		writeError(w, protocol.CodeNotFound, "no such endpoint")
 	})
 	return s.timeSubmissions(s.dashboardFront(s.forwarding(mux.mux)))
 }
@@ -95,7 +95,7 @@ type submitBody struct {
 func (s *Server) enter(w http.ResponseWriter, r *http.Request, limit int) (leave func(), ok bool) {
 	cost := costOf(r, limit)
 	if !s.gate.enter(cost) {
-		s.metrics.refused.WithLabelValues(string(codeOverloaded)).Inc()
+		s.metrics.refused.WithLabelValues(string(protocol.CodeOverloaded)).Inc()
 		writeOverloaded(w, "the server is at capacity; retry")
 		return nil, false
 	}
@@ -111,7 +111,7 @@ func (s *Server) backlogFull(w http.ResponseWriter) bool {
 	if s.cfg.MaxQueued <= 0 || s.fsm.Queued() < s.cfg.MaxQueued {
 		return false
 	}
-	s.metrics.refused.WithLabelValues(string(codeOverloaded)).Inc()
+	s.metrics.refused.WithLabelValues(string(protocol.CodeOverloaded)).Inc()
 	writeOverloaded(w, "too many intents wait for a node; retry")
 	return true
 }
@@ -195,11 +195,11 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, wait
 	deadline := time.Now().Add(wait)
 	in, ok := s.wait(ctx, id, wait)
 	if !ok {
-		writeError(w, codeNotFound, "no intent "+id)
+		writeError(w, protocol.CodeNotFound, "no intent "+id)
 		return
 	}
 	resp := responseFor(in)
-	if resp.Error != nil && resp.Error.Code == fsm.CodeNoEligibleNode {
+	if resp.Error != nil && resp.Error.Code == protocol.CodeNoEligibleNode {
 		// The receipt keeps the FSM's message; the answer says, from the
 		// fleet as it is now, why each ready node did not take it.
 		if why := s.fsm.Exclusions(in.ID); why != "" {
@@ -238,7 +238,7 @@ func (s *Server) handleGetIntent(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.PathValue("id")
 	if in, ok := s.fsm.Intent(id); !ok || (!all && in.Tenant != tenant) {
-		writeError(w, codeNotFound, "no intent "+id)
+		writeError(w, protocol.CodeNotFound, "no intent "+id)
 		return
 	}
 	s.answerEntitled(w, r, id, wait)
@@ -249,18 +249,18 @@ func (s *Server) handleGetIntent(w http.ResponseWriter, r *http.Request) {
 func (s *Server) reader(r *http.Request) (tenant string, all bool, aerr *apiError) {
 	if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 		if !s.adminToken(token) {
-			return "", false, refusal(codeUnauthorized, "the token is not valid")
+			return "", false, refusal(protocol.CodeUnauthorized, "the token is not valid")
 		}
 		return "", true, nil
 	}
 	h := r.Header
 	if h.Get(protocol.HeaderSignature) == "" {
-		return "", false, refusal(codeUnauthorized, "reads are signed with an orchestrator key ("+protocol.HeaderSignature+") or carry an admin token")
+		return "", false, refusal(protocol.CodeUnauthorized, "reads are signed with an orchestrator key ("+protocol.HeaderSignature+") or carry an admin token")
 	}
 	tenant, err := s.verifier.VerifyRead(r.Method, r.URL.RequestURI(), h.Get(protocol.HeaderTenant), h.Get(protocol.HeaderKeyID),
 		h.Get(protocol.HeaderTime), h.Get(protocol.HeaderSignature), intentKeys{s.fsm, s.keys})
 	if err != nil {
-		return "", false, refusal(codeUnauthorized, err.Error())
+		return "", false, refusal(protocol.CodeUnauthorized, err.Error())
 	}
 	return tenant, false, nil
 }

@@ -18,11 +18,11 @@ func (s *Server) approve(ctx context.Context, raw []byte) (string, *apiError) {
 	}
 	rec, ok := s.fsm.Intent(a0.IntentID)
 	if !ok {
-		return "", refusal(codeNotFound, "no intent "+a0.IntentID)
+		return "", refusal(protocol.CodeNotFound, "no intent "+a0.IntentID)
 	}
 	in, err := protocol.DecodeIntent(rec.Raw, s.verifier.Config().MaxBytes)
 	if err != nil {
-		return "", refusal(codeInternal, "stored intent does not decode")
+		return "", refusal(protocol.CodeInternal, "stored intent does not decode")
 	}
 	a, err := s.verifier.VerifyApproval(raw, in, approverKeys{s.fsm}, nonces{s.fsm}, s.approvalPolicy())
 	if err != nil {

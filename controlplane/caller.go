@@ -62,7 +62,7 @@ func (s *Server) callerOf(r *http.Request) (caller, *apiError) {
 		if u, ok := s.userToken(token); ok && u.Role == fsm.RoleAuditor {
 			return caller{kind: callerAuditor, tenant: u.Tenant, all: u.Tenant == "", outputs: u.Outputs}, nil
 		}
-		return caller{}, refusal(codeUnauthorized, "the token is not valid")
+		return caller{}, refusal(protocol.CodeUnauthorized, "the token is not valid")
 	}
 	if r.Header.Get(protocol.HeaderSignature) != "" {
 		tenant, _, aerr := s.reader(r)

@@ -46,7 +46,7 @@ func (s *Server) handleCancelIntent(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	in, ok := s.fsm.Intent(id)
 	if !ok || (!all && in.Tenant != tenant) {
-		writeError(w, codeNotFound, "no intent "+id)
+		writeError(w, protocol.CodeNotFound, "no intent "+id)
 		return
 	}
 	if !fsm.Final(in.State) {
@@ -73,7 +73,7 @@ func (s *Server) handleCancelRun(w http.ResponseWriter, r *http.Request) {
 	}
 	t, run := r.PathValue("tenant"), r.PathValue("run")
 	if !all && t != tenant {
-		writeError(w, codeNotFound, "no run "+run)
+		writeError(w, protocol.CodeNotFound, "no run "+run)
 		return
 	}
 	if t == "" || run == "" {

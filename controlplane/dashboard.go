@@ -94,7 +94,7 @@ var (
 )
 
 func webError(aerr *apiError) *web.Error {
-	return &web.Error{Status: statusOf(aerr.code), Code: string(aerr.code), Message: aerr.msg}
+	return &web.Error{Status: protocol.HTTPStatus(aerr.code), Code: string(aerr.code), Message: aerr.msg}
 }
 
 func (b dashBackend) SignIn(ctx context.Context, token string, ttl time.Duration) (string, web.Principal, error) {
@@ -104,7 +104,7 @@ func (b dashBackend) SignIn(ctx context.Context, token string, ttl time.Duration
 	if !s.adminToken(token) {
 		id, secret, ok := parseUserToken(token)
 		if !ok {
-			return "", web.Principal{}, &web.Error{Status: http.StatusUnauthorized, Code: string(codeUnauthorized), Message: "not a token"}
+			return "", web.Principal{}, &web.Error{Status: http.StatusUnauthorized, Code: string(protocol.CodeUnauthorized), Message: "not a token"}
 		}
 		cmd.User, cmd.TokenHash = id, protocol.HashBytes(secret)
 	}
@@ -116,11 +116,11 @@ func (b dashBackend) SignIn(ctx context.Context, token string, ttl time.Duration
 	if err != nil {
 		return "", web.Principal{}, webError(raftError(err))
 	}
-	if res.Err != nil && res.Err.Code == fsm.CodeTooManySessions {
+	if res.Err != nil && res.Err.Code == protocol.CodeTooManySessions {
 		return "", web.Principal{}, &web.Error{Status: http.StatusServiceUnavailable, Code: string(res.Err.Code), Message: res.Err.Message}
 	}
 	if res.Err != nil {
-		return "", web.Principal{}, &web.Error{Status: http.StatusUnauthorized, Code: string(codeUnauthorized), Message: res.Err.Message}
+		return "", web.Principal{}, &web.Error{Status: http.StatusUnauthorized, Code: string(protocol.CodeUnauthorized), Message: res.Err.Message}
 	}
 	// On a follower the leader committed it; wait until it is applied here.
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
@@ -128,7 +128,7 @@ func (b dashBackend) SignIn(ctx context.Context, token string, ttl time.Duration
 			return secret, p, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return "", web.Principal{}, &web.Error{Status: http.StatusServiceUnavailable, Code: string(codeNoLeader), Message: "the session was not applied here in time; retry"}
+			return "", web.Principal{}, &web.Error{Status: http.StatusServiceUnavailable, Code: string(protocol.CodeNoLeader), Message: "the session was not applied here in time; retry"}
 		}
 	}
 }

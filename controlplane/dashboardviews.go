@@ -173,7 +173,7 @@ func (b dashBackend) Node(id string, dispatches int) (web.Node, []web.IntentSumm
 func (b dashBackend) SetNodeStatus(ctx context.Context, id, action string) error {
 	status := map[string]string{"drain": fsm.NodeDraining, "ready": fsm.NodeReady, "revoke": fsm.NodeRevoked}[action]
 	if status == "" {
-		return webError(refusal(codeNotFound, "action must be drain, ready or revoke"))
+		return webError(refusal(protocol.CodeNotFound, "action must be drain, ready or revoke"))
 	}
 	res, err := b.s.applyAnywhere(ctx, fsm.MsgNodeStatus, fsm.NodeStatus{At: b.s.now(), Node: id, Status: status})
 	switch {

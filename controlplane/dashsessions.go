@@ -90,7 +90,7 @@ func (s *Server) handleListSessions(w http.ResponseWriter, r *http.Request) (any
 func (s *Server) handleRevokeSession(w http.ResponseWriter, r *http.Request) *apiError {
 	hash, ok := s.fsm.SessionHash(r.PathValue("id"))
 	if !ok {
-		return refusal(codeNotFound, "no session "+r.PathValue("id"))
+		return refusal(protocol.CodeNotFound, "no session "+r.PathValue("id"))
 	}
 	return s.adminApply(r.Context(), fsm.MsgCloseSession, fsm.CloseSession{Hash: hash})
 }

@@ -61,7 +61,7 @@ func (s *Server) enrollRoutes(mux *routeMux) {
 
 func (s *Server) handleJoinToken(w http.ResponseWriter, r *http.Request) (any, *apiError) {
 	if s.fleet == nil {
-		return nil, refusal(codeNotFound, "this server takes no node sessions")
+		return nil, refusal(protocol.CodeNotFound, "this server takes no node sessions")
 	}
 	var req JoinTokenRequest
 	if aerr := decodeAdmin(w, r, &req); aerr != nil {
@@ -78,7 +78,7 @@ func (s *Server) handleJoinToken(w http.ResponseWriter, r *http.Request) (any, *
 // for ttl (0: one hour). Only its hash is stored; the token is returned once.
 func (s *Server) CreateJoinToken(ctx context.Context, labels map[string]string, ttl time.Duration) (*JoinTokenResponse, *apiError) {
 	if s.fleet == nil {
-		return nil, refusal(codeNotFound, "this server takes no node sessions")
+		return nil, refusal(protocol.CodeNotFound, "this server takes no node sessions")
 	}
 	if ttl == 0 {
 		ttl = time.Hour
@@ -111,7 +111,7 @@ func (s *Server) CreateJoinToken(ctx context.Context, labels map[string]string, 
 // it against the pin in its join token before trusting it.
 func (s *Server) handleCA(w http.ResponseWriter, r *http.Request) {
 	if s.fleet == nil {
-		writeError(w, codeNotFound, "this server takes no node sessions")
+		writeError(w, protocol.CodeNotFound, "this server takes no node sessions")
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-pem-file")
@@ -134,7 +134,7 @@ func (s *Server) handleEnroll(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) enroll(w http.ResponseWriter, r *http.Request) (*EnrollResponse, *apiError) {
 	if s.fleet == nil {
-		return nil, refusal(codeNotFound, "this server takes no node sessions")
+		return nil, refusal(protocol.CodeNotFound, "this server takes no node sessions")
 	}
 	var req EnrollRequest
 	if aerr := decodeAdmin(w, r, &req); aerr != nil {
@@ -142,11 +142,11 @@ func (s *Server) enroll(w http.ResponseWriter, r *http.Request) (*EnrollResponse
 	}
 	parts := strings.Split(req.Token, ".")
 	if len(parts) != 4 || parts[0] != joinTokenPrefix {
-		return nil, refusal(fsm.CodeInvalidToken, "the join token is not valid")
+		return nil, refusal(protocol.CodeInvalidToken, "the join token is not valid")
 	}
 	secret, err := base64.RawURLEncoding.DecodeString(parts[2])
 	if err != nil || len(secret) != 32 {
-		return nil, refusal(fsm.CodeInvalidToken, "the join token is not valid")
+		return nil, refusal(protocol.CodeInvalidToken, "the join token is not valid")
 	}
 	if len(req.Public) != ed25519.PublicKeySize {
 		return nil, refusal(protocol.CodeMalformed, "public must be a 32-byte Ed25519 key")
@@ -163,7 +163,7 @@ func (s *Server) enroll(w http.ResponseWriter, r *http.Request) (*EnrollResponse
 	// checks again and consumes the token exactly once.
 	hash := protocol.HashBytes(secret)
 	if tok, ok := s.fsm.JoinToken(parts[1]); !ok || !constantEqual(tok.Hash, hash) {
-		return nil, refusal(fsm.CodeInvalidToken, "the join token is not valid")
+		return nil, refusal(protocol.CodeInvalidToken, "the join token is not valid")
 	}
 	idb := make([]byte, 8)
 	rand.Read(idb)
@@ -178,7 +178,7 @@ func (s *Server) enroll(w http.ResponseWriter, r *http.Request) (*EnrollResponse
 	}
 	chain, err := s.fleet.issueNode(node, csr, s.cfg.NodeCertValidity)
 	if err != nil {
-		return nil, refusal(codeInternal, "the node was enrolled but its certificate could not be issued")
+		return nil, refusal(protocol.CodeInternal, "the node was enrolled but its certificate could not be issued")
 	}
 	s.log.Info("node enrolled", "node", node, "name", name)
 	return &EnrollResponse{Node: node, Chain: chain}, nil

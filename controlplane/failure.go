@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/writhq/writ/controlplane/internal/fsm"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -13,7 +12,7 @@ import (
 func authFailure(code protocol.Code) bool {
 	switch code {
 	case protocol.CodeMalformed, protocol.CodeUnknownKey, protocol.CodeBadSignature, protocol.CodeApprovalInvalid,
-		codeUnauthorized, fsm.CodeInvalidToken:
+		protocol.CodeUnauthorized, protocol.CodeInvalidToken:
 		return true
 	}
 	return false
@@ -40,7 +39,7 @@ func (s *Server) limitFailure(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	s.metrics.failuresLimited.Inc()
-	s.metrics.refused.WithLabelValues(string(codeOverloaded)).Inc()
+	s.metrics.refused.WithLabelValues(string(protocol.CodeOverloaded)).Inc()
 	if !forwardedByPeer(r) {
 		if release, ok := s.fails.hold(src); ok {
 			t := time.NewTimer(s.cfg.FailureDelay)

@@ -48,7 +48,7 @@ func (s *Server) forwarding(next http.Handler) http.Handler {
 		case peer:
 			// Forwarded once already: never again, so no request loops
 			// while servers disagree about who leads.
-			writeError(w, codeNoLeader, "this server is not the leader either; retry")
+			writeError(w, protocol.CodeNoLeader, "this server is not the leader either; retry")
 		default:
 			s.forward(w, r)
 		}
@@ -100,7 +100,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 	_, leader := s.node.Raft.LeaderWithID()
 	m, ok := s.cluster.g.member(string(leader))
 	if leader == "" || !ok {
-		writeError(w, codeNoLeader, "no leader is known yet; retry")
+		writeError(w, protocol.CodeNoLeader, "no leader is known yet; retry")
 		return
 	}
 	var wait time.Duration
@@ -176,7 +176,7 @@ func (s *Server) forwardSubmitBatched(r *http.Request, submit bool, body []byte)
 	case errors.Is(err, errNoBatches):
 		return 0, nil, nil, 0, false
 	case errors.Is(err, errQueueFull):
-		s.metrics.refused.WithLabelValues(string(codeOverloaded)).Inc()
+		s.metrics.refused.WithLabelValues(string(protocol.CodeOverloaded)).Inc()
 		a = recorded(func(w http.ResponseWriter) {
 			writeOverloaded(w, "too many submissions wait to be forwarded to the leader; retry")
 		})
@@ -211,7 +211,7 @@ func (s *Server) forwardAlone(w http.ResponseWriter, r *http.Request, api, query
 	var trace sendTrace
 	req, err := http.NewRequestWithContext(trace.context(ctx), r.Method, u, bytes.NewReader(body))
 	if err != nil {
-		writeError(w, codeInternal, "cannot forward")
+		writeError(w, protocol.CodeInternal, "cannot forward")
 		return 0, nil, nil, 0, false
 	}
 	for k, vs := range r.Header {
@@ -222,19 +222,19 @@ func (s *Server) forwardAlone(w http.ResponseWriter, r *http.Request, api, query
 	req.Header.Set(headerForwardedFor, source(r))
 	resp, err := s.cluster.http.Do(req)
 	if trace.shed(err) {
-		s.metrics.refused.WithLabelValues(string(codeOverloaded)).Inc()
+		s.metrics.refused.WithLabelValues(string(protocol.CodeOverloaded)).Inc()
 		writeOverloaded(w, "the leader is at capacity: it closed the connection before the request was sent; retry")
 		return 0, nil, nil, 0, false
 	}
 	if err != nil {
 		s.log.Warn("forwarding to the leader", "api", api, "err", err)
-		writeError(w, codeNoLeader, "the leader did not answer; the write may or may not have been applied; retry (intents are idempotent by their key)")
+		writeError(w, protocol.CodeNoLeader, "the leader did not answer; the write may or may not have been applied; retry (intents are idempotent by their key)")
 		return 0, nil, nil, 0, false
 	}
 	defer resp.Body.Close()
 	out, err = io.ReadAll(io.LimitReader(resp.Body, 8<<20))
 	if err != nil {
-		writeError(w, codeNoLeader, "the leader's answer was cut off; the write may or may not have been applied")
+		writeError(w, protocol.CodeNoLeader, "the leader's answer was cut off; the write may or may not have been applied")
 		return 0, nil, nil, 0, false
 	}
 	idx, _ = strconv.ParseUint(resp.Header.Get(headerIndex), 10, 64)

@@ -183,7 +183,7 @@ func (s *Server) handleSubmitBatch(w http.ResponseWriter, r *http.Request) {
 	// From a server, marked as a batch: a client request a follower forwarded
 	// names its client's address there instead.
 	if !fromServer(r) || r.Header.Get(headerForwardedFor) != batchMarker {
-		writeError(w, codeUnauthorized, "only a server of this cluster may forward submissions")
+		writeError(w, protocol.CodeUnauthorized, "only a server of this cluster may forward submissions")
 		return
 	}
 	body, aerr := readBody(w, r, batchMaxBytes+s.forwardLimit()+batchMaxItems*64)
@@ -197,7 +197,7 @@ func (s *Server) handleSubmitBatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.isLeader() {
-		writeError(w, codeNoLeader, "this server is not the leader; retry")
+		writeError(w, protocol.CodeNoLeader, "this server is not the leader; retry")
 		return
 	}
 	answers := make([]batchAnswer, len(items))
@@ -372,7 +372,7 @@ func (b *batcher) flushLocked() {
 		api, ok := b.leaderAPI()
 		if !ok {
 			waiting := b.take(len(b.pending), math.MaxInt)
-			res := refuseAll(waiting, codeNoLeader, "no leader is known yet; retry")
+			res := refuseAll(waiting, protocol.CodeNoLeader, "no leader is known yet; retry")
 			for i, p := range waiting {
 				p.done <- batchResult{answer: res.answers[i]}
 			}
@@ -464,25 +464,25 @@ func (b *batcher) roundTrip(api string, batch []*pendingItem) roundTripResult {
 	var trace sendTrace
 	req, err := http.NewRequestWithContext(trace.context(ctx), http.MethodPost, "https://"+api+batchPath, bytes.NewReader(encodeBatch(items)))
 	if err != nil {
-		return refuseAll(batch, codeInternal, "cannot forward")
+		return refuseAll(batch, protocol.CodeInternal, "cannot forward")
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
 	req.Header.Set(headerForwardedFor, batchMarker) // handleSubmitBatch requires it
 	resp, err := s.cluster.http.Do(req)
 	if trace.shed(err) {
-		s.metrics.refused.WithLabelValues(string(codeOverloaded)).Add(float64(len(batch)))
+		s.metrics.refused.WithLabelValues(string(protocol.CodeOverloaded)).Add(float64(len(batch)))
 		return answerAll(batch, recorded(func(w http.ResponseWriter) {
 			writeOverloaded(w, "the leader is at capacity: it closed the connection before the submissions were sent; retry")
 		}))
 	}
 	if err != nil {
 		s.log.Warn("forwarding to the leader", "api", api, "err", err)
-		return refuseAll(batch, codeNoLeader, "the leader did not answer; the write may or may not have been applied; retry (intents are idempotent by their key)")
+		return refuseAll(batch, protocol.CodeNoLeader, "the leader did not answer; the write may or may not have been applied; retry (intents are idempotent by their key)")
 	}
 	defer resp.Body.Close()
 	out, err := io.ReadAll(io.LimitReader(resp.Body, int64(len(batch))*(8<<20)))
 	if err != nil {
-		return refuseAll(batch, codeNoLeader, "the leader's answer was cut off; the write may or may not have been applied")
+		return refuseAll(batch, protocol.CodeNoLeader, "the leader's answer was cut off; the write may or may not have been applied")
 	}
 	switch resp.StatusCode {
 	case http.StatusOK:
@@ -497,17 +497,17 @@ func (b *batcher) roundTrip(api string, batch []*pendingItem) roundTripResult {
 		// Any other refusal of the whole batch is between the servers,
 		// nothing the clients did: never an authentication failure of theirs.
 		s.log.Warn("the leader refused a submission batch", "api", api, "status", resp.StatusCode)
-		return refuseAll(batch, codeInternal, "the leader refused the forwarded submission; it was not applied")
+		return refuseAll(batch, protocol.CodeInternal, "the leader refused the forwarded submission; it was not applied")
 	}
 	answers, err := decodeAnswers(out, len(batch))
 	if err != nil {
 		s.log.Warn("the leader's answer to a submission batch does not decode", "api", api, "err", err)
-		return refuseAll(batch, codeInternal, "the leader's answer does not decode; the write may or may not have been applied")
+		return refuseAll(batch, protocol.CodeInternal, "the leader's answer does not decode; the write may or may not have been applied")
 	}
 	idx, err := strconv.ParseUint(resp.Header.Get(headerIndex), 10, 64)
 	if err != nil || idx == 0 {
 		s.log.Warn("the leader's answer to a submission batch has no applied index", "api", api)
-		return refuseAll(batch, codeInternal, "the leader's answer has no applied index; the write may or may not have been applied")
+		return refuseAll(batch, protocol.CodeInternal, "the leader's answer has no applied index; the write may or may not have been applied")
 	}
 	return roundTripResult{answers: answers, index: idx}
 }

@@ -389,7 +389,7 @@ func TestBatcherRemembersOlderLeader(t *testing.T) {
 // which sends the caller back to forwarding alone.
 func TestBatchToOlderLeader(t *testing.T) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, codeNotFound, "no such endpoint")
+		writeError(w, protocol.CodeNotFound, "no such endpoint")
 	}))
 	defer srv.Close()
 	s := &Server{log: slog.New(slog.DiscardHandler), cluster: &cluster{http: srv.Client()}}

@@ -50,7 +50,7 @@ func (s *Server) localBeats() map[string]string {
 
 func (s *Server) handleHeartbeats(w http.ResponseWriter, r *http.Request) {
 	if !fromServer(r) {
-		writeError(w, codeUnauthorized, "only a server of this cluster may ask")
+		writeError(w, protocol.CodeUnauthorized, "only a server of this cluster may ask")
 		return
 	}
 	writeJSON(w, http.StatusOK, heartbeatsBody{Heartbeats: s.localBeats()})

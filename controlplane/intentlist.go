@@ -126,7 +126,7 @@ func (s *Server) handleListIntents(w http.ResponseWriter, r *http.Request) {
 	switch c.kind {
 	case callerTenant, callerAuditor, callerAdmin:
 	default:
-		s.refuse(w, r, refusal(codeUnauthorized, "intents are listed with a read signed by a tenant's orchestrator key, an auditor token or the admin token"))
+		s.refuse(w, r, refusal(protocol.CodeUnauthorized, "intents are listed with a read signed by a tenant's orchestrator key, an auditor token or the admin token"))
 		return
 	}
 	q, err := url.ParseQuery(r.URL.RawQuery)

@@ -23,11 +23,11 @@ func (s *Server) ledgerRoutes(mux *routeMux) {
 func (s *Server) ledgerError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, ledger.ErrIndexOutOfRange), errors.Is(err, ledger.ErrNotFound):
-		writeError(w, codeNotFound, err.Error())
+		writeError(w, protocol.CodeNotFound, err.Error())
 	default:
 		// A corrupt or broken log refuses to serve; say so in the server's log.
 		s.log.Error("ledger", "err", err)
-		writeError(w, codeInternal, "the receipt log cannot serve this")
+		writeError(w, protocol.CodeInternal, "the receipt log cannot serve this")
 	}
 }
 
@@ -66,12 +66,12 @@ func (s *Server) handleReceipt(w http.ResponseWriter, r *http.Request) {
 	case callerAdmin:
 	case callerTenant:
 		if !c.sees(head.Tenant) {
-			writeError(w, codeNotFound, "no receipt "+strconv.FormatInt(i, 10))
+			writeError(w, protocol.CodeNotFound, "no receipt "+strconv.FormatInt(i, 10))
 			return
 		}
 	case callerAuditor:
 		if !c.sees(head.Tenant) {
-			writeError(w, codeNotFound, "no receipt "+strconv.FormatInt(i, 10))
+			writeError(w, protocol.CodeNotFound, "no receipt "+strconv.FormatInt(i, 10))
 			return
 		}
 		if head.carriesOutput() && !c.readsOutputOf(head.Tenant) {
@@ -126,7 +126,7 @@ func (s *Server) publicReceipt(w http.ResponseWriter, rp *ledger.ReceiptProof) {
 func (s *Server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 	c, note, ok := s.ledger.Latest()
 	if !ok {
-		writeError(w, codeNotFound, "no checkpoint has been published yet")
+		writeError(w, protocol.CodeNotFound, "no checkpoint has been published yet")
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
@@ -143,7 +143,7 @@ func (s *Server) handleConsistency(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !ok || to > c.Size {
-		writeError(w, codeNotFound, "to is beyond the latest checkpoint")
+		writeError(w, protocol.CodeNotFound, "to is beyond the latest checkpoint")
 		return
 	}
 	proof, err := s.ledger.ConsistencyProof(from, to)

@@ -38,7 +38,7 @@ func (s *Server) handleNodes(w http.ResponseWriter, r *http.Request) (any, *apiE
 func (s *Server) handleNode(w http.ResponseWriter, r *http.Request) (any, *apiError) {
 	n, ok := s.fsm.Node(r.PathValue("id"))
 	if !ok {
-		return nil, refusal(codeNotFound, "no such node")
+		return nil, refusal(protocol.CodeNotFound, "no such node")
 	}
 	return s.view(n), nil
 }
@@ -49,7 +49,7 @@ func (s *Server) handleNode(w http.ResponseWriter, r *http.Request) (any, *apiEr
 func (s *Server) handleNodeAction(w http.ResponseWriter, r *http.Request) *apiError {
 	status := map[string]string{"drain": fsm.NodeDraining, "ready": fsm.NodeReady, "revoke": fsm.NodeRevoked}[r.PathValue("action")]
 	if status == "" {
-		return refusal(codeNotFound, "action must be drain, ready or revoke")
+		return refusal(protocol.CodeNotFound, "action must be drain, ready or revoke")
 	}
 	return s.adminApply(r.Context(), fsm.MsgNodeStatus, fsm.NodeStatus{At: s.now(), Node: r.PathValue("id"), Status: status})
 }
@@ -62,7 +62,7 @@ func (s *Server) adminJSON(h func(http.ResponseWriter, *http.Request) (any, *api
 			if s.limitFailure(w, r) { // counted as any failed authentication
 				return
 			}
-			writeError(w, codeUnauthorized, "an admin token is required")
+			writeError(w, protocol.CodeUnauthorized, "an admin token is required")
 			return
 		}
 		v, aerr := h(w, r)

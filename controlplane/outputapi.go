@@ -65,7 +65,7 @@ func (s *Server) intentOutput(in fsm.Intent) (res *protocol.Result, data []byte,
 func (s *Server) handleGetOutput(w http.ResponseWriter, r *http.Request) {
 	c, aerr := s.callerOf(r)
 	if aerr == nil && c.kind == callerNone {
-		aerr = refusal(codeUnauthorized, "outputs are read with a read signed by the tenant's orchestrator key, an auditor token granted outputs, or the admin token")
+		aerr = refusal(protocol.CodeUnauthorized, "outputs are read with a read signed by the tenant's orchestrator key, an auditor token granted outputs, or the admin token")
 	}
 	if aerr != nil {
 		s.refuse(w, r, aerr)
@@ -74,12 +74,12 @@ func (s *Server) handleGetOutput(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	in, ok := s.fsm.Intent(id)
 	if !ok || !c.readsOutputOf(in.Tenant) {
-		writeError(w, codeNotFound, "no intent "+id)
+		writeError(w, protocol.CodeNotFound, "no intent "+id)
 		return
 	}
 	res, data, ok := s.intentOutput(in)
 	if !ok {
-		writeError(w, codeNotFound, "intent "+id+" has no output kept (no result yet, a result without stored output, or past the output retention)")
+		writeError(w, protocol.CodeNotFound, "intent "+id+" has no output kept (no result yet, a result without stored output, or past the output retention)")
 		return
 	}
 	text, enc := protocol.EncodeOutput(data)

@@ -11,10 +11,6 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// codeOverloaded answers a request the server will not queue: 429, with
-// Retry-After, at once rather than after a wait.
-const codeOverloaded protocol.Code = "overloaded"
-
 // failLimiter counts, per source, requests that failed authentication. It
 // never refuses a request: every request is verified first, and one that
 // verifies is served whatever its address sent before, since behind a NAT or a
@@ -109,5 +105,5 @@ func (l *failLimiter) hold(src string) (release func(), ok bool) {
 
 func writeOverloaded(w http.ResponseWriter, msg string) {
 	w.Header().Set("Retry-After", strconv.Itoa(1))
-	writeJSON(w, http.StatusTooManyRequests, protocol.ErrorResponse{Error: protocol.ErrorBody{Code: codeOverloaded, Message: msg}})
+	writeJSON(w, http.StatusTooManyRequests, protocol.ErrorResponse{Error: protocol.ErrorBody{Code: protocol.CodeOverloaded, Message: msg}})
 }

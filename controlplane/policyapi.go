@@ -49,7 +49,7 @@ func (s *Server) handlePolicyRollback(w http.ResponseWriter, r *http.Request) *a
 	}
 	v, ok := s.fsm.PolicyVersion(req.Version)
 	if !ok {
-		return refusal(codeNotFound, "no such policy version is kept (writ policy history lists them)")
+		return refusal(protocol.CodeNotFound, "no such policy version is kept (writ policy history lists them)")
 	}
 	set, err := policy.Parse([]byte(v.Text))
 	if err != nil {
@@ -73,7 +73,7 @@ func (s *Server) handlePolicyDryRun(w http.ResponseWriter, r *http.Request) (any
 	out := protocol.PolicyDryRunResult{Hash: set.Hash(), Since: req.Since, Changes: []protocol.PolicyChange{}}
 	for _, in := range s.fsm.DecidedSince(req.Since, protocol.MaxPolicyReplay) {
 		if r.Context().Err() != nil {
-			return nil, refusal(codeInternal, "the dry run was interrupted")
+			return nil, refusal(protocol.CodeInternal, "the dry run was interrupted")
 		}
 		// Replayed with the tool as registered now: an intent whose params
 		// no longer fit its schema would not reach the policy today.

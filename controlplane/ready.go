@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/writhq/writ/internal/buildinfo"
+	"github.com/writhq/writ/protocol"
 )
 
 // catchUpWait bounds how long a readiness check or a lookup that found
@@ -76,7 +77,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 // find while its state was behind the committed log: 503, never a 4xx that
 // would tell a correct client its key is wrong.
 func lagging() *apiError {
-	return refusal(codeNoLeader, "this server has not caught up with the committed log yet; retry")
+	return refusal(protocol.CodeNoLeader, "this server has not caught up with the committed log yet; retry")
 }
 
 // handleVersion answers which build this server runs (internal/buildinfo).

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/writhq/writ/controlplane/internal/fsm"
 	"github.com/writhq/writ/controlplane/internal/raftnode"
+	"github.com/writhq/writ/protocol"
 )
 
 // Node sessions end on any server; what they record (a session began or
@@ -104,7 +105,7 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 	// A relay comes straight from a server; a request a follower forwarded
 	// for a client (which names that client) never is one.
 	if !fromServer(r) || r.Header.Get(headerForwardedFor) != "" {
-		writeError(w, codeUnauthorized, "only a server of this cluster may relay commands")
+		writeError(w, protocol.CodeUnauthorized, "only a server of this cluster may relay commands")
 		return
 	}
 	body, aerr := readBody(w, r, 8<<20)
@@ -114,7 +115,7 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 	}
 	var rb relayBody
 	if err := json.Unmarshal(body, &rb); err != nil || !relayable[fsm.MsgType(rb.Type)] {
-		writeError(w, "malformed", "not a relayable command")
+		writeError(w, protocol.CodeMalformed, "not a relayable command")
 		return
 	}
 	// The leader decides time: the relaying server's clock is replaced.
@@ -141,16 +142,16 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 		cmd, err = relayedDashboardCommand(s, fsm.MsgType(rb.Type), rb.Cmd)
 	}
 	if err != nil {
-		writeError(w, "malformed", "the command does not decode")
+		writeError(w, protocol.CodeMalformed, "the command does not decode")
 		return
 	}
 	res, err := s.apply(r.Context(), fsm.MsgType(rb.Type), cmd)
 	if err != nil {
 		if errors.Is(err, raftnode.ErrNotLeader) {
-			writeError(w, codeNoLeader, "not the leader")
+			writeError(w, protocol.CodeNoLeader, "not the leader")
 			return
 		}
-		writeError(w, codeInternal, "not committed")
+		writeError(w, protocol.CodeInternal, "not committed")
 		return
 	}
 	writeJSON(w, http.StatusOK, relayAnswer{Result: res})

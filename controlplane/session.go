@@ -107,7 +107,7 @@ func (s *Server) serveSession(conn *quic.Conn) {
 		ss.log().Warn("node session refused", "err", err)
 		code := protocol.CodeMalformed
 		if errors.Is(err, errNotRecorded) {
-			code = codeNoLeader // the agent tries again, here or elsewhere
+			code = protocol.CodeNoLeader // the agent tries again, here or elsewhere
 		}
 		ss.bye(protocol.ErrorBody{Code: code, Message: err.Error()}, closeProtocol)
 		if ss.attached {
@@ -293,7 +293,7 @@ func (ss *session) pushOpen() bool {
 		ss.close("node unknown")
 		return false
 	case n.Status == fsm.NodeRevoked:
-		ss.bye(protocol.ErrorBody{Code: fsm.CodeNodeRevoked, Message: "node is revoked"}, closeRevoked)
+		ss.bye(protocol.ErrorBody{Code: protocol.CodeNodeRevoked, Message: "node is revoked"}, closeRevoked)
 		return false
 	}
 	open := ss.srv.fsm.OpenDispatches(ss.node)

@@ -85,7 +85,7 @@ func (d *Dashboard) routes() {
 	mux.HandleFunc("GET /ui/intents/{id}", d.page(pageIntent))
 	mux.HandleFunc("GET /ui/ledger", d.page(pageLedger))
 	mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "not_found", "no such page")
+		writeError(w, protocol.CodeNotFound, "no such page")
 	})
 }
 
@@ -120,33 +120,33 @@ func (d *Dashboard) GuardApproval(next http.Handler) http.Handler {
 		}
 		secret, p, ok := d.session(r)
 		if !ok {
-			writeError(w, http.StatusUnauthorized, "unauthorized", "the session has ended; sign in again")
+			writeError(w, protocol.CodeUnauthorized, "the session has ended; sign in again")
 			return
 		}
 		if !checkCSRF(r, secret) {
-			writeError(w, http.StatusForbidden, "csrf", "the request lacks this session's CSRF token or comes from another origin")
+			writeError(w, protocol.CodeCSRF, "the request lacks this session's CSRF token or comes from another origin")
 			return
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
 		if err != nil {
-			writeError(w, http.StatusBadRequest, string(protocol.CodeMalformed), "body is unreadable or over the size limit")
+			writeError(w, protocol.CodeMalformed, "body is unreadable or over the size limit")
 			return
 		}
 		a, err := protocol.DecodeApproval(body, 64<<10)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, string(protocol.CodeMalformed), "not an approval artifact")
+			writeError(w, protocol.CodeMalformed, "not an approval artifact")
 			return
 		}
 		in, found := d.cfg.Backend.Intent(a.IntentID)
 		switch {
 		case p.Role != "approver" || a.Approver != p.Approver || a.Tenant != p.Tenant:
-			writeError(w, http.StatusForbidden, string(protocol.CodeApprovalForbidden), "this session may not decide as "+a.Approver)
+			writeError(w, protocol.CodeApprovalForbidden, "this session may not decide as "+a.Approver)
 			return
 		case !found || in.Tenant != p.Tenant:
-			writeError(w, http.StatusNotFound, "not_found", "no intent "+a.IntentID)
+			writeError(w, protocol.CodeNotFound, "no intent "+a.IntentID)
 			return
 		case !d.cfg.Backend.Allowed(p, "decide", "approvals", in.Tenant, in.Principal):
-			writeError(w, http.StatusForbidden, string(protocol.CodeApprovalForbidden), "policy does not let this session decide on this intent")
+			writeError(w, protocol.CodeApprovalForbidden, "policy does not let this session decide on this intent")
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -155,7 +155,14 @@ func (d *Dashboard) GuardApproval(next http.Handler) http.Handler {
 	})
 }
 
-func writeError(w http.ResponseWriter, status int, code, msg string) {
+// writeError answers code with its HTTP status (protocol.HTTPStatus).
+func writeError(w http.ResponseWriter, code protocol.Code, msg string) {
+	writeJSONError(w, protocol.HTTPStatus(code), string(code), msg)
+}
+
+// writeJSONError answers a status and code as they are, such as a control
+// plane's refusal passed on.
+func writeJSONError(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)

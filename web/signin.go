@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/writhq/writ/protocol"
 )
 
 func (d *Dashboard) handleSignInPage(w http.ResponseWriter, r *http.Request) {
@@ -35,7 +37,7 @@ func (d *Dashboard) handleSignIn(w http.ResponseWriter, r *http.Request) {
 	secret, p, err := d.cfg.Backend.SignIn(r.Context(), token, d.cfg.SessionTTL)
 	if err != nil {
 		var e *Error
-		if errors.As(err, &e) && e.Code == "unauthorized" {
+		if errors.As(err, &e) && e.Code == string(protocol.CodeUnauthorized) {
 			fail(http.StatusUnauthorized, "That token is not valid: it may have expired or been revoked.")
 			return
 		}
@@ -57,7 +59,7 @@ func (d *Dashboard) handleSignOut(w http.ResponseWriter, r *http.Request) {
 	secret, _, ok := d.session(r)
 	if ok {
 		if !checkCSRF(r, secret) {
-			writeError(w, http.StatusForbidden, "csrf", "the request lacks this session's CSRF token or comes from another origin")
+			writeError(w, protocol.CodeCSRF, "the request lacks this session's CSRF token or comes from another origin")
 			return
 		}
 		if err := d.cfg.Backend.SignOut(r.Context(), secret); err != nil {
@@ -74,30 +76,30 @@ func (d *Dashboard) handleNodeAction(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	secret, p, ok := d.session(r)
 	if !ok {
-		writeError(w, http.StatusUnauthorized, "unauthorized", "sign in first")
+		writeError(w, protocol.CodeUnauthorized, "sign in first")
 		return
 	}
 	if !checkCSRF(r, secret) {
-		writeError(w, http.StatusForbidden, "csrf", "the request lacks this session's CSRF token or comes from another origin")
+		writeError(w, protocol.CodeCSRF, "the request lacks this session's CSRF token or comes from another origin")
 		return
 	}
 	if d.fleet == nil || !d.cfg.Backend.Allowed(p, "manage", "fleet", "", "") {
-		writeError(w, http.StatusForbidden, "forbidden", "your role may not manage nodes")
+		writeError(w, protocol.CodeForbidden, "your role may not manage nodes")
 		return
 	}
 	action := r.PathValue("action")
 	if action != "drain" && action != "ready" && action != "revoke" {
-		writeError(w, http.StatusNotFound, "not_found", "action must be drain, ready or revoke")
+		writeError(w, protocol.CodeNotFound, "action must be drain, ready or revoke")
 		return
 	}
 	id := r.PathValue("id")
 	if err := d.fleet.SetNodeStatus(r.Context(), id, action); err != nil {
 		var e *Error
 		if errors.As(err, &e) {
-			writeError(w, e.Status, e.Code, e.Message)
+			writeJSONError(w, e.Status, e.Code, e.Message)
 			return
 		}
-		writeError(w, http.StatusInternalServerError, "internal", "the change was not made")
+		writeError(w, protocol.CodeInternal, "the change was not made")
 		return
 	}
 	d.log.Info("dashboard: node "+action, "node", id, "user", p.User)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/writhq/writ/protocol"
 )
 
 const (
@@ -22,7 +23,7 @@ const (
 func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request) {
 	secret, p, ok := d.eventsPrincipal(r)
 	if !ok {
-		writeError(w, http.StatusUnauthorized, "unauthorized", "sign in, or send an admin token")
+		writeError(w, protocol.CodeUnauthorized, "sign in, or send an admin token")
 		return
 	}
 	since, _ := strconv.ParseUint(r.URL.Query().Get("since"), 10, 64)

@@ -461,7 +461,7 @@ func TestMCPApprovalWait(t *testing.T) {
 	c := stdioMCP(t, d, "", "--approval-wait", "1s")
 	r := call(t, c, "echo_approval", map[string]any{"msg": "later"}, nil)
 	id, _ := r.Meta["writ/intent_id"].(string)
-	if !r.IsError || id == "" || r.Meta["writ/error_code"] != string(protocol.CodeMCPAwaitingApproval) || !strings.Contains(text(r), "writ_intent_status") {
+	if !r.IsError || id == "" || r.Meta["writ/error_code"] != string(protocol.CodeAwaitingApproval) || !strings.Contains(text(r), "writ_intent_status") {
 		t.Fatalf("approval wait over: isError %v %q %v", r.IsError, text(r), r.Meta)
 	}
 	s := call(t, c, "writ_intent_status", map[string]any{"intent_id": id}, nil)

@@ -19,10 +19,6 @@ type Abandon struct {
 	Server     string    `json:"server"`
 }
 
-// CodeUnsignable ends an intent whose dispatch no server could sign: it was
-// never sent to its node.
-const CodeUnsignable protocol.Code = "dispatch_unsignable"
-
 // applyAbandon closes an open dispatch that has no result and ends its
 // intent: expired when the dispatch's or the intent's expiry has come (a
 // node never starts such a dispatch), else rejected dispatch_unsignable. A
@@ -33,7 +29,7 @@ func (f *FSM) applyAbandon(index uint64, c *Abandon) (Result, []string) {
 	d := f.state.Dispatches[c.DispatchID]
 	switch {
 	case d == nil:
-		return refuse(CodeNotFound, "no dispatch %q", c.DispatchID), nil
+		return refuse(protocol.CodeNotFound, "no dispatch %q", c.DispatchID), nil
 	case !d.Open || d.Result != nil:
 		return Result{IntentID: d.IntentID, Duplicate: true}, nil
 	}
@@ -46,7 +42,7 @@ func (f *FSM) applyAbandon(index uint64, c *Abandon) (Result, []string) {
 		f.expire(in, index)
 	} else {
 		in.State = StateRejected
-		in.Error = &protocol.ErrorBody{Code: CodeUnsignable, Message: "server " + c.Server + " could not sign dispatch " + d.ID}
+		in.Error = &protocol.ErrorBody{Code: protocol.CodeUnsignable, Message: "server " + c.Server + " could not sign dispatch " + d.ID}
 		in.UpdatedAt, in.Index = now, index
 	}
 	return Result{IntentID: in.ID}, append(changed, in.ID)

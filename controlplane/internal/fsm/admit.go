@@ -4,16 +4,6 @@ import (
 	"github.com/writhq/writ/protocol"
 )
 
-// Codes the FSM reports beyond the protocol package's.
-const (
-	CodeIdempotencyConflict protocol.Code = "idempotency_conflict"
-	CodeBudgetExhausted     protocol.Code = "budget_exhausted"
-	CodePolicyDenied        protocol.Code = "policy_denied"
-	CodeNotFound            protocol.Code = "not_found"
-	// CodeNotPending refuses an approval of an intent that no longer waits for one.
-	CodeNotPending protocol.Code = "not_pending"
-)
-
 // applyAdmit records an intent exactly once. The same idempotency key with the
 // same payload returns the original intent; with another payload, or an intent
 // id already used, it is refused. Every authenticated attempt is recorded with
@@ -29,9 +19,9 @@ func (f *FSM) applyAdmit(index uint64, c *Admit) (Result, []string) {
 	old, used := s.Intents[c.ID]
 	same := used && old.Tenant == c.Tenant && old.IdempotencyKey == c.IdempotencyKey && old.PayloadHash == c.PayloadHash
 	conflict := func() Result {
-		return refuse(CodeIdempotencyConflict, "idempotency key %q was used for other params", c.IdempotencyKey)
+		return refuse(protocol.CodeIdempotencyConflict, "idempotency key %q was used for other params", c.IdempotencyKey)
 	}
-	if same && old.Error != nil && old.Error.Code == CodeIdempotencyConflict {
+	if same && old.Error != nil && old.Error.Code == protocol.CodeIdempotencyConflict {
 		return conflict(), nil // the same conflicting attempt again: the same answer, no second receipt
 	}
 	in := &Intent{
@@ -63,7 +53,7 @@ func (f *FSM) applyAdmit(index uint64, c *Admit) (Result, []string) {
 		if same {
 			return Result{IntentID: old.ID, Duplicate: true}, nil // the same attempt, sent again
 		}
-		res := refuse(CodeIdempotencyConflict, "intent id %q is already used", c.ID)
+		res := refuse(protocol.CodeIdempotencyConflict, "intent id %q is already used", c.ID)
 		f.recordRefused(in, res.Err)
 		return res, nil
 	}
@@ -75,11 +65,11 @@ func (f *FSM) applyAdmit(index uint64, c *Admit) (Result, []string) {
 	switch {
 	case c.Decision.Error != nil:
 		in.State, in.Error = StateRejected, c.Decision.Error
-		if c.Decision.Error.Code == CodePolicyDenied {
+		if c.Decision.Error.Code == protocol.CodePolicyDenied {
 			in.State = StateDenied
 		}
 	case !c.Decision.Allow:
-		in.State, in.Error = StateDenied, &protocol.ErrorBody{Code: CodePolicyDenied, Message: "no policy permits this intent"}
+		in.State, in.Error = StateDenied, &protocol.ErrorBody{Code: protocol.CodePolicyDenied, Message: "no policy permits this intent"}
 	case !in.ExpiresAt.After(now):
 		// The leader's clock said it was still valid; the log's clock, which
 		// never goes back, says otherwise. It is not run.
@@ -90,12 +80,12 @@ func (f *FSM) applyAdmit(index uint64, c *Admit) (Result, []string) {
 		// lock is gone may proceed.
 		in.State, in.Error = StateRejected, lockedError(f.lockOf(in, ""))
 	case budget > 0 && s.Runs[runKey] != nil && s.Runs[runKey].Used >= budget:
-		in.State, in.Error = StateRejected, &protocol.ErrorBody{Code: CodeBudgetExhausted,
+		in.State, in.Error = StateRejected, &protocol.ErrorBody{Code: protocol.CodeBudgetExhausted,
 			Message: "run " + c.RunID + " has used its budget of intents"}
 	case !f.anyEligible(in) && !f.possible(in): // the index first: possible may walk the fleet
 		// Refused before it used budget or bound its key: a retry once a
 		// node can take it may proceed.
-		in.State, in.Error = StateRejected, &protocol.ErrorBody{Code: CodeNoEligibleNode,
+		in.State, in.Error = StateRejected, &protocol.ErrorBody{Code: protocol.CodeNoEligibleNode,
 			Message: "no registered node may run " + in.Tool + " for this intent"}
 	default:
 		run := s.Runs[runKey]

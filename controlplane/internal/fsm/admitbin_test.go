@@ -24,7 +24,7 @@ func admitVariants() []*Admit {
 		}),
 		admit("int-3", "k3", "p", t0, func(a *Admit) {
 			a.Target = &protocol.Target{Node: "only-node"}
-			a.Decision = Decision{PolicyHash: "sha256:q", Error: &protocol.ErrorBody{Code: CodePolicyDenied, Message: "denied by x"}}
+			a.Decision = Decision{PolicyHash: "sha256:q", Error: &protocol.ErrorBody{Code: protocol.CodePolicyDenied, Message: "denied by x"}}
 		}),
 		admit("int-4", "k4", "p", t0, func(a *Admit) {
 			// A rejection before any decision, with an unparsable expiry.

@@ -13,7 +13,7 @@ func (f *FSM) applyApprove(index uint64, c *Approve) (Result, []string) {
 	in := s.Intents[c.IntentID]
 	switch {
 	case in == nil:
-		return refuse(CodeNotFound, "no intent %q", c.IntentID), nil
+		return refuse(protocol.CodeNotFound, "no intent %q", c.IntentID), nil
 	case in.Tenant != c.Tenant:
 		return refuse(protocol.CodeApprovalMismatch, "approval is for tenant %q", c.Tenant), nil
 	}
@@ -24,7 +24,7 @@ func (f *FSM) applyApprove(index uint64, c *Approve) (Result, []string) {
 		return refuse(protocol.CodeApprovalExpired, "approval expired at %s", protocol.FormatTime(c.NonceExpiresAt)), nil
 	}
 	if in.State != StatePendingApproval {
-		return refuse(CodeNotPending, "intent %q is %s, not waiting for approval", in.ID, in.State), nil
+		return refuse(protocol.CodeNotPending, "intent %q is %s, not waiting for approval", in.ID, in.State), nil
 	}
 	if !in.ExpiresAt.After(now) {
 		return refuse(protocol.CodeApprovalExpired, "intent %q expired at %s", in.ID, protocol.FormatTime(in.ExpiresAt)), nil

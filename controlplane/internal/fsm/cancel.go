@@ -39,7 +39,7 @@ func (f *FSM) applyCancel(index uint64, c *Cancel) (Result, []string) {
 	if c.IntentID != "" {
 		in := f.state.Intents[c.IntentID]
 		if in == nil || in.Tenant != c.Tenant {
-			return refuse(CodeNotFound, "no intent %q", c.IntentID), nil
+			return refuse(protocol.CodeNotFound, "no intent %q", c.IntentID), nil
 		}
 		changed, ok := f.cancelIntent(in, index, c.By)
 		return Result{IntentID: in.ID, Duplicate: !ok}, changed

@@ -39,8 +39,8 @@ func TestCancel(t *testing.T) {
 		dup              bool
 		state            string
 	}{
-		{"another tenant's", "queued", "globex", CodeNotFound, false, StateQueued},
-		{"unknown", "nope", "acme", CodeNotFound, false, ""},
+		{"another tenant's", "queued", "globex", protocol.CodeNotFound, false, StateQueued},
+		{"unknown", "nope", "acme", protocol.CodeNotFound, false, ""},
 		{"queued", "queued", "acme", "", false, StateCanceled},
 		{"pending approval", "pending", "acme", "", false, StateCanceled},
 		{"again", "pending", "acme", "", true, StateCanceled},

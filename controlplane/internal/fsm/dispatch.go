@@ -102,7 +102,7 @@ func (f *FSM) expire(in *Intent, index uint64) {
 func (f *FSM) noNode(in *Intent, index uint64, msg string) {
 	s := f.state
 	in.State = StateRejected
-	in.Error = &protocol.ErrorBody{Code: CodeNoEligibleNode, Message: msg}
+	in.Error = &protocol.ErrorBody{Code: protocol.CodeNoEligibleNode, Message: msg}
 	in.UpdatedAt, in.Index = s.Clock, index
 	in.WaitUntil = time.Time{}
 	if in.Unbound {

@@ -80,11 +80,11 @@ func TestIdempotency(t *testing.T) {
 		t.Fatal("a repeat created a second intent")
 	}
 	r = apply(t, f, b, MsgAdmit, admit("int-3", "k1", "other", t0.Add(time.Second)))
-	if r.Err == nil || r.Err.Code != CodeIdempotencyConflict {
+	if r.Err == nil || r.Err.Code != protocol.CodeIdempotencyConflict {
 		t.Fatalf("same key, other payload: got %+v, want idempotency_conflict", r)
 	}
 	r = apply(t, f, b, MsgAdmit, admit("int-1", "k2", "p", t0.Add(time.Second)))
-	if r.Err == nil || r.Err.Code != CodeIdempotencyConflict {
+	if r.Err == nil || r.Err.Code != protocol.CodeIdempotencyConflict {
 		t.Fatalf("intent id reused under another key: got %+v, want idempotency_conflict", r)
 	}
 	r = apply(t, f, b, MsgAdmit, admit("int-4", "k1", "p", t0, func(a *Admit) { a.Tenant = "globex" }))
@@ -107,7 +107,7 @@ func TestBudgetExhaustedAtExactlyN(t *testing.T) {
 		if in.State != want {
 			t.Errorf("intent %d: got %s, want %s", i, in.State, want)
 		}
-		if i >= 3 && (in.Error == nil || in.Error.Code != CodeBudgetExhausted) {
+		if i >= 3 && (in.Error == nil || in.Error.Code != protocol.CodeBudgetExhausted) {
 			t.Errorf("intent %d: got error %+v, want budget_exhausted", i, in.Error)
 		}
 	}
@@ -125,7 +125,7 @@ func TestDecisionsRecorded(t *testing.T) {
 		a.Decision = Decision{Error: &protocol.ErrorBody{Code: "params_invalid", Message: "msg is required"}}
 	}))
 	apply(t, f, b, MsgAdmit, admit("forbidden", "k3", "p", t0, func(a *Admit) {
-		a.Decision = Decision{Error: &protocol.ErrorBody{Code: CodePolicyDenied, Message: "forbid p9"}, Policies: []string{"p9"}}
+		a.Decision = Decision{Error: &protocol.ErrorBody{Code: protocol.CodePolicyDenied, Message: "forbid p9"}, Policies: []string{"p9"}}
 	}))
 	apply(t, f, b, MsgAdmit, admit("pending", "k4", "p", t0, func(a *Admit) { a.Decision.ApprovalRequired = true }))
 	for id, want := range map[string]string{"denied": StateDenied, "invalid": StateRejected, "forbidden": StateDenied, "pending": StatePendingApproval} {
@@ -161,9 +161,9 @@ func TestApprovals(t *testing.T) {
 		want protocol.Code
 	}{
 		"nonce replayed on another intent": {approve("d", "n1", protocol.DecisionApprove, t0.Add(time.Minute)), protocol.CodeApprovalReplayed},
-		"intent no longer pending":         {approve("a", "n2", protocol.DecisionApprove, t0.Add(time.Minute)), CodeNotPending},
-		"intent never needed approval":     {approve("n", "n3", protocol.DecisionApprove, t0.Add(time.Minute)), CodeNotPending},
-		"unknown intent":                   {approve("zz", "n4", protocol.DecisionApprove, t0.Add(time.Minute)), CodeNotFound},
+		"intent no longer pending":         {approve("a", "n2", protocol.DecisionApprove, t0.Add(time.Minute)), protocol.CodeNotPending},
+		"intent never needed approval":     {approve("n", "n3", protocol.DecisionApprove, t0.Add(time.Minute)), protocol.CodeNotPending},
+		"unknown intent":                   {approve("zz", "n4", protocol.DecisionApprove, t0.Add(time.Minute)), protocol.CodeNotFound},
 		"approval expired": {func() *Approve {
 			a := approve("d", "n5", "approve", t0.Add(time.Minute))
 			a.NonceExpiresAt = t0
@@ -374,7 +374,7 @@ func TestRejectionDoesNotBindKey(t *testing.T) {
 	if s := state(t, f, "bad").State; s != StateRejected {
 		t.Errorf("rejected attempt: got %s", s)
 	}
-	if r := apply(t, f, b, MsgAdmit, admit("bad", "k2", "p", t0, invalid)); r.Err == nil || r.Err.Code != CodeIdempotencyConflict {
+	if r := apply(t, f, b, MsgAdmit, admit("bad", "k2", "p", t0, invalid)); r.Err == nil || r.Err.Code != protocol.CodeIdempotencyConflict {
 		t.Errorf("a rejected attempt's id reused: got %+v, want idempotency_conflict", r)
 	}
 	denied := func(a *Admit) { a.Decision = Decision{PolicyHash: "sha256:p"} }

@@ -76,7 +76,7 @@ func TestGroupIdempotencyAndBudget(t *testing.T) {
 	want := []Result{
 		{IntentID: "k"},
 		{IntentID: "k", Duplicate: true},
-		{IntentID: "k-other", Err: &protocol.ErrorBody{Code: CodeIdempotencyConflict, Message: `idempotency key "same" was used for other params`}},
+		{IntentID: "k-other", Err: &protocol.ErrorBody{Code: protocol.CodeIdempotencyConflict, Message: `idempotency key "same" was used for other params`}},
 		{IntentID: "last-1"},
 		{IntentID: "last-2"},
 		{IntentID: "other-run"},
@@ -89,7 +89,7 @@ func TestGroupIdempotencyAndBudget(t *testing.T) {
 			t.Errorf("%s: got %s, want %s", id, got, st)
 		}
 	}
-	if e := state(t, f, "last-1").Error; e == nil || e.Code != CodeBudgetExhausted {
+	if e := state(t, f, "last-1").Error; e == nil || e.Code != protocol.CodeBudgetExhausted {
 		t.Errorf("last-1: got %+v, want budget_exhausted", e)
 	}
 

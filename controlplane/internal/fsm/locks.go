@@ -41,15 +41,6 @@ type DeleteLock struct {
 	ID string    `json:"id"`
 }
 
-// Codes of locks.
-const (
-	// CodeLocked: a lock matches the intent (admission refused, or a waiting
-	// or running intent stopped).
-	CodeLocked = protocol.CodeLocked
-	// CodeLockExists refuses a lock whose id is taken.
-	CodeLockExists protocol.Code = "lock_exists"
-)
-
 // active reports whether the lock holds at now.
 func (l *Lock) active(now time.Time) bool { return l.ExpiresAt.IsZero() || l.ExpiresAt.After(now) }
 
@@ -94,7 +85,7 @@ func (f *FSM) locked(in *Intent, node string) bool {
 }
 
 func lockedError(l *Lock) *protocol.ErrorBody {
-	return &protocol.ErrorBody{Code: CodeLocked, Message: "lock " + l.ID + ": " + l.Reason}
+	return &protocol.ErrorBody{Code: protocol.CodeLocked, Message: "lock " + l.ID + ": " + l.Reason}
 }
 
 // applyPutLock installs a lock, then stops what it matches: waiting intents
@@ -107,7 +98,7 @@ func (f *FSM) applyPutLock(index uint64, c *PutLock) (Result, []string) {
 	case l.ID == "" || (l.Tenant == "" && l.Principal == "" && l.Tool == "" && l.Node == ""):
 		return refuse(protocol.CodeMalformed, "a lock needs an id and a tenant, principal, tool or node"), nil
 	case f.state.Locks[l.ID] != nil:
-		return refuse(CodeLockExists, "lock %q exists", l.ID), nil
+		return refuse(protocol.CodeLockExists, "lock %q exists", l.ID), nil
 	}
 	l.CreatedAt = now
 	f.state.Locks[l.ID] = &l
@@ -149,7 +140,7 @@ func (f *FSM) applyPutLock(index uint64, c *PutLock) (Result, []string) {
 func (f *FSM) applyDeleteLock(index uint64, c *DeleteLock) (Result, []string) {
 	f.advance(c.At)
 	if f.state.Locks[c.ID] == nil {
-		return refuse(CodeNotFound, "no lock %q", c.ID), nil
+		return refuse(protocol.CodeNotFound, "no lock %q", c.ID), nil
 	}
 	delete(f.state.Locks, c.ID)
 	return Result{}, f.drainQueue(index)

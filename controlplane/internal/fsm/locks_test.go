@@ -35,7 +35,7 @@ func TestLocks(t *testing.T) {
 	if r := apply(t, f, b, MsgPutLock, PutLock{At: at(1), Lock: Lock{ID: "lk1", Tenant: "acme", Reason: "runaway agent", By: "admin"}}); r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	if r := apply(t, f, b, MsgPutLock, PutLock{At: at(1), Lock: Lock{ID: "lk1", Tool: "x", Reason: "r"}}); r.Err == nil || r.Err.Code != CodeLockExists {
+	if r := apply(t, f, b, MsgPutLock, PutLock{At: at(1), Lock: Lock{ID: "lk1", Tool: "x", Reason: "r"}}); r.Err == nil || r.Err.Code != protocol.CodeLockExists {
 		t.Fatalf("a taken id: %+v", r)
 	}
 	for id, want := range map[string]string{"queued": StateCanceled, "pending": StateCanceled, "globex": StatePendingApproval, "running": StateDispatched} {
@@ -43,7 +43,7 @@ func TestLocks(t *testing.T) {
 		if in.State != want {
 			t.Errorf("%s is %s, want %s", id, in.State, want)
 		}
-		if want == StateCanceled && (in.Error == nil || in.Error.Code != CodeLocked) {
+		if want == StateCanceled && (in.Error == nil || in.Error.Code != protocol.CodeLocked) {
 			t.Errorf("%s: error %+v, want locked", id, in.Error)
 		}
 	}
@@ -57,7 +57,7 @@ func TestLocks(t *testing.T) {
 	}
 	// Admission: refused, binding nothing; another tenant is admitted.
 	apply(t, f, b, MsgAdmit, admit("new", "k5", "p5", at(2)))
-	if in := state(t, f, "new"); in.State != StateRejected || in.Error == nil || in.Error.Code != CodeLocked || !in.Unbound {
+	if in := state(t, f, "new"); in.State != StateRejected || in.Error == nil || in.Error.Code != protocol.CodeLocked || !in.Unbound {
 		t.Fatalf("admitted under a lock: %+v", in)
 	}
 	apply(t, f, b, MsgAdmit, admit("g2", "k6", "p6", at(2), func(a *Admit) { a.Tenant = "globex" }))
@@ -80,7 +80,7 @@ func TestLocks(t *testing.T) {
 	if r := apply(t, f, b, MsgDeleteLock, DeleteLock{At: at(5), ID: "lk1"}); r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	if r := apply(t, f, b, MsgDeleteLock, DeleteLock{At: at(5), ID: "lk1"}); r.Err == nil || r.Err.Code != CodeNotFound {
+	if r := apply(t, f, b, MsgDeleteLock, DeleteLock{At: at(5), ID: "lk1"}); r.Err == nil || r.Err.Code != protocol.CodeNotFound {
 		t.Fatalf("deleting it again: %+v", r)
 	}
 	apply(t, f, b, MsgPutLock, PutLock{At: at(6), Lock: Lock{ID: "lk2", Node: "n1", Reason: "maintenance", ExpiresAt: at(60)}})

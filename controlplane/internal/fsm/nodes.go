@@ -107,13 +107,6 @@ type NodeStatus struct {
 	Status string    `json:"status"`
 }
 
-// Codes of node commands.
-const (
-	CodeInvalidToken   protocol.Code = "invalid_token"
-	CodeNodeRevoked    protocol.Code = "node_revoked"
-	CodeNoEligibleNode protocol.Code = "no_eligible_node"
-)
-
 // NodeWatch is the watch key of a node: woken when it is given a dispatch or
 // its record changes.
 func NodeWatch(id string) string { return nodeWatchPrefix + id }
@@ -125,13 +118,13 @@ func (f *FSM) applyEnroll(c *Enroll) Result {
 	s := f.state
 	tok := s.JoinTokens[c.TokenID]
 	if tok == nil || subtle.ConstantTimeCompare([]byte(tok.Hash), []byte(c.TokenHash)) != 1 {
-		return refuse(CodeInvalidToken, "the join token is not valid")
+		return refuse(protocol.CodeInvalidToken, "the join token is not valid")
 	}
 	if !tok.ExpiresAt.After(now) {
-		return refuse(CodeInvalidToken, "the join token expired at %s", protocol.FormatTime(tok.ExpiresAt))
+		return refuse(protocol.CodeInvalidToken, "the join token expired at %s", protocol.FormatTime(tok.ExpiresAt))
 	}
 	if _, ok := s.Nodes[c.Node]; ok {
-		return refuse(CodeIdempotencyConflict, "node id %q is taken", c.Node)
+		return refuse(protocol.CodeIdempotencyConflict, "node id %q is taken", c.Node)
 	}
 	delete(s.JoinTokens, c.TokenID)
 	s.Nodes[c.Node] = &Node{
@@ -148,9 +141,9 @@ func (f *FSM) applyNodeSession(index uint64, c *NodeSession) (Result, []string) 
 	n := f.state.Nodes[c.Node]
 	switch {
 	case n == nil:
-		return refuse(CodeNotFound, "no node %q", c.Node), nil
+		return refuse(protocol.CodeNotFound, "no node %q", c.Node), nil
 	case n.Status == NodeRevoked:
-		return refuse(CodeNodeRevoked, "node %q is revoked", c.Node), nil
+		return refuse(protocol.CodeNodeRevoked, "node %q is revoked", c.Node), nil
 	}
 	if !c.Connected {
 		// A server that lost the session says so only for itself and that
@@ -190,10 +183,10 @@ func (f *FSM) applyNodeStatus(index uint64, c *NodeStatus) (Result, []string) {
 	now := f.advance(c.At)
 	n := f.state.Nodes[c.Node]
 	if n == nil {
-		return refuse(CodeNotFound, "no node %q", c.Node), nil
+		return refuse(protocol.CodeNotFound, "no node %q", c.Node), nil
 	}
 	if n.Status == NodeRevoked {
-		return refuse(CodeNodeRevoked, "node %q is revoked", c.Node), nil
+		return refuse(protocol.CodeNodeRevoked, "node %q is revoked", c.Node), nil
 	}
 	switch c.Status {
 	case NodeRevoked, NodeDraining:

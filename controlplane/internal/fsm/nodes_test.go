@@ -15,10 +15,10 @@ func result(in Intent, status string, at time.Time) *RecordResult {
 func TestEnrollmentTokenIsOneTime(t *testing.T) {
 	f, b := fleetFSM(t)
 	apply(t, f, b, MsgPutJoinToken, PutJoinToken{ID: "t2", Hash: "sha256:s2", ExpiresAt: t0.Add(time.Hour)})
-	if r := apply(t, f, b, MsgEnroll, Enroll{At: t0, TokenID: "t2", TokenHash: "sha256:wrong", Node: "n2"}); r.Err == nil || r.Err.Code != CodeInvalidToken {
+	if r := apply(t, f, b, MsgEnroll, Enroll{At: t0, TokenID: "t2", TokenHash: "sha256:wrong", Node: "n2"}); r.Err == nil || r.Err.Code != protocol.CodeInvalidToken {
 		t.Fatalf("wrong secret: %+v", r)
 	}
-	if r := apply(t, f, b, MsgEnroll, Enroll{At: t0, TokenID: "t2", TokenHash: "sha256:s2", Node: "n1"}); r.Err == nil || r.Err.Code != CodeIdempotencyConflict {
+	if r := apply(t, f, b, MsgEnroll, Enroll{At: t0, TokenID: "t2", TokenHash: "sha256:s2", Node: "n1"}); r.Err == nil || r.Err.Code != protocol.CodeIdempotencyConflict {
 		t.Fatalf("enrolling under a taken node id: %+v", r)
 	}
 	if r := apply(t, f, b, MsgEnroll, Enroll{At: t0, TokenID: "t2", TokenHash: "sha256:s2", Node: "n2"}); r.Err != nil {
@@ -28,7 +28,7 @@ func TestEnrollmentTokenIsOneTime(t *testing.T) {
 	if r := apply(t, f, b, MsgEnroll, Enroll{At: t0, TokenID: "t3", TokenHash: "sha256:s3", Node: "n3"}); r.Err != nil {
 		t.Fatalf("enroll: %+v", r.Err)
 	}
-	if r := apply(t, f, b, MsgEnroll, Enroll{At: t0, TokenID: "t3", TokenHash: "sha256:s3", Node: "n4"}); r.Err == nil || r.Err.Code != CodeInvalidToken {
+	if r := apply(t, f, b, MsgEnroll, Enroll{At: t0, TokenID: "t3", TokenHash: "sha256:s3", Node: "n4"}); r.Err == nil || r.Err.Code != protocol.CodeInvalidToken {
 		t.Fatalf("second use of a token: %+v", r)
 	}
 	apply(t, f, b, MsgPutJoinToken, PutJoinToken{ID: "t5", Hash: "sha256:s5", ExpiresAt: t0.Add(time.Minute)})
@@ -65,14 +65,14 @@ func TestDispatchAndResult(t *testing.T) {
 		t.Fatalf("the same result again: %+v, want a duplicate", r)
 	}
 	other := result(in, protocol.StatusError, t0.Add(time.Second))
-	if r := apply(t, f, b, MsgResult, other); r.Err == nil || r.Err.Code != CodeResultConflict {
+	if r := apply(t, f, b, MsgResult, other); r.Err == nil || r.Err.Code != protocol.CodeResultConflict {
 		t.Fatalf("another result: %+v", r)
 	}
 	// The node's unknown after its real result (it crashed between sending
 	// the result and committing it, so its journal says started): refused,
 	// and the recorded result stands.
 	unknown := result(in, protocol.StatusUnknown, t0.Add(2*time.Second))
-	if r := apply(t, f, b, MsgResult, unknown); r.Err == nil || r.Err.Code != CodeResultConflict {
+	if r := apply(t, f, b, MsgResult, unknown); r.Err == nil || r.Err.Code != protocol.CodeResultConflict {
 		t.Fatalf("an unknown after the result: %+v", r)
 	}
 	if in := state(t, f, "i1"); in.State != StateCompleted || string(in.Result) != string(res.Result) || in.Superseding {
@@ -104,7 +104,7 @@ func TestSilentNodeEndsUnknownAndLateResultSupersedes(t *testing.T) {
 	}
 	apply(t, f, b, MsgTick, Tick{At: d.Deadline})
 	in = state(t, f, "i1")
-	if in.State != StateUnknown || in.Error.Code != CodeNodeSilent || in.Receipt == nil {
+	if in.State != StateUnknown || in.Error.Code != protocol.CodeNodeSilent || in.Receipt == nil {
 		t.Fatalf("at the deadline: %+v", in)
 	}
 	if r := apply(t, f, b, MsgResult, result(in, protocol.StatusOK, d.Deadline.Add(time.Second))); r.Err != nil {
@@ -160,7 +160,7 @@ func TestNoEligibleNode(t *testing.T) {
 	}
 	for name, mod := range cases {
 		apply(t, f, b, MsgAdmit, admit(name, name, "p", t0, mod))
-		if in := state(t, f, name); in.State != StateRejected || in.Error.Code != CodeNoEligibleNode || !in.Unbound {
+		if in := state(t, f, name); in.State != StateRejected || in.Error.Code != protocol.CodeNoEligibleNode || !in.Unbound {
 			t.Errorf("%s: %+v", name, in)
 		}
 	}
@@ -178,7 +178,7 @@ func TestNoEligibleNode(t *testing.T) {
 		t.Errorf("a draining node was given work: %+v", in)
 	}
 	apply(t, f, b, MsgTick, Tick{At: t0.Add(DefaultConfig().NodeWait)})
-	if in := state(t, f, "drained"); in.State != StateRejected || in.Error.Code != CodeNoEligibleNode || in.Dispatch != nil {
+	if in := state(t, f, "drained"); in.State != StateRejected || in.Error.Code != protocol.CodeNoEligibleNode || in.Dispatch != nil {
 		t.Errorf("after node_wait with the only node draining: %+v", in)
 	}
 }
@@ -198,14 +198,14 @@ func TestNodeSessionsAndRevocation(t *testing.T) {
 		t.Fatalf("after its server lost it: %+v", n)
 	}
 	apply(t, f, b, MsgNodeStatus, NodeStatus{At: t0, Node: "n1", Status: NodeRevoked})
-	if r := apply(t, f, b, MsgNodeSession, NodeSession{At: t0, Node: "n1", Server: "s1", Connected: true}); r.Err == nil || r.Err.Code != CodeNodeRevoked {
+	if r := apply(t, f, b, MsgNodeSession, NodeSession{At: t0, Node: "n1", Server: "s1", Connected: true}); r.Err == nil || r.Err.Code != protocol.CodeNodeRevoked {
 		t.Fatalf("a revoked node reconnected: %+v", r)
 	}
 	if r := apply(t, f, b, MsgNodeStatus, NodeStatus{At: t0, Node: "n1", Status: NodeReady}); r.Err == nil {
 		t.Fatal("a revoked node was made ready again")
 	}
 	in := state(t, f, "i1")
-	if r := apply(t, f, b, MsgResult, result(in, protocol.StatusOK, t0)); r.Err == nil || r.Err.Code != CodeNodeRevoked {
+	if r := apply(t, f, b, MsgResult, result(in, protocol.StatusOK, t0)); r.Err == nil || r.Err.Code != protocol.CodeNodeRevoked {
 		t.Fatalf("a revoked node's result: %+v", r)
 	}
 }

@@ -46,13 +46,13 @@ func (f *FSM) applyOutput(c *PutOutput) Result {
 	d := s.Dispatches[c.DispatchID]
 	switch {
 	case d == nil:
-		return refuse(CodeNotFound, "no dispatch %q", c.DispatchID)
+		return refuse(protocol.CodeNotFound, "no dispatch %q", c.DispatchID)
 	case d.Node != c.Node || d.IntentID != c.IntentID:
 		return refuse(protocol.CodeWrongNode, "dispatch %q went to another node or intent", c.DispatchID)
 	case d.Result != nil:
 		return Result{IntentID: d.IntentID, Duplicate: true}
 	case s.Intents[d.IntentID] == nil:
-		return refuse(CodeNotFound, "intent %q is no longer kept", d.IntentID)
+		return refuse(protocol.CodeNotFound, "intent %q is no longer kept", d.IntentID)
 	}
 	if f.cfg.OutputRetention <= 0 || int64(len(c.Output)) > f.cfg.OutputMaxBytes {
 		return Result{IntentID: d.IntentID}

@@ -92,7 +92,7 @@ func TestOutputKeptBesideIntentNotReceipt(t *testing.T) {
 	}
 	none := putOutput(in2, secret, t0)
 	none.DispatchID = "nope"
-	if r := apply(t, f, b, MsgPutOutput, none); r.Err == nil || r.Err.Code != CodeNotFound {
+	if r := apply(t, f, b, MsgPutOutput, none); r.Err == nil || r.Err.Code != protocol.CodeNotFound {
 		t.Fatalf("an output for no dispatch: got %+v, want not_found", r)
 	}
 	if _, ok := f.IntentOutput("i2"); ok {

@@ -147,7 +147,7 @@ func TestNodeWaitEnds(t *testing.T) {
 	}
 	for name, mod := range impossible {
 		apply(t, f, b, MsgAdmit, admit(name, name, "p", t0, mod))
-		if in := state(t, f, name); in.State != StateRejected || in.Error.Code != CodeNoEligibleNode || !in.Unbound || in.Receipt == nil {
+		if in := state(t, f, name); in.State != StateRejected || in.Error.Code != protocol.CodeNoEligibleNode || !in.Unbound || in.Receipt == nil {
 			t.Errorf("%s: %+v, want rejected no_eligible_node at once", name, in)
 		}
 	}
@@ -161,10 +161,10 @@ func TestNodeWaitEnds(t *testing.T) {
 	}
 	apply(t, f, b, MsgTick, Tick{At: t0.Add(31 * time.Second)})
 	never := state(t, f, "never")
-	if never.State != StateRejected || never.Error.Code != CodeNoEligibleNode || never.Dispatch != nil || !never.Unbound {
+	if never.State != StateRejected || never.Error.Code != protocol.CodeNoEligibleNode || never.Dispatch != nil || !never.Unbound {
 		t.Fatalf("after node_wait: %+v, want rejected no_eligible_node", never)
 	}
-	if r := receiptOf(t, l, never); r.Outcome != protocol.OutcomeRejected || r.Error == nil || r.Error.Code != CodeNoEligibleNode {
+	if r := receiptOf(t, l, never); r.Outcome != protocol.OutcomeRejected || r.Error == nil || r.Error.Code != protocol.CodeNoEligibleNode {
 		t.Fatalf("receipt after node_wait: %+v", r)
 	}
 	if len(f.state.Queue) != 0 {
@@ -184,7 +184,7 @@ func TestNodeWaitEnds(t *testing.T) {
 	cfg.NodeWait = 0
 	g, gb, _ := waitFSM(t, cfg)
 	apply(t, g, gb, MsgAdmit, admit("now", "k1", "p", t0))
-	if in := state(t, g, "now"); in.State != StateRejected || in.Error.Code != CodeNoEligibleNode {
+	if in := state(t, g, "now"); in.State != StateRejected || in.Error.Code != protocol.CodeNoEligibleNode {
 		t.Fatalf("node_wait 0: %+v, want rejected at once", in)
 	}
 }
@@ -231,10 +231,10 @@ func TestAbandonFreesTheSlot(t *testing.T) {
 		t.Fatal(r.Err)
 	}
 	a = state(t, f, "a")
-	if a.State != StateRejected || a.Error.Code != CodeUnsignable {
+	if a.State != StateRejected || a.Error.Code != protocol.CodeUnsignable {
 		t.Fatalf("abandoned: %+v", a)
 	}
-	if r := receiptOf(t, l, a); r.Outcome != protocol.OutcomeRejected || r.Error == nil || r.Error.Code != CodeUnsignable {
+	if r := receiptOf(t, l, a); r.Outcome != protocol.OutcomeRejected || r.Error == nil || r.Error.Code != protocol.CodeUnsignable {
 		t.Fatalf("receipt of the abandoned intent: %+v", r)
 	}
 	bi := state(t, f, "b")
@@ -291,7 +291,7 @@ func TestQueuedForARevokedNode(t *testing.T) {
 			if c.state == StateQueued && !in.WaitUntil.Equal(t0.Add(31*time.Second)) {
 				t.Fatalf("queued intent: wait until %s, want t0+31s", in.WaitUntil)
 			}
-			if c.state == StateRejected && in.Error.Code != CodeNoEligibleNode {
+			if c.state == StateRejected && in.Error.Code != protocol.CodeNoEligibleNode {
 				t.Fatalf("queued intent: %+v", in.Error)
 			}
 		})

@@ -192,7 +192,7 @@ func TestRefusedAttemptsHaveReceipts(t *testing.T) {
 	apply(t, f, b, MsgAdmit, admit("int-1", "k1", "p", t0))
 	size := l.Size()
 	for range 3 { // the same conflicting attempt, sent three times
-		if r := apply(t, f, b, MsgAdmit, admit("int-2", "k1", "other", t0.Add(time.Second))); r.Err == nil || r.Err.Code != CodeIdempotencyConflict {
+		if r := apply(t, f, b, MsgAdmit, admit("int-2", "k1", "other", t0.Add(time.Second))); r.Err == nil || r.Err.Code != protocol.CodeIdempotencyConflict {
 			t.Fatalf("same key, other payload: %+v", r)
 		}
 	}
@@ -205,11 +205,11 @@ func TestRefusedAttemptsHaveReceipts(t *testing.T) {
 	}
 	leaf, _ := l.Leaf(int64(*in.Receipt))
 	r, err := protocol.DecodeReceipt(leaf, 0)
-	if err != nil || r.Outcome != protocol.OutcomeRejected || r.Error == nil || r.Error.Code != CodeIdempotencyConflict || r.IntentID != "int-2" {
+	if err != nil || r.Outcome != protocol.OutcomeRejected || r.Error == nil || r.Error.Code != protocol.CodeIdempotencyConflict || r.IntentID != "int-2" {
 		t.Fatalf("its receipt: %+v %v", r, err)
 	}
 	// Another attempt under a taken intent id: a receipt, nothing stored.
-	if r := apply(t, f, b, MsgAdmit, admit("int-1", "k9", "p", t0.Add(2*time.Second))); r.Err == nil || r.Err.Code != CodeIdempotencyConflict {
+	if r := apply(t, f, b, MsgAdmit, admit("int-1", "k9", "p", t0.Add(2*time.Second))); r.Err == nil || r.Err.Code != protocol.CodeIdempotencyConflict {
 		t.Fatalf("a taken intent id: %+v", r)
 	}
 	if l.Size() != size+2 {

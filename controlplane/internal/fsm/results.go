@@ -20,18 +20,6 @@ type RecordResult struct {
 	Result     jsontext.Value `json:"result"` // canonical, as signed
 }
 
-// Codes of results.
-const (
-	CodeResultConflict protocol.Code = "result_conflict"
-	CodeToolError      protocol.Code = "tool_error"
-	CodeTimeout        protocol.Code = "timeout"
-	CodeOutputLimit    protocol.Code = "output_limit"
-	CodeDiskLimit      protocol.Code = "disk_limit"
-	CodeRefusedByNode  protocol.Code = "refused_by_node"
-	CodeInterrupted    protocol.Code = "interrupted"
-	CodeNodeSilent     protocol.Code = "node_silent"
-)
-
 // applyResult ends a dispatched intent with its node's result. The same result
 // again (a node resending after a lost acknowledgement) is a repeat; another
 // result for the same dispatch is refused. A result for an intent that was
@@ -43,21 +31,21 @@ func (f *FSM) applyResult(index uint64, c *RecordResult) (Result, []string) {
 	d := s.Dispatches[c.DispatchID]
 	switch {
 	case d == nil:
-		return refuse(CodeNotFound, "no dispatch %q", c.DispatchID), nil
+		return refuse(protocol.CodeNotFound, "no dispatch %q", c.DispatchID), nil
 	case d.Node != c.Node || d.IntentID != c.IntentID:
 		return refuse(protocol.CodeWrongNode, "dispatch %q went to another node or intent", c.DispatchID), nil
 	case d.Result != nil:
 		if bytes.Equal(d.Result, c.Result) {
 			return Result{IntentID: d.IntentID, Duplicate: true}, nil
 		}
-		return refuse(CodeResultConflict, "dispatch %q already has another result", c.DispatchID), nil
+		return refuse(protocol.CodeResultConflict, "dispatch %q already has another result", c.DispatchID), nil
 	}
 	if n := s.Nodes[d.Node]; n == nil || n.Status == NodeRevoked {
-		return refuse(CodeNodeRevoked, "node %q is revoked", d.Node), nil
+		return refuse(protocol.CodeNodeRevoked, "node %q is revoked", d.Node), nil
 	}
 	in := s.Intents[d.IntentID]
 	if in == nil {
-		return refuse(CodeNotFound, "intent %q is no longer kept", d.IntentID), nil
+		return refuse(protocol.CodeNotFound, "intent %q is no longer kept", d.IntentID), nil
 	}
 	d.Result = c.Result
 	in.Result = c.Result
@@ -111,7 +99,7 @@ func (f *FSM) expireDispatches(index uint64, now time.Time) []string {
 		changed = append(changed, f.closeDispatch(d, index)...)
 		if in := f.state.Intents[d.IntentID]; in != nil && in.State == StateDispatched {
 			in.State = StateUnknown
-			in.Error = &protocol.ErrorBody{Code: CodeNodeSilent,
+			in.Error = &protocol.ErrorBody{Code: protocol.CodeNodeSilent,
 				Message: "node " + d.Node + " did not report by " + protocol.FormatTime(d.Deadline)}
 			in.UpdatedAt, in.Index = now, index
 			changed = append(changed, in.ID)
@@ -125,19 +113,19 @@ func resultError(status, msg string) *protocol.ErrorBody {
 	case protocol.StatusOK:
 		return nil
 	case protocol.StatusTimeout:
-		code = CodeTimeout
+		code = protocol.CodeTimeout
 	case protocol.StatusOutputLimit:
-		code = CodeOutputLimit
+		code = protocol.CodeOutputLimit
 	case protocol.StatusDiskLimit:
-		code = CodeDiskLimit
+		code = protocol.CodeDiskLimit
 	case protocol.StatusRefused:
-		code = CodeRefusedByNode
+		code = protocol.CodeRefusedByNode
 	case protocol.StatusUnknown:
-		code = CodeInterrupted
+		code = protocol.CodeInterrupted
 	case protocol.StatusCanceled:
 		code = protocol.CodeCanceled
 	default:
-		code = CodeToolError
+		code = protocol.CodeToolError
 	}
 	if msg == "" {
 		msg = "the tool ended with status " + status

@@ -42,9 +42,6 @@ const AdminTokenUser = "admin-token"
 // the table: 10,000 sessions take more than 1,000 tokens at the default cap.
 const MaxSessions = 10_000
 
-// CodeTooManySessions refuses a sign-in while MaxSessions are open.
-const CodeTooManySessions protocol.Code = "too_many_sessions"
-
 // SessionIDLen is the length of a session's id: the first hex digits of the
 // hash of its cookie's secret, enough to name it to an admin and nothing a
 // browser could sign in with.
@@ -128,7 +125,7 @@ func (f *FSM) applyPutUser(c *PutUser) Result {
 	}
 	f.advance(c.CreatedAt)
 	if _, ok := f.state.Users[c.ID]; ok {
-		return refuse(CodeIdempotencyConflict, "user %q exists", c.ID)
+		return refuse(protocol.CodeIdempotencyConflict, "user %q exists", c.ID)
 	}
 	u := *c
 	f.state.Users[c.ID] = &u
@@ -137,7 +134,7 @@ func (f *FSM) applyPutUser(c *PutUser) Result {
 
 func (f *FSM) applyDeleteUser(c *DeleteUser) Result {
 	if _, ok := f.state.Users[c.ID]; !ok {
-		return refuse(CodeNotFound, "no user %q", c.ID)
+		return refuse(protocol.CodeNotFound, "no user %q", c.ID)
 	}
 	delete(f.state.Users, c.ID)
 	for h, s := range f.state.Sessions {
@@ -154,10 +151,10 @@ func (f *FSM) applyOpenSession(c *OpenSession) Result {
 	if c.User != AdminTokenUser {
 		u := f.state.Users[c.User]
 		if u == nil || subtle.ConstantTimeCompare([]byte(u.Hash), []byte(c.TokenHash)) != 1 || !u.ExpiresAt.After(now) {
-			return refuse(CodeInvalidToken, "the token is not valid")
+			return refuse(protocol.CodeInvalidToken, "the token is not valid")
 		}
 		if u.Role == RoleAuditor {
-			return refuse(CodeInvalidToken, "an auditor token reads the API; it does not sign in")
+			return refuse(protocol.CodeInvalidToken, "an auditor token reads the API; it does not sign in")
 		}
 		s.Role, s.Tenant, s.Approver = u.Role, u.Tenant, u.Approver
 		if u.ExpiresAt.Before(s.ExpiresAt) {
@@ -165,14 +162,14 @@ func (f *FSM) applyOpenSession(c *OpenSession) Result {
 		}
 	}
 	if _, ok := f.state.Sessions[c.Hash]; ok {
-		return refuse(CodeIdempotencyConflict, "session exists")
+		return refuse(protocol.CodeIdempotencyConflict, "session exists")
 	}
 	f.pruneSessions(now)
 	if c.MaxPerUser > 0 {
 		f.evictOldest(c.User, c.MaxPerUser-1)
 	}
 	if len(f.state.Sessions) >= MaxSessions {
-		return refuse(CodeTooManySessions, "%d sessions are open", MaxSessions)
+		return refuse(protocol.CodeTooManySessions, "%d sessions are open", MaxSessions)
 	}
 	f.state.Sessions[c.Hash] = s
 	return Result{}

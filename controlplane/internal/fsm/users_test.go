@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/writhq/writ/protocol"
 )
 
 func TestUserSessions(t *testing.T) {
@@ -28,7 +30,7 @@ func TestUserSessions(t *testing.T) {
 	open := func(hash, user, token string, at time.Time) Result {
 		return apply(t, f, b, MsgOpenSession, OpenSession{At: at, Hash: hash, User: user, TokenHash: token, ExpiresAt: at.Add(8 * time.Hour)})
 	}
-	if r := open("sess-a", "u1", "sha256:wrong", t0); r.Err == nil || r.Err.Code != CodeInvalidToken {
+	if r := open("sess-a", "u1", "sha256:wrong", t0); r.Err == nil || r.Err.Code != protocol.CodeInvalidToken {
 		t.Fatalf("a wrong token opened a session: %+v", r)
 	}
 	if r := open("sess-a", "u1", "sha256:s1", t0); r.Err != nil {
@@ -97,7 +99,7 @@ func TestAuditorUser(t *testing.T) {
 		t.Fatal("a viewer was granted outputs")
 	}
 	r := apply(t, f, b, MsgOpenSession, OpenSession{At: t0, Hash: "sess-a", User: "a1", TokenHash: "sha256:a1", ExpiresAt: t0.Add(time.Hour)})
-	if r.Err == nil || r.Err.Code != CodeInvalidToken {
+	if r.Err == nil || r.Err.Code != protocol.CodeInvalidToken {
 		t.Fatalf("an auditor token opened a session: %+v", r)
 	}
 	if _, ok := f.Session("sess-a"); ok {
@@ -152,8 +154,8 @@ func TestSessionCapPerUser(t *testing.T) {
 	for i := len(f.state.Sessions); i < MaxSessions; i++ {
 		f.state.Sessions[fmt.Sprintf("sha256:f%015d", i)] = &Session{User: fmt.Sprintf("u%d", i), ExpiresAt: t0.Add(time.Hour)}
 	}
-	if r := open("sha256:new", AdminTokenUser, "", t0.Add(time.Minute), 3); r.Err == nil || r.Err.Code != CodeTooManySessions {
-		t.Fatalf("a sign-in into a full table: %+v, want %s", r, CodeTooManySessions)
+	if r := open("sha256:new", AdminTokenUser, "", t0.Add(time.Minute), 3); r.Err == nil || r.Err.Code != protocol.CodeTooManySessions {
+		t.Fatalf("a sign-in into a full table: %+v, want %s", r, protocol.CodeTooManySessions)
 	}
 	if n := len(f.state.Sessions); n != MaxSessions {
 		t.Fatalf("a refused sign-in left %d sessions, want %d", n, MaxSessions)

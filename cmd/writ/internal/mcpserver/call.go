@@ -157,7 +157,7 @@ func (w *waiter) failed(ctx context.Context, id string, err error) *mcp.CallTool
 	var ae *client.Error
 	switch {
 	case errors.Is(err, errApprovalWait):
-		return toolError(id, protocol.CodeMCPAwaitingApproval, fmt.Sprintf(
+		return toolError(id, protocol.CodeAwaitingApproval, fmt.Sprintf(
 			"intent %s still awaits approval after %s; it stays valid until it expires: ask %s about it later", id, w.s.cfg.ApprovalWait, statusTool))
 	case ctx.Err() != nil:
 		w.s.cancelIntent(id)
@@ -166,7 +166,7 @@ func (w *waiter) failed(ctx context.Context, id string, err error) *mcp.CallTool
 		return toolError(id, ae.Code, ae.Message)
 	}
 	w.s.cfg.Logger.Warn("tool call", "intent_id", id, "error", err)
-	return toolError(id, protocol.CodeMCPUnavailable, "the control plane could not be reached: "+err.Error())
+	return toolError(id, protocol.CodeUnavailable, "the control plane could not be reached: "+err.Error())
 }
 
 // intentCanceler is the client's call that cancels an intent (POST

@@ -58,14 +58,14 @@ func (s *Server) Handler(hc HTTPConfig) (http.Handler, error) {
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if o := r.Header.Get("Origin"); o != "" && !slices.Contains(hc.AllowedOrigins, o) {
-			httpError(w, http.StatusForbidden, protocol.CodeMCPForbiddenOrigin, "requests from origin "+o+" are not allowed")
+			httpError(w, http.StatusForbidden, protocol.CodeForbiddenOrigin, "requests from origin "+o+" are not allowed")
 			return
 		}
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		got := sha256.Sum256([]byte(token))
 		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 || !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="writ mcp"`)
-			httpError(w, http.StatusUnauthorized, protocol.CodeMCPUnauthorized, "a bearer token is required (the one in writ mcp's --http-token-file)")
+			httpError(w, http.StatusUnauthorized, protocol.CodeUnauthorized, "a bearer token is required (the one in writ mcp's --http-token-file)")
 			return
 		}
 		if r.Method == http.MethodPost {

@@ -78,7 +78,7 @@ func (s *Server) outcome(ctx context.Context, r *client.IntentResponse, meta mcp
 		return res
 	case err != nil:
 		res.IsError = true
-		meta[metaErrorCode] = string(protocol.CodeMCPUnavailable)
+		meta[metaErrorCode] = string(protocol.CodeUnavailable)
 		res.Content = append(res.Content, &mcp.TextContent{Text: fmt.Sprintf("intent %s completed, but its output could not be read: %v", r.IntentID, err)})
 		return res
 	}
