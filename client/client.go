@@ -296,21 +296,13 @@ func (c *Client) once(ctx context.Context, base, method, path string, body []byt
 	return false, json.Unmarshal(b, out)
 }
 
-// JoinToken is a one-time enrollment token for a node (admin).
-type JoinToken struct {
-	Token     string            `json:"token"`
-	ID        string            `json:"id"`
-	Labels    map[string]string `json:"labels"`
-	ExpiresAt string            `json:"expires_at"`
-}
-
 // CreateJoinToken issues a join token for a node with labels, valid for ttl.
-func (c *Client) CreateJoinToken(ctx context.Context, labels map[string]string, ttl time.Duration) (*JoinToken, error) {
-	body, err := json.Marshal(map[string]any{"labels": labels, "ttl_seconds": int64(ttl / time.Second)})
+func (c *Client) CreateJoinToken(ctx context.Context, labels map[string]string, ttl time.Duration) (*protocol.JoinTokenResponse, error) {
+	body, err := json.Marshal(protocol.JoinTokenRequest{Labels: labels, TTLSeconds: int64(ttl / time.Second)})
 	if err != nil {
 		return nil, err
 	}
-	var out JoinToken
+	var out protocol.JoinTokenResponse
 	return &out, c.do(ctx, "POST", "/v1/admin/join-tokens", body, &out)
 }
 

@@ -17,33 +17,6 @@ func (s *Server) sessionRoutes(mux *routeMux) {
 	mux.HandleFunc("DELETE /v1/admin/sessions/{id}", s.admin(s.handleRevokeSession))
 }
 
-// TokenInfo is an issued token as GET /v1/admin/tokens lists it: a
-// dashboard token (role viewer, approver or admin) or an unused join token
-// (role node).
-type TokenInfo struct {
-	ID        string            `json:"id"`
-	Role      string            `json:"role"`
-	Tenant    string            `json:"tenant,omitzero"`
-	Approver  string            `json:"approver,omitzero"`
-	Labels    map[string]string `json:"labels,omitzero"`
-	CreatedAt string            `json:"created_at,omitzero"`
-	ExpiresAt string            `json:"expires_at"`
-	// Sessions counts the token's open sessions.
-	Sessions int `json:"sessions"`
-}
-
-// SessionInfo is an open dashboard session as GET /v1/admin/sessions lists
-// it. User is the token's id, or "admin-token" for a configured admin token.
-type SessionInfo struct {
-	ID        string `json:"id"`
-	User      string `json:"user"`
-	Role      string `json:"role"`
-	Tenant    string `json:"tenant,omitzero"`
-	Approver  string `json:"approver,omitzero"`
-	OpenedAt  string `json:"opened_at,omitzero"`
-	ExpiresAt string `json:"expires_at"`
-}
-
 func (s *Server) handleListTokens(w http.ResponseWriter, r *http.Request) (any, *apiError) {
 	now := s.now()
 	open := map[string]int{}
@@ -52,17 +25,17 @@ func (s *Server) handleListTokens(w http.ResponseWriter, r *http.Request) (any, 
 			open[ss.User]++
 		}
 	}
-	out := []TokenInfo{}
+	out := []protocol.TokenInfo{}
 	for _, u := range s.fsm.Users() {
 		if !u.ExpiresAt.After(now) {
 			continue
 		}
-		out = append(out, TokenInfo{ID: u.ID, Role: u.Role, Tenant: u.Tenant, Approver: u.Approver,
+		out = append(out, protocol.TokenInfo{ID: u.ID, Role: u.Role, Tenant: u.Tenant, Approver: u.Approver,
 			CreatedAt: protocol.FormatTime(u.CreatedAt), ExpiresAt: protocol.FormatTime(u.ExpiresAt), Sessions: open[u.ID]})
 	}
 	for _, t := range s.fsm.JoinTokens() {
 		if t.ExpiresAt.After(now) {
-			out = append(out, TokenInfo{ID: t.ID, Role: "node", Labels: t.Labels, ExpiresAt: protocol.FormatTime(t.ExpiresAt)})
+			out = append(out, protocol.TokenInfo{ID: t.ID, Role: "node", Labels: t.Labels, ExpiresAt: protocol.FormatTime(t.ExpiresAt)})
 		}
 	}
 	return map[string]any{"tokens": out}, nil
@@ -70,12 +43,12 @@ func (s *Server) handleListTokens(w http.ResponseWriter, r *http.Request) (any, 
 
 func (s *Server) handleListSessions(w http.ResponseWriter, r *http.Request) (any, *apiError) {
 	now := s.now()
-	out := []SessionInfo{}
+	out := []protocol.SessionInfo{}
 	for _, ss := range s.fsm.Sessions() {
 		if !ss.ExpiresAt.After(now) {
 			continue
 		}
-		si := SessionInfo{ID: ss.ID, User: ss.User, Role: ss.Role, Tenant: ss.Tenant, Approver: ss.Approver,
+		si := protocol.SessionInfo{ID: ss.ID, User: ss.User, Role: ss.Role, Tenant: ss.Tenant, Approver: ss.Approver,
 			ExpiresAt: protocol.FormatTime(ss.ExpiresAt)}
 		if !ss.OpenedAt.IsZero() {
 			si.OpenedAt = protocol.FormatTime(ss.OpenedAt)

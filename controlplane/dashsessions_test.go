@@ -10,6 +10,7 @@ import (
 
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/controlplane"
+	"github.com/writhq/writ/protocol"
 )
 
 // signIn signs in at /ui/signin and returns the session cookie, or nil and
@@ -79,7 +80,7 @@ func TestSessionCap(t *testing.T) {
 	}
 
 	var sessions struct {
-		Sessions []controlplane.SessionInfo `json:"sessions"`
+		Sessions []protocol.SessionInfo `json:"sessions"`
 	}
 	raw := adminGet(t, d, "sessions", &sessions)
 	for _, c := range cookies {
@@ -90,7 +91,7 @@ func TestSessionCap(t *testing.T) {
 	if strings.Contains(raw, "sha256:") {
 		t.Fatalf("the session list carries hashes: %s", raw)
 	}
-	var mine []controlplane.SessionInfo
+	var mine []protocol.SessionInfo
 	for _, s := range sessions.Sessions {
 		if s.User == viewer.ID {
 			mine = append(mine, s)
@@ -100,7 +101,7 @@ func TestSessionCap(t *testing.T) {
 		t.Fatalf("sessions: got %d (%d of the viewer), want 2 admin and 3 viewer: %s", len(sessions.Sessions), len(mine), raw)
 	}
 	var tokens struct {
-		Tokens []controlplane.TokenInfo `json:"tokens"`
+		Tokens []protocol.TokenInfo `json:"tokens"`
 	}
 	raw = adminGet(t, d, "tokens", &tokens)
 	if strings.Contains(raw, "sha256:") || strings.Contains(raw, viewer.Token) {

@@ -17,35 +17,8 @@ import (
 // token is shown once, when it is created.
 const userTokenPrefix = "wu1"
 
-// TokenRequest is the body of POST /v1/admin/tokens.
-type TokenRequest struct {
-	Role string `json:"role"`
-	// Tenant limits a viewer or an auditor to one tenant, and binds an
-	// approver to one.
-	Tenant string `json:"tenant,omitzero"`
-	// Approver is the approver identity an approver signs as (the one its
-	// public key is registered with).
-	Approver string `json:"approver,omitzero"`
-	// Outputs lets an auditor read tools' outputs.
-	Outputs bool `json:"outputs,omitzero"`
-	// TTLSeconds is how long the token may sign in (default 30 days, at most
-	// a year).
-	TTLSeconds int64 `json:"ttl_seconds,omitzero"`
-}
-
-// TokenResponse carries the token, shown once.
-type TokenResponse struct {
-	Token     string `json:"token"`
-	ID        string `json:"id"`
-	Role      string `json:"role"`
-	Tenant    string `json:"tenant,omitzero"`
-	Approver  string `json:"approver,omitzero"`
-	Outputs   bool   `json:"outputs,omitzero"`
-	ExpiresAt string `json:"expires_at"`
-}
-
 func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) (any, *apiError) {
-	var req TokenRequest
+	var req protocol.TokenRequest
 	if aerr := decodeAdmin(w, r, &req); aerr != nil {
 		return nil, aerr
 	}
@@ -80,7 +53,7 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) (any,
 	if res.Err != nil {
 		return nil, refusal(res.Err.Code, res.Err.Message)
 	}
-	return TokenResponse{Token: userTokenPrefix + "." + u.ID + "." + base64.RawURLEncoding.EncodeToString(secret), ID: u.ID,
+	return protocol.TokenResponse{Token: userTokenPrefix + "." + u.ID + "." + base64.RawURLEncoding.EncodeToString(secret), ID: u.ID,
 		Role: u.Role, Tenant: u.Tenant, Approver: u.Approver, Outputs: u.Outputs, ExpiresAt: protocol.FormatTime(u.ExpiresAt)}, nil
 }
 

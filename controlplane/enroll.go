@@ -21,38 +21,6 @@ import (
 // The control plane keeps only the secret's hash.
 const joinTokenPrefix = "wj1"
 
-// JoinTokenRequest is the body of POST /v1/admin/join-tokens.
-type JoinTokenRequest struct {
-	Labels map[string]string `json:"labels,omitzero"`
-	// TTLSeconds is how long the token may be used (default 1 h, at most 7 days).
-	TTLSeconds int64 `json:"ttl_seconds,omitzero"`
-}
-
-// JoinTokenResponse carries the token, shown once.
-type JoinTokenResponse struct {
-	Token     string            `json:"token"`
-	ID        string            `json:"id"`
-	Labels    map[string]string `json:"labels"`
-	ExpiresAt string            `json:"expires_at"`
-}
-
-// EnrollRequest is the body of POST /v1/enroll: the token, the node's name,
-// its Ed25519 result-signing key and a CSR for its TLS key, both generated on
-// the node.
-type EnrollRequest struct {
-	Token  string `json:"token"`
-	Name   string `json:"name"`
-	Public []byte `json:"public"`
-	CSR    []byte `json:"csr"`
-}
-
-// EnrollResponse names the node and carries its client certificate chain
-// (DER, leaf first, then the CA).
-type EnrollResponse struct {
-	Node  string   `json:"node"`
-	Chain [][]byte `json:"chain"`
-}
-
 func (s *Server) enrollRoutes(mux *routeMux) {
 	mux.HandleFunc("POST /v1/admin/join-tokens", s.adminJSON(s.handleJoinToken))
 	mux.HandleFunc("GET /v1/enroll/ca", s.handleCA)
@@ -63,7 +31,7 @@ func (s *Server) handleJoinToken(w http.ResponseWriter, r *http.Request) (any, *
 	if s.fleet == nil {
 		return nil, refusal(protocol.CodeNotFound, "this server takes no node sessions")
 	}
-	var req JoinTokenRequest
+	var req protocol.JoinTokenRequest
 	if aerr := decodeAdmin(w, r, &req); aerr != nil {
 		return nil, aerr
 	}
@@ -76,7 +44,7 @@ func (s *Server) handleJoinToken(w http.ResponseWriter, r *http.Request) (any, *
 
 // CreateJoinToken issues a one-time join token for a node with labels, usable
 // for ttl (0: one hour). Only its hash is stored; the token is returned once.
-func (s *Server) CreateJoinToken(ctx context.Context, labels map[string]string, ttl time.Duration) (*JoinTokenResponse, *apiError) {
+func (s *Server) CreateJoinToken(ctx context.Context, labels map[string]string, ttl time.Duration) (*protocol.JoinTokenResponse, *apiError) {
 	if s.fleet == nil {
 		return nil, refusal(protocol.CodeNotFound, "this server takes no node sessions")
 	}
@@ -101,7 +69,7 @@ func (s *Server) CreateJoinToken(ctx context.Context, labels map[string]string, 
 		return nil, aerr
 	}
 	pin := strings.TrimPrefix(s.fleet.pin, "sha256:")
-	return &JoinTokenResponse{
+	return &protocol.JoinTokenResponse{
 		Token: joinTokenPrefix + "." + tok.ID + "." + base64.RawURLEncoding.EncodeToString(secret) + "." + pin,
 		ID:    tok.ID, Labels: tok.Labels, ExpiresAt: protocol.FormatTime(tok.ExpiresAt),
 	}, nil
@@ -132,11 +100,11 @@ func (s *Server) handleEnroll(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-func (s *Server) enroll(w http.ResponseWriter, r *http.Request) (*EnrollResponse, *apiError) {
+func (s *Server) enroll(w http.ResponseWriter, r *http.Request) (*protocol.EnrollResponse, *apiError) {
 	if s.fleet == nil {
 		return nil, refusal(protocol.CodeNotFound, "this server takes no node sessions")
 	}
-	var req EnrollRequest
+	var req protocol.EnrollRequest
 	if aerr := decodeAdmin(w, r, &req); aerr != nil {
 		return nil, aerr
 	}
@@ -181,5 +149,5 @@ func (s *Server) enroll(w http.ResponseWriter, r *http.Request) (*EnrollResponse
 		return nil, refusal(protocol.CodeInternal, "the node was enrolled but its certificate could not be issued")
 	}
 	s.log.Info("node enrolled", "node", node, "name", name)
-	return &EnrollResponse{Node: node, Chain: chain}, nil
+	return &protocol.EnrollResponse{Node: node, Chain: chain}, nil
 }

@@ -102,24 +102,13 @@ type receiptHead struct {
 // output text (a writ.result/v1 result does; later versions hold its hash).
 func (h receiptHead) carriesOutput() bool { return h.Result != nil && h.Result.Output != "" }
 
-// PublicReceipt is what GET /v1/receipts/{index} answers without credentials:
-// the hash of the leaf, its inclusion proof and the checkpoint it is proved
-// against, which is what a witness or a monitor checks, and nothing of the
-// receipt's content.
-type PublicReceipt struct {
-	Index      int64    `json:"index"`
-	LeafHash   string   `json:"leaf_hash"`
-	Proof      []string `json:"proof"`
-	Checkpoint string   `json:"checkpoint"`
-}
-
 func (s *Server) publicReceipt(w http.ResponseWriter, rp *ledger.ReceiptProof) {
 	leaf, err := rp.Leaf()
 	if err != nil {
 		s.ledgerError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, PublicReceipt{Index: rp.Index, LeafHash: ledger.LeafHash(leaf).String(),
+	writeJSON(w, http.StatusOK, protocol.PublicReceipt{Index: rp.Index, LeafHash: ledger.LeafHash(leaf).String(),
 		Proof: rp.Proof.Strings(), Checkpoint: rp.Checkpoint})
 }
 

@@ -22,20 +22,8 @@ func (s *Server) lockRoutes(mux *routeMux) {
 	mux.HandleFunc("DELETE /v1/admin/locks/{id}", s.adminJSON(s.handleDeleteLock))
 }
 
-// LockView is a lock as the API shows it.
-type LockView struct {
-	ID        string `json:"id"`
-	Tenant    string `json:"tenant,omitempty"`
-	Principal string `json:"principal,omitempty"`
-	Tool      string `json:"tool,omitempty"`
-	Node      string `json:"node,omitempty"`
-	Reason    string `json:"reason"`
-	CreatedAt string `json:"created_at"`
-	ExpiresAt string `json:"expires_at,omitempty"`
-}
-
-func lockView(l fsm.Lock) LockView {
-	v := LockView{ID: l.ID, Tenant: l.Tenant, Principal: l.Principal, Tool: l.Tool, Node: l.Node, Reason: l.Reason,
+func lockView(l fsm.Lock) protocol.LockView {
+	v := protocol.LockView{ID: l.ID, Tenant: l.Tenant, Principal: l.Principal, Tool: l.Tool, Node: l.Node, Reason: l.Reason,
 		CreatedAt: protocol.FormatTime(l.CreatedAt)}
 	if !l.ExpiresAt.IsZero() {
 		v.ExpiresAt = protocol.FormatTime(l.ExpiresAt)
@@ -43,33 +31,24 @@ func lockView(l fsm.Lock) LockView {
 	return v
 }
 
-type lockRequest struct {
-	Tenant     string `json:"tenant"`
-	Principal  string `json:"principal"`
-	Tool       string `json:"tool"`
-	Node       string `json:"node"`
-	TTLSeconds int64  `json:"ttl_seconds"`
-	Reason     string `json:"reason"`
-}
-
 // parseLockRequest reads the body of POST /v1/admin/locks: one JSON object
 // with no unknown member, checked.
-func parseLockRequest(body []byte) (lockRequest, *apiError) {
-	var q lockRequest
+func parseLockRequest(body []byte) (protocol.LockRequest, *apiError) {
+	var q protocol.LockRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&q); err != nil {
-		return lockRequest{}, refusal(protocol.CodeMalformed, "a lock is {\"tenant\"?, \"principal\"?, \"tool\"?, \"node\"?, \"ttl_seconds\"?, \"reason\"}")
+		return protocol.LockRequest{}, refusal(protocol.CodeMalformed, "a lock is {\"tenant\"?, \"principal\"?, \"tool\"?, \"node\"?, \"ttl_seconds\"?, \"reason\"}")
 	}
 	if dec.More() {
-		return lockRequest{}, refusal(protocol.CodeMalformed, "one JSON object is expected")
+		return protocol.LockRequest{}, refusal(protocol.CodeMalformed, "one JSON object is expected")
 	}
-	return q, q.check()
+	return q, checkLock(q)
 }
 
 // check refuses a lock that names nothing, a name that is not an id, a
 // reason that is empty or longer than 512 bytes, or a TTL out of range.
-func (q lockRequest) check() *apiError {
+func checkLock(q protocol.LockRequest) *apiError {
 	switch {
 	case q.Tenant == "" && q.Principal == "" && q.Tool == "" && q.Node == "":
 		return refusal(protocol.CodeMalformed, "a lock names a tenant, a principal, a tool or a node")
@@ -117,19 +96,19 @@ func (s *Server) handleCreateLock(w http.ResponseWriter, r *http.Request) (any, 
 		"expires_at", l.ExpiresAt, "reason", l.Reason)
 	for _, have := range s.fsm.Locks() {
 		if have.ID == l.ID {
-			return map[string]LockView{"lock": lockView(have)}, nil
+			return protocol.LockResponse{Lock: lockView(have)}, nil
 		}
 	}
 	l.CreatedAt = now
-	return map[string]LockView{"lock": lockView(l)}, nil
+	return protocol.LockResponse{Lock: lockView(l)}, nil
 }
 
 func (s *Server) handleListLocks(w http.ResponseWriter, r *http.Request) (any, *apiError) {
-	out := []LockView{}
+	out := []protocol.LockView{}
 	for _, l := range s.fsm.Locks() {
 		out = append(out, lockView(l))
 	}
-	return map[string][]LockView{"locks": out}, nil
+	return protocol.LockList{Locks: out}, nil
 }
 
 func (s *Server) handleDeleteLock(w http.ResponseWriter, r *http.Request) (any, *apiError) {

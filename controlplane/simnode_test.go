@@ -87,7 +87,7 @@ func enrollSimVia(t testing.TB, s *controlplane.Server, base string, hc *http.Cl
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var out controlplane.EnrollResponse
+	var out protocol.EnrollResponse
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("enroll: HTTP %d, %v", resp.StatusCode, err)
 	}

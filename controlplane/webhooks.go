@@ -80,42 +80,6 @@ func (h *Webhook) wants(event string) bool {
 	return len(h.Events) == 0 || slices.Contains(h.Events, event)
 }
 
-// WebhookPayload is the body of a delivery.
-type WebhookPayload struct {
-	Text     string                `json:"text"`
-	Event    string                `json:"event"`
-	Delivery string                `json:"delivery"`
-	Intent   WebhookIntent         `json:"intent"`
-	Approval *protocol.ApprovalRef `json:"approval,omitempty"`
-	SentAt   time.Time             `json:"sent_at"`
-}
-
-// WebhookIntent is what a delivery tells of the intent: who asked for what,
-// and where it stands; never its params or output.
-type WebhookIntent struct {
-	ID        string    `json:"id"`
-	Tenant    string    `json:"tenant"`
-	Principal string    `json:"principal"`
-	RunID     string    `json:"run_id"`
-	Tool      string    `json:"tool"`
-	State     string    `json:"state"`
-	Policies  []string  `json:"policies"`
-	ExpiresAt time.Time `json:"expires_at"`
-}
-
-// WebhookDelivery is one entry of the delivery log.
-type WebhookDelivery struct {
-	Delivery string    `json:"delivery"`
-	Event    string    `json:"event"`
-	IntentID string    `json:"intent_id"`
-	URL      string    `json:"url"`
-	Attempts int       `json:"attempts"`
-	Status   int       `json:"status,omitzero"` // the last answer's HTTP status
-	Error    string    `json:"error,omitzero"`
-	OK       bool      `json:"ok"`
-	At       time.Time `json:"at"`
-}
-
 const (
 	webhookPending    = 4096 // changed intents waiting to be looked at
 	webhookJobs       = 256  // deliveries waiting for a hook's worker
@@ -149,7 +113,7 @@ type webhooks struct {
 	since   time.Time       // when this server began to lead
 	sent    map[string]bool // delivery ids sent or being sent
 	order   []string
-	log     []WebhookDelivery
+	log     []protocol.WebhookDelivery
 	dropped int
 }
 
@@ -247,8 +211,8 @@ func (w *webhooks) send(in *fsm.Intent, event string) {
 		w.order = w.order[1:]
 	}
 	w.mu.Unlock()
-	p := WebhookPayload{Event: event, Delivery: delivery, Approval: in.Approval, SentAt: w.s.now(),
-		Intent: WebhookIntent{ID: in.ID, Tenant: in.Tenant, Principal: in.Principal, RunID: in.RunID, Tool: in.Tool,
+	p := protocol.WebhookPayload{Event: event, Delivery: delivery, Approval: in.Approval, SentAt: w.s.now(),
+		Intent: protocol.WebhookIntent{ID: in.ID, Tenant: in.Tenant, Principal: in.Principal, RunID: in.RunID, Tool: in.Tool,
 			State: in.State, Policies: in.Decision.Policies, ExpiresAt: in.ExpiresAt}}
 	if p.Intent.Policies == nil {
 		p.Intent.Policies = []string{}
@@ -262,7 +226,7 @@ func (w *webhooks) send(in *fsm.Intent, event string) {
 		select {
 		case w.jobs[i] <- webhookJob{delivery, event, in.ID, body}:
 		default:
-			w.record(WebhookDelivery{Delivery: delivery, Event: event, IntentID: in.ID, URL: redactURL(w.hooks[i].URL),
+			w.record(protocol.WebhookDelivery{Delivery: delivery, Event: event, IntentID: in.ID, URL: redactURL(w.hooks[i].URL),
 				Error: "the hook's queue is full", At: w.s.now()})
 			w.mu.Lock()
 			w.dropped++
@@ -274,7 +238,7 @@ func (w *webhooks) send(in *fsm.Intent, event string) {
 // WebhookText is the line a chat shows of a delivery. Names chosen by orchestrators
 // (principal, tool, approver) are escaped as Slack's markup asks, so that
 // none can become a link or a mention in front of the approvers.
-func WebhookText(p *WebhookPayload) string {
+func WebhookText(p *protocol.WebhookPayload) string {
 	in := p.Intent
 	e := slackEscape
 	switch {
@@ -323,7 +287,7 @@ func (w *webhooks) deliver(h *Webhook, j webhookJob) {
 	if attempts == 0 {
 		attempts = 5
 	}
-	d := WebhookDelivery{Delivery: j.delivery, Event: j.event, IntentID: j.intent, URL: redactURL(h.URL)}
+	d := protocol.WebhookDelivery{Delivery: j.delivery, Event: j.event, IntentID: j.intent, URL: redactURL(h.URL)}
 	for a := 1; a <= attempts; a++ {
 		d.Attempts = a
 		d.Status, d.Error = 0, ""
@@ -351,7 +315,7 @@ func (w *webhooks) deliver(h *Webhook, j webhookJob) {
 	w.record(d)
 }
 
-func (w *webhooks) record(d WebhookDelivery) {
+func (w *webhooks) record(d protocol.WebhookDelivery) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.log = append(w.log, d)
@@ -360,7 +324,7 @@ func (w *webhooks) record(d WebhookDelivery) {
 	}
 }
 
-func (w *webhooks) post(h *Webhook, j webhookJob, d *WebhookDelivery) error {
+func (w *webhooks) post(h *Webhook, j webhookJob, d *protocol.WebhookDelivery) error {
 	ctx, cancel := context.WithTimeout(w.ctx, webhookTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.URL, bytes.NewReader(j.body))
@@ -429,7 +393,7 @@ func VerifyWebhook(secret []byte, header string, body []byte, now time.Time, ske
 
 // deliveries returns the delivery log, newest first, and how many events
 // were dropped because the queue was full.
-func (w *webhooks) deliveries() ([]WebhookDelivery, int) {
+func (w *webhooks) deliveries() ([]protocol.WebhookDelivery, int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := slices.Clone(w.log)
@@ -437,27 +401,9 @@ func (w *webhooks) deliveries() ([]WebhookDelivery, int) {
 	return out, w.dropped
 }
 
-// WebhookView is a configured webhook as the admin sees it: never its secret,
-// and its URL as scheme and host only (the path of an incoming webhook is a
-// secret too).
-type WebhookView struct {
-	URL         string   `json:"url"`
-	Events      []string `json:"events"`
-	MaxAttempts int      `json:"max_attempts"`
-}
-
-// WebhooksView is the answer of GET /v1/admin/webhooks: the webhooks, this
-// server's delivery log (the leader's holds the deliveries), newest first,
-// and the events dropped because the queue was full.
-type WebhooksView struct {
-	Webhooks   []WebhookView     `json:"webhooks"`
-	Deliveries []WebhookDelivery `json:"deliveries"`
-	Dropped    int               `json:"dropped"`
-}
-
 func (s *Server) webhookRoutes(mux *routeMux) {
 	mux.HandleFunc("GET /v1/admin/webhooks", s.adminJSON(func(http.ResponseWriter, *http.Request) (any, *apiError) {
-		v := WebhooksView{Webhooks: []WebhookView{}, Deliveries: []WebhookDelivery{}}
+		v := protocol.WebhooksView{Webhooks: []protocol.WebhookView{}, Deliveries: []protocol.WebhookDelivery{}}
 		for _, h := range s.cfg.Webhooks {
 			ev := h.Events
 			if len(ev) == 0 {
@@ -467,7 +413,7 @@ func (s *Server) webhookRoutes(mux *routeMux) {
 			if n == 0 {
 				n = 5
 			}
-			v.Webhooks = append(v.Webhooks, WebhookView{URL: redactURL(h.URL), Events: ev, MaxAttempts: n})
+			v.Webhooks = append(v.Webhooks, protocol.WebhookView{URL: redactURL(h.URL), Events: ev, MaxAttempts: n})
 		}
 		if s.hooks != nil {
 			v.Deliveries, v.Dropped = s.hooks.deliveries()

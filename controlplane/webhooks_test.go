@@ -14,12 +14,13 @@ import (
 
 	"github.com/writhq/writ/controlplane"
 	"github.com/writhq/writ/ledger"
+	"github.com/writhq/writ/protocol"
 )
 
 type hookReceiver struct {
 	mu       sync.Mutex
 	fails    int // answer 500 to this many requests first
-	bodies   []controlplane.WebhookPayload
+	bodies   []protocol.WebhookPayload
 	requests int
 	badSigs  int
 }
@@ -40,7 +41,7 @@ func (h *hookReceiver) handler(t *testing.T, secret []byte) http.HandlerFunc {
 			w.WriteHeader(http.StatusInternalServerError)
 			return
 		}
-		var p controlplane.WebhookPayload
+		var p protocol.WebhookPayload
 		if err := json.Unmarshal(body, &p); err != nil || r.Header.Get("Writ-Event") != p.Event || r.Header.Get("Writ-Delivery") != p.Delivery {
 			t.Errorf("delivery %s: %v, headers %v", body, err, r.Header)
 		}
@@ -51,11 +52,11 @@ func (h *hookReceiver) handler(t *testing.T, secret []byte) http.HandlerFunc {
 	}
 }
 
-func (h *hookReceiver) wait(t *testing.T, n int) []controlplane.WebhookPayload {
+func (h *hookReceiver) wait(t *testing.T, n int) []protocol.WebhookPayload {
 	t.Helper()
 	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		h.mu.Lock()
-		got := append([]controlplane.WebhookPayload(nil), h.bodies...)
+		got := append([]protocol.WebhookPayload(nil), h.bodies...)
 		h.mu.Unlock()
 		if len(got) >= n {
 			return got
@@ -97,7 +98,7 @@ func TestWebhooksAnnounceApprovals(t *testing.T) {
 		p.Approval.Approver != d.creds.Approver.Approver || p.Delivery == got[0].Delivery {
 		t.Fatalf("decided: %+v", p)
 	}
-	var view controlplane.WebhooksView
+	var view protocol.WebhooksView
 	if err := d.admin.AdminJSON(ctx, "GET", "webhooks", nil, &view); err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +191,7 @@ func TestWebhookRedactsAndRefusesRedirects(t *testing.T) {
 	if _, err := d.c.Submit(ctx, raw, nil, 0); err != nil {
 		t.Fatal(err)
 	}
-	var view controlplane.WebhooksView
+	var view protocol.WebhooksView
 	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && len(view.Deliveries) == 0; time.Sleep(50 * time.Millisecond) {
 		if err := d.admin.AdminJSON(ctx, "GET", "webhooks", nil, &view); err != nil {
 			t.Fatal(err)
@@ -210,7 +211,7 @@ func TestWebhookRedactsAndRefusesRedirects(t *testing.T) {
 	if strings.Contains(logs.String(), "SECRETPATH") || !strings.Contains(logs.String(), "webhook not delivered") {
 		t.Fatalf("logs:\n%s", logs.String())
 	}
-	p := controlplane.WebhookPayload{Event: controlplane.EventApprovalRequested, Intent: controlplane.WebhookIntent{Principal: "<!channel> <https://evil|Approve>", Tool: "a&b"}}
+	p := protocol.WebhookPayload{Event: controlplane.EventApprovalRequested, Intent: protocol.WebhookIntent{Principal: "<!channel> <https://evil|Approve>", Tool: "a&b"}}
 	if got := controlplane.WebhookText(&p); strings.ContainsAny(strings.ReplaceAll(strings.ReplaceAll(got, "&lt;", ""), "&gt;", ""), "<>") || !strings.Contains(got, "a&amp;b") {
 		t.Fatalf("text: %q", got)
 	}

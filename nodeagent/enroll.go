@@ -23,6 +23,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/writhq/writ/protocol"
 )
 
 // JoinToken is a parsed join token: "wj1.<id>.<secret>.<pin>", where pin is
@@ -83,7 +85,7 @@ func Enroll(ctx context.Context, base, token, name, dir string) (*Identity, erro
 	if err != nil {
 		return nil, err
 	}
-	body, _ := json.Marshal(map[string]any{"token": tok.raw, "name": name, "public": []byte(pub), "csr": csr})
+	body, _ := json.Marshal(protocol.EnrollRequest{Token: tok.raw, Name: name, Public: pub, CSR: csr})
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(base, "/")+"/v1/enroll", bytes.NewReader(body))
@@ -98,16 +100,11 @@ func Enroll(ctx context.Context, base, token, name, dir string) (*Identity, erro
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error struct{ Code, Message string } `json:"error"`
-		}
+		var e protocol.ErrorResponse
 		json.Unmarshal(data, &e)
 		return nil, fmt.Errorf("nodeagent: enrollment refused: %s: %s", e.Error.Code, e.Error.Message)
 	}
-	var out struct {
-		Node  string   `json:"node"`
-		Chain [][]byte `json:"chain"`
-	}
+	var out protocol.EnrollResponse
 	if err := json.Unmarshal(data, &out); err != nil || out.Node == "" || len(out.Chain) == 0 {
 		return nil, errors.New("nodeagent: enrollment answer is unreadable")
 	}

@@ -101,7 +101,7 @@ when { principal.tenant == "acme" };
 		if code != 0 {
 			t.Fatal("intent sign")
 		}
-		out, _ := run(t, intent, "intent", "submit", "--server", server, "--wait", "10s")
+		out, _ := run(t, intent, "intent", "submit", "--server", server, "--wait", "60s")
 		return out
 	}
 	// No node's owner allowed greet: refused at once, without using budget.

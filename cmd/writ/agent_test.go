@@ -155,7 +155,7 @@ func TestAgentRunsOverQUIC(t *testing.T) {
 	// The node's own labels join its token's (pool=test), which win.
 	a := &agent{extra: []string{"--labels", "gpu=none,pool=mine"}}
 	c.startAgent(t, a, map[string]string{"echo": echoManifest("echo")})
-	r := c.submit(t, "echo", `{"msg":"over quic"}`, "10s")
+	r := c.submit(t, "echo", `{"msg":"over quic"}`, "60s")
 	res, _ := r["result"].(map[string]any)
 	wantHash := protocol.HashBytes([]byte(`{"msg":"over quic"}`))
 	if r["state"] != "completed" || res == nil || res["type"] != protocol.ResultTypeV2 || res["captured_hash"] != wantHash ||

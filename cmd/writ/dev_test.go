@@ -132,7 +132,7 @@ func TestDevEndToEnd(t *testing.T) {
 		return r.State
 	}
 	// The agent inside writ dev runs echo in the wasm tier.
-	out, code := run(t, sign("echo"), "intent", "submit", "--server", server, "--wait", "10s")
+	out, code := run(t, sign("echo"), "intent", "submit", "--server", server, "--wait", "60s")
 	if code != 0 || state(out) != "completed" || !strings.Contains(out, `"sandbox":"wasm"`) || !strings.Contains(out, `"type":"writ.result/v2"`) {
 		t.Fatalf("submit echo: %q exit %d", out, code)
 	}

@@ -37,7 +37,7 @@ func TestIntentListCLI(t *testing.T) {
 		if code != 0 {
 			t.Fatal("intent sign")
 		}
-		out, code := run(t, intent, "intent", "submit", "--server", server, "--wait", "10s")
+		out, code := run(t, intent, "intent", "submit", "--server", server, "--wait", "60s")
 		var r struct {
 			IntentID string `json:"intent_id"`
 		}

@@ -37,7 +37,7 @@ func TestServerRefusesTamperedLedger(t *testing.T) {
 		if code != 0 {
 			t.Fatal("intent sign")
 		}
-		if out, code := run(t, intent, "intent", "submit", "--server", "http://"+addr, "--wait", "10s"); code != 0 || !strings.Contains(out, `"completed"`) {
+		if out, code := run(t, intent, "intent", "submit", "--server", "http://"+addr, "--wait", "60s"); code != 0 || !strings.Contains(out, `"completed"`) {
 			t.Fatalf("submit: %q exit %d", out, code)
 		}
 	}

@@ -70,7 +70,7 @@ func Enroll(ctx context.Context, hc *http.Client, base, token, name string) (*Ag
 	if err != nil {
 		return nil, err
 	}
-	body, _ := json.Marshal(map[string]any{"token": token, "name": name, "public": []byte(pub), "csr": csr})
+	body, _ := json.Marshal(protocol.EnrollRequest{Token: token, Name: name, Public: pub, CSR: csr})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/enroll", bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -85,10 +85,7 @@ func Enroll(ctx context.Context, hc *http.Client, base, token, name string) (*Ag
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("simagent: enroll: HTTP %d: %s", resp.StatusCode, b)
 	}
-	var out struct {
-		Node  string   `json:"node"`
-		Chain [][]byte `json:"chain"`
-	}
+	var out protocol.EnrollResponse
 	if err := json.Unmarshal(b, &out); err != nil || len(out.Chain) < 2 {
 		return nil, fmt.Errorf("simagent: enroll: bad answer: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/writhq/writ/client"
+	"github.com/writhq/writ/protocol"
 )
 
 // newLock is `writ lock create|list|delete`: the admin's locks, which halt
@@ -53,7 +54,7 @@ Prints {"lock": {"id", …, "created_at", "expires_at"?}}.`,
 				fmt.Fprintln(e.out, l.ID)
 				return nil
 			}
-			return e.printJSON(map[string]*client.Lock{"lock": l})
+			return e.printJSON(protocol.LockResponse{Lock: *l})
 		},
 	}
 	create.Flags().StringVar(&spec.Tenant, "tenant", "", "lock the intents of this tenant")
@@ -77,9 +78,9 @@ Prints {"lock": {"id", …, "created_at", "expires_at"?}}.`,
 			}
 			if e.output != "text" {
 				if locks == nil {
-					locks = []client.Lock{}
+					locks = []protocol.LockView{}
 				}
-				return e.printJSON(map[string][]client.Lock{"locks": locks})
+				return e.printJSON(map[string][]protocol.LockView{"locks": locks})
 			}
 			tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tTENANT\tPRINCIPAL\tTOOL\tNODE\tEXPIRES\tREASON")

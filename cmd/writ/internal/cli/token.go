@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/writhq/writ/protocol"
 )
 
 // dashboardTokenFlags are the flags writ token create takes for the
@@ -38,8 +39,8 @@ func (f dashboardTokenFlags) body(role string, ttl time.Duration) ([]byte, error
 	case role != "auditor" && f.outputs:
 		return nil, errors.New("--outputs is for --role auditor")
 	}
-	return json.Marshal(map[string]any{"role": role, "tenant": f.tenant, "approver": f.approver, "outputs": f.outputs,
-		"ttl_seconds": int64(ttl / time.Second)})
+	return json.Marshal(protocol.TokenRequest{Role: role, Tenant: f.tenant, Approver: f.approver, Outputs: f.outputs,
+		TTLSeconds: int64(ttl / time.Second)})
 }
 
 // createDashboardToken issues a dashboard sign-in token or an auditor's API
