@@ -62,9 +62,7 @@ func decodeAdmin(w http.ResponseWriter, r *http.Request, v any) *apiError {
 }
 
 func (s *Server) handlePutTenant(w http.ResponseWriter, r *http.Request) *apiError {
-	var b struct {
-		RunBudget int64 `json:"run_budget"`
-	}
+	var b protocol.TenantRequest
 	if aerr := decodeAdmin(w, r, &b); aerr != nil {
 		return aerr
 	}
@@ -72,9 +70,7 @@ func (s *Server) handlePutTenant(w http.ResponseWriter, r *http.Request) *apiErr
 }
 
 func (s *Server) handlePutIntentKey(w http.ResponseWriter, r *http.Request) *apiError {
-	var b struct {
-		Secret string `json:"secret"`
-	}
+	var b protocol.IntentKeyRequest
 	if aerr := decodeAdmin(w, r, &b); aerr != nil {
 		return aerr
 	}
@@ -86,10 +82,7 @@ func (s *Server) handlePutIntentKey(w http.ResponseWriter, r *http.Request) *api
 }
 
 func (s *Server) handlePutApprover(w http.ResponseWriter, r *http.Request) *apiError {
-	var b struct {
-		Public   string `json:"public"`
-		Approver string `json:"approver"`
-	}
+	var b protocol.ApproverKeyRequest
 	if aerr := decodeAdmin(w, r, &b); aerr != nil {
 		return aerr
 	}

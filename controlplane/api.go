@@ -293,23 +293,13 @@ func (s *Server) handleApproval(w http.ResponseWriter, r *http.Request) {
 	s.answer(w, r, id, 0)
 }
 
-type toolView struct {
-	Name             string          `json:"name"`
-	Description      string          `json:"description,omitempty"`
-	InputSchema      json.RawMessage `json:"input_schema"`
-	Tier             string          `json:"sandbox"`
-	Capabilities     []string        `json:"capabilities"`
-	RequiresApproval bool            `json:"requires_approval"`
-	ManifestHash     string          `json:"manifest_hash"`
-}
-
 func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
 	format, aerr := parseToolsQuery(r.URL.RawQuery)
 	if aerr != nil {
 		writeError(w, aerr.code, aerr.msg)
 		return
 	}
-	out := []toolView{}
+	out := []protocol.ToolView{}
 	for _, rec := range s.fsm.Tools() {
 		t, ok := s.catalog.tool(rec.Name)
 		if !ok {
@@ -319,11 +309,12 @@ func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
 		if caps == nil {
 			caps = []string{}
 		}
-		out = append(out, toolView{t.Name, t.Description, json.RawMessage(t.InputSchema), t.Tier, caps, t.NeedsApproval(), t.Hash})
+		out = append(out, protocol.ToolView{Name: t.Name, Description: t.Description, InputSchema: json.RawMessage(t.InputSchema),
+			Sandbox: t.Tier, Capabilities: caps, RequiresApproval: t.NeedsApproval(), ManifestHash: t.Hash})
 	}
 	if format != "" {
 		writeJSON(w, http.StatusOK, functionTools(format, out))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tools": out})
+	writeJSON(w, http.StatusOK, protocol.ToolList{Tools: out})
 }

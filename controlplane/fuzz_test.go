@@ -123,7 +123,7 @@ func FuzzToolsQuery(f *testing.F) {
 		if len(name1) > 64 || len(name2) > 64 || name1 == name2 {
 			return
 		}
-		c := functionTools(formatOpenAI, []toolView{{Name: name1, InputSchema: []byte(`{}`)}, {Name: name2, InputSchema: []byte(`{}`)}})
+		c := functionTools(formatOpenAI, []protocol.ToolView{{Name: name1, InputSchema: []byte(`{}`)}, {Name: name2, InputSchema: []byte(`{}`)}})
 		if len(c.Names) != 2 {
 			t.Fatalf("%q and %q share a function name: %v", name1, name2, c.Names)
 		}

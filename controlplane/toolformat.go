@@ -73,7 +73,7 @@ type anthropicTool struct {
 }
 
 // functionTools converts the catalog (sorted by name) into format.
-func functionTools(format string, tools []toolView) functionCatalog {
+func functionTools(format string, tools []protocol.ToolView) functionCatalog {
 	c := functionCatalog{Format: format, Tools: []json.RawMessage{}, Names: map[string]string{}}
 	for _, t := range tools {
 		name := functionName(t.Name, c.Names)

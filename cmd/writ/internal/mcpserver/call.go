@@ -27,7 +27,7 @@ const firstStep = 2 * time.Second
 
 // callHandler is the handler of one registered tool: each call is one
 // signed intent, answered once it reaches a final state.
-func (s *Server) callHandler(t client.Tool) mcp.ToolHandler {
+func (s *Server) callHandler(t protocol.ToolView) mcp.ToolHandler {
 	tool, first := t.Name, firstStep
 	if t.RequiresApproval {
 		first = 0

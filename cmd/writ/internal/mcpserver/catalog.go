@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/writhq/writ/client"
+	"github.com/writhq/writ/protocol"
 )
 
 // statusTool is the built-in tool that reports an intent's state; a
@@ -81,7 +81,7 @@ func (s *Server) Watch(ctx context.Context) {
 // mcpTool is a catalog entry as an MCP tool. A schema without a type is
 // given type "object" (params are always an object); a schema of another
 // type cannot describe params and the tool is not offered.
-func mcpTool(t client.Tool) (*mcp.Tool, error) {
+func mcpTool(t protocol.ToolView) (*mcp.Tool, error) {
 	schema := map[string]any{}
 	if len(t.InputSchema) > 0 && string(t.InputSchema) != "null" {
 		if err := json.Unmarshal(t.InputSchema, &schema); err != nil {
@@ -115,7 +115,7 @@ func mcpTool(t client.Tool) (*mcp.Tool, error) {
 }
 
 // toolHash identifies what the catalog said about a tool.
-func toolHash(t client.Tool) string {
+func toolHash(t protocol.ToolView) string {
 	b, _ := json.Marshal(t)
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
