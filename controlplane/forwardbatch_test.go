@@ -414,6 +414,12 @@ func TestForwardedInBatches(t *testing.T) {
 	// Failures are counted, not forgiven, while the test looks: at the default
 	// 5 a second, a slow round trip refilled the token it checks.
 	base.FailuresPerSecond = 0.001
+	// Three servers in this process under -race on a loaded machine starve
+	// for longer than Raft's defaults allow (a leader's 500 ms lease, a
+	// follower's 1 s heartbeat timeout), and change leader again and again
+	// while the test looks: 5 s each, as the test is about batches, not
+	// elections.
+	base.raftTimeouts = 5 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	servers, creds, err := StartLocalCluster(ctx, dir, 3, base)
@@ -455,16 +461,13 @@ func TestForwardedInBatches(t *testing.T) {
 		return b
 	}
 
-	// Raft's leader steps down when its followers' answers come later than
-	// its 500 ms lease, and a follower stops following when the leader's
-	// heartbeats come later than a second, as a starved process's do on a
-	// loaded machine (CI runs every package at once under -race on 2
-	// cores); the followers then answer no_leader, as a lone forward would.
-	// What the test checks needs one leader throughout: a round in which a
-	// server's leader changed (Raft's own observation, not a sample) proves
-	// nothing either way and runs again, with new intents, under the leader
-	// of the moment. A round that fails while every server kept its leader
-	// fails the test.
+	// Should the leader still lose its place (its followers' answers later
+	// than its lease, or its heartbeats later than theirs), the followers
+	// answer no_leader, as a lone forward would. What the test checks needs
+	// one leader throughout: a round in which a server's leader changed
+	// (Raft's own observation, not a sample) proves nothing either way and
+	// runs again, with new intents, under the leader of the moment. A round
+	// that fails while every server kept its leader fails the test.
 	var leaderChanges atomic.Int64
 	for _, s := range servers {
 		s.node.Raft.RegisterObserver(raft.NewObserver(nil, false, func(o *raft.Observation) bool {

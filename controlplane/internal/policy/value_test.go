@@ -134,7 +134,10 @@ func nest(n int) string {
 // cedar-go stores a set in a map keyed by a hash that is the value itself for a
 // Long and the sum of the elements' hashes for a set, probing linearly on a
 // collision, so [0, 1, …, n-1, [0], [1], …, [n-1]] costs time quadratic in n.
-// At MaxValues it must stay well under a second on a slow, shared machine.
+// At MaxValues it takes 0.6 s on the 2-core development machine, and up to
+// 5 s under -race while other tests load it (CI's case). The budget is 20 s:
+// past the load's noise, and short of what four times MaxValues would cost
+// under -race (sixteen times as much, quadratic).
 func TestConvertCollidingSet(t *testing.T) {
 	n := (MaxValues - 3) / 3
 	var b strings.Builder
@@ -152,7 +155,7 @@ func TestConvertCollidingSet(t *testing.T) {
 	}
 	took := time.Since(start)
 	t.Logf("%d colliding elements: %v", 2*n, took)
-	if took > 2*time.Second {
-		t.Errorf("got %v for %d colliding elements, want under 2s: lower MaxValues", took, 2*n)
+	if took > 20*time.Second {
+		t.Errorf("got %v for %d colliding elements, want under 20s: lower MaxValues", took, 2*n)
 	}
 }
