@@ -630,7 +630,7 @@ func forwardRound(ctx context.Context, round int, leader *Server, followers []*S
 		for {
 			r, err := c.Submit(ctx, body, nil, wait)
 			var ae *client.Error
-			if err == nil || ctx.Err() != nil || errors.As(err, &ae) && ae.Code != codeNoLeader && ae.Code != codeOverloaded {
+			if err == nil || ctx.Err() != nil || errors.As(err, &ae) && ae.Code != "no_leader" && ae.Code != "overloaded" {
 				return r, err
 			}
 			resent.Add(1)
