@@ -24,6 +24,9 @@ func TestCancelThroughFollower(t *testing.T) {
 	dir := t.TempDir()
 	base := controlplane.DefaultConfig()
 	base.Logger = slog.New(slog.DiscardHandler)
+	// The test is about forwarding, not elections: Raft's 5 s timeouts, not
+	// its 1 s, keep a starved leader in place on a loaded machine.
+	controlplane.SetRaftTimeouts(&base, 5*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	servers, creds, err := controlplane.StartLocalCluster(ctx, dir, 3, base)

@@ -92,6 +92,12 @@ type Config struct {
 	// RaftLogStore is raftnode.LogStoreBolt (the default, ""); the others
 	// (raftnode.LogStores) are there for writ bench admit to compare.
 	RaftLogStore string
+	// raftTimeouts, when not zero, replace Raft's heartbeat and election
+	// timeouts (1 s each) and its leader lease (500 ms). Only this
+	// package's tests set them: a cluster of three servers in one test
+	// process under -race on a loaded machine starves for longer than
+	// Raft's defaults allow, and changes leader while the test looks.
+	raftTimeouts time.Duration
 	// PublishInterval is how often the leader publishes a checkpoint when
 	// receipts were added (PROTOCOL: at most every 100 ms under load).
 	PublishInterval time.Duration

@@ -1,7 +1,13 @@
 package controlplane
 
+import "time"
+
 // RoutePatterns returns every route s serves: the API's, then the
 // dashboard's.
 func RoutePatterns(s *Server) []string {
 	return append(s.mux.Patterns(), s.dash.Routes()...)
 }
+
+// SetRaftTimeouts sets Raft's heartbeat and election timeouts and its leader
+// lease for the servers of c (Config.raftTimeouts).
+func SetRaftTimeouts(c *Config, d time.Duration) { c.raftTimeouts = d }

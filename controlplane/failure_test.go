@@ -26,8 +26,12 @@ import (
 // per connection per FailureDelay.
 func TestFailuresNeverBlockValid(t *testing.T) {
 	const delay = 200 * time.Millisecond
+	// The budget is not refilled while the test looks (one failure per
+	// 1,000 s): at one a second, a pause of a second anywhere (a loaded
+	// machine, the race detector) gave the source a failure to spend, and
+	// the wrong admin token below its own error instead of 429.
 	d := startDevWith(t, func(c *controlplane.Config) {
-		c.FailureBurst, c.FailuresPerSecond, c.FailureDelay = 3, 1, delay
+		c.FailureBurst, c.FailuresPerSecond, c.FailureDelay = 3, 0.001, delay
 	})
 	base := "http://" + d.s.Addr().String()
 	forgedIntent := d.intent(t, "echo", `{}`, func(in *protocol.Intent) { in.KeyID = "no-such-key" })
@@ -42,13 +46,17 @@ func TestFailuresNeverBlockValid(t *testing.T) {
 	const flooders = 8
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// The flood ends with stop: each flooder sends nothing more and waits
+	// for the answer to the request it has in flight, so that every
+	// failure the flood sent is counted before the counts are read.
+	var stop atomic.Bool
 	var floodAnswers, flood429 atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
 	for i := range flooders {
 		wg.Go(func() {
 			hc := &http.Client{}
-			for ctx.Err() == nil {
+			for ctx.Err() == nil && !stop.Load() {
 				var req *http.Request
 				if i%2 == 0 {
 					req, _ = http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/intents", strings.NewReader(forgedBody))
@@ -99,7 +107,7 @@ func TestFailuresNeverBlockValid(t *testing.T) {
 	if rest := 2*time.Second - time.Since(start); rest > 0 {
 		time.Sleep(rest)
 	}
-	cancel()
+	stop.Store(true)
 	wg.Wait()
 	elapsed := time.Since(start)
 	if validErrs.Load() > 0 {

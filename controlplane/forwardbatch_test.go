@@ -17,10 +17,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
@@ -412,7 +414,13 @@ func TestForwardedInBatches(t *testing.T) {
 	// Failures are counted, not forgiven, while the test looks: at the default
 	// 5 a second, a slow round trip refilled the token it checks.
 	base.FailuresPerSecond = 0.001
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// Three servers in this process under -race on a loaded machine starve
+	// for longer than Raft's defaults allow (a leader's 500 ms lease, a
+	// follower's 1 s heartbeat timeout), and change leader again and again
+	// while the test looks: 5 s each, as the test is about batches, not
+	// elections.
+	base.raftTimeouts = 5 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	servers, creds, err := StartLocalCluster(ctx, dir, 3, base)
 	if err != nil {
@@ -423,29 +431,13 @@ func TestForwardedInBatches(t *testing.T) {
 			s.Close(context.Background())
 		}
 	}()
-	var leader *Server
-	var followers []*Server
-	for _, s := range servers {
-		if s.IsLeader() {
-			leader = s
-		} else {
-			followers = append(followers, s)
-		}
-	}
+	leader, followers := clusterRoles(ctx, t, servers)
 	if err := leader.AddBenchNode(ctx); err != nil {
 		t.Fatal(err)
 	}
 	caPEM, err := os.ReadFile(filepath.Join(dir, "pki", "ca.pem"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	var clients []*client.Client
-	for _, s := range followers {
-		c := client.New("https://"+s.Addr().String(), "")
-		if err := c.TrustCA(caPEM); err != nil {
-			t.Fatal(err)
-		}
-		clients = append(clients, c)
 	}
 	secret, _ := base64.StdEncoding.DecodeString(creds.Orchestrator.Secret)
 	sign := func(id, key string, secret []byte, params ...string) []byte {
@@ -469,88 +461,43 @@ func TestForwardedInBatches(t *testing.T) {
 		return b
 	}
 
-	const n = 96
-	var wg sync.WaitGroup
-	errs := make(chan error, n+8)
-	for i := range n {
-		wg.Go(func() {
-			id := fmt.Sprintf("batch-%d", i)
-			resp, err := clients[i%2].Submit(ctx, sign(id, id, secret), nil, 0)
-			switch {
-			case err != nil:
-				errs <- fmt.Errorf("%s: %w", id, err)
-			case resp.IntentID != id || resp.State != "dispatched":
-				errs <- fmt.Errorf("%s: answered %s %s", id, resp.IntentID, resp.State)
+	// Should the leader still lose its place (its followers' answers later
+	// than its lease, or its heartbeats later than theirs), the followers
+	// answer no_leader, as a lone forward would. What the test checks needs
+	// one leader throughout: a round in which a server's leader changed
+	// (Raft's own observation, not a sample) proves nothing either way and
+	// runs again, with new intents, under the leader of the moment. A round
+	// that fails while every server kept its leader fails the test.
+	var leaderChanges atomic.Int64
+	for _, s := range servers {
+		s.node.Raft.RegisterObserver(raft.NewObserver(nil, false, func(o *raft.Observation) bool {
+			if _, ok := o.Data.(raft.LeaderObservation); ok {
+				leaderChanges.Add(1)
 			}
-		})
+			return false
+		}))
 	}
-	// One key, two payloads, both followers: one admitted, the other a
-	// conflict; the same intent again gets the same id.
-	same := sign("same-1", "same-key", secret)
-	for i := range 4 {
-		wg.Go(func() {
-			resp, err := clients[i%2].Submit(ctx, same, nil, 0)
-			if err != nil || resp.IntentID != "same-1" {
-				errs <- fmt.Errorf("repeated intent: %v %+v", err, resp)
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	other := sign("same-2", "same-key", secret, `{"msg":"other"}`)
-	if _, err := clients[1].Submit(ctx, other, nil, 0); err == nil || !isCode(err, "idempotency_conflict") {
-		t.Fatalf("a second payload under one key: %v", err)
-	}
-
-	// A forged intent: refused as it would be alone, and counted as an
-	// authentication failure of its source at the follower.
-	before := failures(followers[0])
-	forged := sign("forged", "forged", []byte("not the orchestrator's secret, 32b"))
-	if _, err := clients[0].Submit(ctx, forged, nil, 0); !isCode(err, protocol.CodeBadSignature) {
-		t.Fatalf("forged intent: %v", err)
-	}
-	if after := failures(followers[0]); after != before+1 {
-		t.Fatalf("follower counted %d failures for its source, want %d", after, before+1)
-	}
-
-	// Waiting at a follower still works: the follower waits on its own FSM.
-	waited, err := clients[0].Submit(ctx, sign("waited", "waited", secret), nil, 2*time.Second)
-	if err != nil || waited.IntentID != "waited" {
-		t.Fatalf("submission with wait: %v %+v", err, waited)
-	}
-
-	var items, batches uint64
-	for _, s := range followers {
-		var m dto.Metric
-		if err := s.metrics.forwardBatch.Write(&m); err != nil {
+	const rounds = 5
+	for round := 1; ; round++ {
+		changes := leaderChanges.Load()
+		got, err := forwardRound(ctx, round, leader, followers, caPEM, secret, sign)
+		if err == nil {
+			t.Logf("round %d: %s", round, got)
+			break
+		}
+		if leaderChanges.Load() == changes {
 			t.Fatal(err)
 		}
-		items += uint64(m.GetHistogram().GetSampleSum())
-		batches += m.GetHistogram().GetSampleCount()
+		if round == rounds {
+			t.Fatalf("a server's leader changed in each of %d rounds; the last one's errors:\n%v", rounds, err)
+		}
+		t.Logf("round %d: a server's leader changed %d times (the leader was %s); again with new intents", round, leaderChanges.Load()-changes, leader.cfg.ID)
+		leader, followers = clusterRoles(ctx, t, servers)
 	}
-	if want := uint64(n + 4 + 3); items != want {
-		t.Fatalf("followers forwarded %d submissions in batches, want %d", items, want)
-	}
-	t.Logf("%d submissions in %d batches", items, batches)
-
-	// The leader's answer to a batch names its applied index, at least the
-	// admission's, which a follower waits for before serving ?wait=.
-	req, _ := http.NewRequest(http.MethodPost, "https://"+leader.Addr().String()+batchPath,
-		bytes.NewReader(encodeBatch([]batchItem{{Source: "127.0.0.1", Body: mustSubmitBody(t, sign("indexed", "indexed", secret))}})))
-	req.Header.Set(headerForwardedFor, "batch")
-	iresp, err := followers[0].cluster.http.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	iresp.Body.Close()
-	idx, _ := strconv.ParseUint(iresp.Header.Get(headerIndex), 10, 64)
-	if in, ok := leader.fsm.Intent("indexed"); !ok || idx == 0 || idx < in.Index {
-		t.Fatalf("batch answered with index %q; the intent (found %v) is at %d", iresp.Header.Get(headerIndex), ok, in.Index)
-	}
-
+	// Bodies for the requests below, which must be refused before they are
+	// read as submissions.
+	same := sign("refused", "refused", secret)
+	forged := sign("refused-forged", "refused-forged", []byte("not the orchestrator's secret, 32b"))
 	// Only a server may send a batch.
 	plain := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	resp, err := plain.Post("https://"+leader.Addr().String()+batchPath, "application/octet-stream",
@@ -604,8 +551,8 @@ func TestForwardedInBatches(t *testing.T) {
 	}
 }
 
-func mustSubmitBody(t *testing.T, intent []byte) []byte {
-	t.Helper()
+// submissionOf is the body of a submission of intent.
+func submissionOf(intent []byte) []byte {
 	return append(append([]byte(`{"intent":`), intent...), '}')
 }
 
@@ -624,4 +571,193 @@ func failures(s *Server) int {
 		return 0
 	}
 	return s.fails.burst - int(fs.lim.Tokens()+0.5)
+}
+
+// clusterRoles waits until one of servers leads, and returns it and the
+// others.
+func clusterRoles(ctx context.Context, t *testing.T, servers []*Server) (*Server, []*Server) {
+	t.Helper()
+	leader, err := waitClusterLeader(ctx, servers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var followers []*Server
+	for _, s := range servers {
+		if s != leader {
+			followers = append(followers, s)
+		}
+	}
+	return leader, followers
+}
+
+// forwardRound is one round of TestForwardedInBatches: 96 submissions and a
+// repeated intent sent to the followers at once, a second payload under one
+// key, a forged intent, a submission that waits, then the count of what the
+// followers forwarded in batches and the index a batch's answer names. Its
+// intents' ids start with the round's number. It returns what the
+// followers forwarded, or every failure.
+func forwardRound(ctx context.Context, round int, leader *Server, followers []*Server, caPEM, secret []byte,
+	sign func(id, key string, secret []byte, params ...string) []byte) (string, error) {
+	var clients []*client.Client
+	for _, s := range followers {
+		c := client.New("https://"+s.Addr().String(), "")
+		if err := c.TrustCA(caPEM); err != nil {
+			return "", err
+		}
+		clients = append(clients, c)
+	}
+	all := append([]*Server{leader}, followers...)
+	name := func(s string) string { return fmt.Sprintf("r%d-%s", round, s) }
+	// What the followers forwarded before this round, once the batches of
+	// an earlier round have all been counted.
+	if err := waitBatchersIdle(ctx, all); err != nil {
+		return "", err
+	}
+	items0, batches0, err := forwardedInBatches(all)
+	if err != nil {
+		return "", err
+	}
+
+	// A loaded machine sheds what it cannot serve in time, as it is built
+	// to: a connection whose TLS handshake waited past its 5 s is closed
+	// (the client sees it reset), a batch whose round trip to the leader
+	// failed is answered no_leader, a full queue 429. A client sends the
+	// same signed intent again then, and so does this test; each resend
+	// may have been forwarded once more, so the count of forwarded
+	// submissions below allows one more per resend.
+	var resent atomic.Int64
+	submit := func(c *client.Client, body []byte, wait time.Duration) (*client.IntentResponse, error) {
+		for {
+			r, err := c.Submit(ctx, body, nil, wait)
+			var ae *client.Error
+			if err == nil || ctx.Err() != nil || errors.As(err, &ae) && ae.Code != "no_leader" && ae.Code != "overloaded" {
+				return r, err
+			}
+			resent.Add(1)
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+
+	const n = 96
+	var wg sync.WaitGroup
+	errs := make(chan error, n+8)
+	for i := range n {
+		wg.Go(func() {
+			id := name(fmt.Sprintf("batch-%d", i))
+			resp, err := submit(clients[i%2], sign(id, id, secret), 0)
+			switch {
+			case err != nil:
+				errs <- fmt.Errorf("%s: %w", id, err)
+			case resp.IntentID != id || resp.State != "dispatched":
+				errs <- fmt.Errorf("%s: answered %s %s", id, resp.IntentID, resp.State)
+			}
+		})
+	}
+	// One key, two payloads, both followers: one admitted, the other a
+	// conflict; the same intent again gets the same id.
+	same := sign(name("same-1"), name("same-key"), secret)
+	for i := range 4 {
+		wg.Go(func() {
+			resp, err := submit(clients[i%2], same, 0)
+			if err != nil || resp.IntentID != name("same-1") {
+				errs <- fmt.Errorf("repeated intent: %v %+v", err, resp)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	var failed []error
+	for err := range errs {
+		failed = append(failed, err)
+	}
+	if len(failed) > 0 {
+		return "", errors.Join(failed...)
+	}
+	other := sign(name("same-2"), name("same-key"), secret, `{"msg":"other"}`)
+	if _, err := submit(clients[1], other, 0); err == nil || !isCode(err, "idempotency_conflict") {
+		return "", fmt.Errorf("a second payload under one key: %v", err)
+	}
+
+	// A forged intent: refused as it would be alone, and counted as an
+	// authentication failure of its source at the follower.
+	before := failures(followers[0])
+	forged := sign(name("forged"), name("forged"), []byte("not the orchestrator's secret, 32b"))
+	if _, err := submit(clients[0], forged, 0); !isCode(err, protocol.CodeBadSignature) {
+		return "", fmt.Errorf("forged intent: %v", err)
+	}
+	if after := failures(followers[0]); after != before+1 {
+		return "", fmt.Errorf("follower counted %d failures for its source, want %d", after, before+1)
+	}
+
+	// Waiting at a follower still works: the follower waits on its own FSM.
+	waited, err := submit(clients[0], sign(name("waited"), name("waited"), secret), 2*time.Second)
+	if err != nil || waited.IntentID != name("waited") {
+		return "", fmt.Errorf("submission with wait: %v %+v", err, waited)
+	}
+
+	// A batch is counted once its answers are handed out: the count is read
+	// when no batch is in flight.
+	if err := waitBatchersIdle(ctx, all); err != nil {
+		return "", err
+	}
+	items, batches, err := forwardedInBatches(all)
+	if err != nil {
+		return "", err
+	}
+	if want, got := uint64(n+4+3), items-items0; got < want || got > want+uint64(resent.Load()) {
+		return "", fmt.Errorf("followers forwarded %d submissions in batches, want %d (and up to %d resent)", got, want, resent.Load())
+	}
+
+	// The leader's answer to a batch names its applied index, at least the
+	// admission's, which a follower waits for before serving ?wait=.
+	indexed := name("indexed")
+	req, _ := http.NewRequest(http.MethodPost, "https://"+leader.Addr().String()+batchPath,
+		bytes.NewReader(encodeBatch([]batchItem{{Source: "127.0.0.1", Body: submissionOf(sign(indexed, indexed, secret))}})))
+	req.Header.Set(headerForwardedFor, "batch")
+	iresp, err := followers[0].cluster.http.Do(req)
+	if err != nil {
+		return "", err
+	}
+	iresp.Body.Close()
+	idx, _ := strconv.ParseUint(iresp.Header.Get(headerIndex), 10, 64)
+	if in, ok := leader.fsm.Intent(indexed); !ok || idx == 0 || idx < in.Index {
+		return "", fmt.Errorf("batch answered with index %q; the intent (found %v) is at %d", iresp.Header.Get(headerIndex), ok, in.Index)
+	}
+	return fmt.Sprintf("%d submissions in %d batches (%d of them resent)", items-items0, batches-batches0, resent.Load()), nil
+}
+
+// forwardedInBatches sums what servers forwarded in batches: the
+// submissions, and the batches that carried them.
+func forwardedInBatches(servers []*Server) (items, batches uint64, err error) {
+	for _, s := range servers {
+		var m dto.Metric
+		if err := s.metrics.forwardBatch.Write(&m); err != nil {
+			return 0, 0, err
+		}
+		items += uint64(m.GetHistogram().GetSampleSum())
+		batches += m.GetHistogram().GetSampleCount()
+	}
+	return items, batches, nil
+}
+
+// waitBatchersIdle waits until no submission waits for a batch at any of
+// servers and no batch is in flight: every batch sent has been counted.
+func waitBatchersIdle(ctx context.Context, servers []*Server) error {
+	for {
+		idle := true
+		for _, s := range servers {
+			b := s.cluster.batches
+			b.mu.Lock()
+			idle = idle && b.live == 0 && len(b.inFlight) == 0
+			b.mu.Unlock()
+		}
+		if idle {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return errors.New("the followers' batches were still in flight")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }

@@ -33,6 +33,10 @@ func TestReconnectToALaggingServer(t *testing.T) {
 	base.Logger = slog.New(slog.DiscardHandler)
 	base.AgentAddr = "on"                  // each server takes sessions on its API port (UDP)
 	base.AgentHeartbeat = 25 * time.Second // the sim node sends no heartbeats
+	// Raft's 5 s timeouts, not its 1 s: a starved leader keeps its place on
+	// a loaded machine, and after the restart no leader exists for 5 s at
+	// least, time for the node's hello to reach x first.
+	controlplane.SetRaftTimeouts(&base, 5*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	servers, creds, err := controlplane.StartLocalCluster(ctx, dir, 3, base)

@@ -128,6 +128,7 @@ func New(cfg Config) (*Server, error) {
 	node, err := raftnode.Start(raftnode.Config{
 		ID: cfg.ID, Dir: cfg.DataDir, Bind: cfg.RaftAddr, TLS: tlsCfg, Bootstrap: cfg.Bootstrap, Logger: log,
 		CommitTimeout: cfg.RaftCommitTimeout, LogStore: cfg.RaftLogStore,
+		HeartbeatTimeout: cfg.raftTimeouts, ElectionTimeout: cfg.raftTimeouts, LeaderLeaseTimeout: cfg.raftTimeouts,
 		GroupSizes: func(n int) { groupSize.Observe(float64(n)) },
 	}, f)
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -98,6 +100,7 @@ func TestCancelStopsRunningTool(t *testing.T) {
 			go func() { done <- h.x.Handle(context.Background(), sign(t, d, serverKey), servers) }()
 			// The tool itself runs: a process whose argv[0] is the tool
 			// (not only bwrap, whose argv names it further on).
+			toolPid := 0
 			waitFor(t, "the tool to start", func() bool {
 				select {
 				case err := <-done:
@@ -107,13 +110,17 @@ func TestCancelStopsRunningTool(t *testing.T) {
 				for _, pid := range tagged(t, tag) {
 					cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 					if bytes.HasPrefix(cmd, []byte(tool+"\x00")) {
+						toolPid = pid
 						return true
 					}
 				}
 				return false
 			})
 			if c.ignoresTerm {
-				time.Sleep(200 * time.Millisecond) // past the point where it ignores signals
+				// Past the point where it ignores signals: the kernel says
+				// so, however long a loaded machine took the tool to get
+				// there.
+				waitFor(t, "the tool to ignore SIGTERM", func() bool { return ignores(toolPid, syscall.SIGTERM) })
 			}
 			start := time.Now()
 			h.x.Cancel(d.ID)
@@ -256,4 +263,16 @@ func TestCancelWhileWaitingForSlot(t *testing.T) {
 	if r := h.outbox()[busy.ID]; r == nil || r.Status != protocol.StatusOK {
 		t.Fatalf("the busy one: %+v, want ok", r)
 	}
+}
+
+// ignores reports whether process pid ignores sig (SigIgn in its status).
+func ignores(pid int, sig syscall.Signal) bool {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for line := range strings.Lines(string(b)) {
+		if mask, ok := strings.CutPrefix(line, "SigIgn:"); ok {
+			m, err := strconv.ParseUint(strings.TrimSpace(mask), 16, 64)
+			return err == nil && m&(1<<(sig-1)) != 0
+		}
+	}
+	return false
 }

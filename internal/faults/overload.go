@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -22,9 +24,14 @@ const overloadFactor = 10
 // submitters, each sending a new key's intent to one server without
 // waiting for its outcome and, refused, the next one 20–80 ms later rather
 // than after the Retry-After it is sent. Every submission is recorded in
-// the history like the load's. The leader must keep its place: every
-// server names it whenever asked (every 200 ms), no submission is answered
-// no_leader, and the excess is refused 429 overloaded.
+// the history like the load's. The agents' slots are held meanwhile by
+// runs that wait for a release file (holdSlots), so that the queue only
+// grows and reaches its bound however slowly the submitters go: with the
+// slots free, clients slower than the agents (a loaded machine) would see
+// the queue drain as fast as they fill it, and nothing refused. The leader
+// must keep its place: every server names it whenever asked (every
+// 200 ms), no submission is answered no_leader, and the excess is refused
+// 429 overloaded.
 func overload(hold time.Duration) func(context.Context, *Suite, *Load, *Report) error {
 	return func(ctx context.Context, s *Suite, l *Load, r *Report) error {
 		leader, err := s.C.WaitLeader(ctx, 60*time.Second)
@@ -32,6 +39,13 @@ func overload(hold time.Duration) func(context.Context, *Suite, *Load, *Report) 
 			return err
 		}
 		s.waitAcked(l, 15)
+		release, err := s.holdSlots(ctx, l)
+		if err != nil {
+			return err
+		}
+		// Whatever happens, the held runs end (the witness gives up waiting
+		// after 20 s anyway).
+		defer os.WriteFile(release, nil, 0o644)
 		n := overloadFactor * s.Load.Workers
 		s.Logf("nemesis: %d submitters flood the cluster for %s (the leader is %s)", n, hold, ServerNames[leader])
 		r.Faults++
@@ -86,6 +100,9 @@ func overload(hold time.Duration) func(context.Context, *Suite, *Load, *Report) 
 			})
 		}
 		wg.Wait()
+		if err := os.WriteFile(release, nil, 0o644); err != nil {
+			return err
+		}
 		slices.Sort(refusedIn)
 		pct := func(p int) time.Duration {
 			if len(refusedIn) == 0 {
@@ -105,5 +122,38 @@ func overload(hold time.Duration) func(context.Context, *Suite, *Load, *Report) 
 			r.problem("no submission was refused 429 under a flood of %d submitters", n)
 		}
 		return nil
+	}
+}
+
+// holdSlots submits one intent of the witness tool per agent slot, each
+// lasting until the file it returns exists (at most 20 s), and returns
+// once all of them run: every slot is then taken, and what is admitted
+// next queues. The intents are recorded in the history like the load's.
+func (s *Suite) holdSlots(ctx context.Context, l *Load) (string, error) {
+	n := s.C.cfg.AgentConcurrency * len(s.C.Agents)
+	release := filepath.Join(s.C.WitnessDir, l.prefix+"-release")
+	cl := s.C.Client(-1)
+	defer cl.CloseIdleConnections()
+	var held []string
+	for i := range n {
+		key := fmt.Sprintf("%s-slot-%02d", l.prefix, i)
+		if l.onceFor(ctx, cl, key, key+"-a", "", release, 30*time.Second) == "" {
+			return "", fmt.Errorf("faults: the intent %s to hold an agent's slot was not admitted", key)
+		}
+		held = append(held, key)
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		running := 0
+		for _, k := range held {
+			running += min(s.C.Runs(k), 1)
+		}
+		if running == n {
+			s.Logf("nemesis: %d runs hold the agents' %d slots", running, n)
+			return release, nil
+		}
+		if time.Now().After(deadline) {
+			os.WriteFile(release, nil, 0o644)
+			return "", fmt.Errorf("faults: %d of the %d runs to hold the agents' slots started within 60 s", running, n)
+		}
 	}
 }

@@ -230,15 +230,16 @@ func TestSilentPeersDoNotBlock(t *testing.T) {
 		}
 		defer c.Close()
 	}
+	// A server that did the silent peers' handshakes before this one would
+	// answer after their handshakeTimeout at the earliest: the dial gives up
+	// a second before it, which leaves a loaded machine (CI runs every
+	// package at once under -race) 9 s for one handshake.
 	cfg := ca.tls(t, pki.RoleServer, "s2")
 	st := &tlsStream{config: cfg}
 	start := time.Now()
-	c, err := st.Dial(n.Addr(), 5*time.Second)
+	c, err := st.Dial(n.Addr(), handshakeTimeout-time.Second)
 	if err != nil {
-		t.Fatalf("dial behind silent peers: %v", err)
+		t.Fatalf("dial behind silent peers: %v after %s", err, time.Since(start))
 	}
 	c.Close()
-	if took := time.Since(start); took > 2*time.Second {
-		t.Fatalf("handshake took %s behind silent peers", took)
-	}
 }
