@@ -106,9 +106,15 @@ type mcpBenchReport struct {
 	// bench mcp-echo: the same SDK, no Writ): what the pipes, a second
 	// process and the SDK cost on this machine. AddedOverFloor is AddedP50
 	// over Floor's p50; FloorProcessCPU that server's CPU time per call.
-	Floor           latency       `json:"floor_stdio_echo"`
-	AddedOverFloor  float64       `json:"mcp_added_p50_over_floor_p50"`
-	FloorProcessCPU time.Duration `json:"floor_process_cpu_per_call_ns"`
+	// PairedAdded and InProcessPairedAdded are the medians, over i, of the
+	// i-th call through writ mcp (in process) minus the i-th direct call
+	// made right after it: the calls of one i meet the same load, which a
+	// difference of two p50s does not ensure on a busy machine.
+	PairedAdded          time.Duration `json:"mcp_added_paired_median_ns"`
+	InProcessPairedAdded time.Duration `json:"mcp_in_process_added_paired_median_ns"`
+	Floor                latency       `json:"floor_stdio_echo"`
+	AddedOverFloor       float64       `json:"mcp_added_p50_over_floor_p50"`
+	FloorProcessCPU      time.Duration `json:"floor_process_cpu_per_call_ns"`
 }
 
 func benchMCP(e *env, o mcpBenchOptions) (*mcpBenchReport, error) {
@@ -271,6 +277,7 @@ func benchMCP(e *env, o mcpBenchOptions) (*mcpBenchReport, error) {
 	r.InProcessRate = float64(o.n) / memTotal.Seconds()
 	r.AddedP50, r.AddedP99 = r.MCP.P50-r.DirectOutput.P50, r.MCP.P99-r.DirectOutput.P99
 	r.InProcessAddedP50 = r.InProcess.P50 - r.DirectOutput.P50
+	r.PairedAdded, r.InProcessPairedAdded = pairedMedian(calls, outs), pairedMedian(mem, outs)
 	if r.Floor.P50 > 0 {
 		r.AddedOverFloor = float64(r.AddedP50) / float64(r.Floor.P50)
 	}
@@ -307,6 +314,8 @@ func printMCPBench(e *env, r *mcpBenchReport) {
 	row("floor: MCP echo server over stdio, no Writ", r.Floor, "")
 	w("%-44s %10s %10s", "the MCP layer's own cost (stdio)", r.AddedP50.Round(time.Microsecond), r.AddedP99.Round(time.Microsecond))
 	w("%-44s %10s", "  in process, in memory", r.InProcessAddedP50.Round(time.Microsecond))
+	w("%-44s %10s", "  paired: median of (call i - direct i)", r.PairedAdded.Round(time.Microsecond))
+	w("%-44s %10s", "  paired, in process", r.InProcessPairedAdded.Round(time.Microsecond))
 	w("%-44s %9.1fx", "  stdio cost over the floor, at p50", r.AddedOverFloor)
 	if r.MCPProcessCPU > 0 {
 		w("%-44s %10s", "writ mcp process CPU per tools/call", r.MCPProcessCPU.Round(time.Microsecond))
@@ -314,6 +323,20 @@ func printMCPBench(e *env, r *mcpBenchReport) {
 	if r.FloorProcessCPU > 0 {
 		w("%-44s %10s", "floor process CPU per call", r.FloorProcessCPU.Round(time.Microsecond))
 	}
+}
+
+// pairedMedian is the median of a[i]-b[i].
+func pairedMedian(a, b []time.Duration) time.Duration {
+	n := min(len(a), len(b))
+	if n == 0 {
+		return 0
+	}
+	d := make([]time.Duration, n)
+	for i := range d {
+		d[i] = a[i] - b[i]
+	}
+	sortDurations(d)
+	return d[n/2]
 }
 
 // childCPU is the user and system CPU time of process pid so far, from
