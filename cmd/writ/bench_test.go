@@ -182,9 +182,10 @@ func TestBenchMCP(t *testing.T) {
 		InProcess    benchLatency `json:"mcp_in_process_tools_call"`
 		DirectOutput benchLatency `json:"direct_submit_and_output"`
 		MCPRate      float64      `json:"mcp_calls_per_second"`
+		Floor        benchLatency `json:"floor_stdio_echo"`
 	}
 	benchRun(t, &r, "mcp", "--n", "5", "--echo-wasm", filepath.Join(toolsDir, "echo.wasm"))
-	if r.MCP.N != 5 || r.InProcess.N != 5 || r.DirectOutput.N != 5 || r.MCP.P50 <= 0 || r.MCPRate <= 0 {
+	if r.MCP.N != 5 || r.InProcess.N != 5 || r.DirectOutput.N != 5 || r.MCP.P50 <= 0 || r.MCPRate <= 0 || r.Floor.N != 5 || r.Floor.P50 <= 0 {
 		t.Fatalf("writ bench mcp: %+v", r)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -645,6 +646,54 @@ func TestMCPTypeScript(t *testing.T) {
 		t.Errorf("server %+v, tools %v", got.Server, got.Tools)
 	}
 	checkEcho(t, d, &got.Result, "from typescript")
+
+	// The TypeScript snippet of docs/agents.md, as written there.
+	snippet := docSnippet(t, "../../docs/agents.md", "### TypeScript", "```js")
+	for _, path := range []string{"/home/me/writ/bin/writ", "/home/me/writ/.dev"} {
+		if !strings.Contains(snippet, `"`+path+`"`) {
+			t.Fatalf("the TypeScript snippet of docs/agents.md does not name %s", path)
+		}
+	}
+	snippet = strings.NewReplacer(`"/home/me/writ/bin/writ"`, strconv.Quote(writBin), `"/home/me/writ/.dev"`, strconv.Quote(d.dir)).Replace(snippet)
+	script := writeFile(t, t.TempDir(), "snippet.cjs", "(async () => {\n"+snippet+
+		"console.log(JSON.stringify({ tools: tools.map((t) => t.name).sort(), result }));\nawait client.close();\n"+
+		"})().catch((err) => { console.error(err); process.exit(1); });\n")
+	cmd = exec.Command(node, script)
+	cmd.Env = append(withoutWritEnv(), "NODE_PATH="+modules)
+	cmd.Stderr = os.Stderr
+	if out, err = cmd.Output(); err != nil {
+		t.Fatalf("the snippet of docs/agents.md: %v\n%s", err, out)
+	}
+	got.Tools, got.Result = nil, mcp.CallToolResult{}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("the snippet of docs/agents.md printed %q: %v", out, err)
+	}
+	if !strings.Contains(strings.Join(got.Tools, ","), "echo,echo_approval") {
+		t.Errorf("the snippet listed %v", got.Tools)
+	}
+	checkEcho(t, d, &got.Result, "hello")
+}
+
+// docSnippet is the code block that opens with fence after the line
+// heading in the Markdown file path, without its fences.
+func docSnippet(t *testing.T, path, heading, fence string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(b), "\n"+heading+"")
+	if ok {
+		_, after, ok = strings.Cut(after, "\n"+fence+"\n")
+	}
+	var code string
+	if ok {
+		code, _, ok = strings.Cut(after, "\n```")
+	}
+	if !ok {
+		t.Fatalf("%s has no %s block under %q", path, fence, heading)
+	}
+	return code + "\n"
 }
 
 // TestMCPFlags: writ mcp refuses what it cannot serve safely, before it

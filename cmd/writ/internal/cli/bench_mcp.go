@@ -23,6 +23,10 @@ import (
 type mcpBenchOptions struct {
 	n        int
 	echoWasm string
+	// prof profiles this process over the timed calls; mcpCPUProfile is
+	// handed to the writ mcp child as its --cpuprofile.
+	prof          benchProfiles
+	mcpCPUProfile string
 }
 
 func newBenchMCP(e *env) *cobra.Command {
@@ -35,8 +39,11 @@ writ mcp (this binary, over stdio, started by the Go MCP SDK's client as a
 desktop host starts it). Then make N calls of the echo tool, alternating: one
 through writ mcp (tools/call, answered with the tool's output), one submitted
 directly with the Go client (the signed intent with a wait for its final state,
-then the output read that a tools/call answer also makes). Prints p50 and p99
-and calls per second of each, and their difference: the MCP layer's own cost.`,
+then the output read that a tools/call answer also makes), one through the same
+MCP server inside this process over an in-memory transport, and one to the
+floor: an MCP server over stdio that only echoes (the same SDK, no Writ). Prints
+p50 and p99 and calls per second of each, their difference (the MCP layer's own
+cost), and that cost over the floor's round trip.`,
 		// It honours -o text (the output contract's annotation, which
 		// textOutput sets).
 		Annotations: map[string]string{"writ-output": "text"},
@@ -65,6 +72,9 @@ and calls per second of each, and their difference: the MCP layer's own cost.`,
 	}
 	cmd.Flags().IntVar(&o.n, "n", 200, "calls timed on each side")
 	cmd.Flags().StringVar(&o.echoWasm, "echo-wasm", "", "the echo tool as a wasip1 module (default: tools/echo.wasm beside writ)")
+	cmd.Flags().StringVar(&o.prof.cpu, "cpuprofile", "", "write a CPU profile of this process (cluster, agent, in-process MCP server and clients) over the timed calls to this file")
+	cmd.Flags().StringVar(&o.prof.allocs, "memprofile", "", "write a profile of this process's allocations to this file after the timed calls")
+	cmd.Flags().StringVar(&o.mcpCPUProfile, "mcp-cpuprofile", "", "write a CPU profile of the writ mcp process, over its whole life, to this file")
 	return cmd
 }
 
@@ -92,6 +102,19 @@ type mcpBenchReport struct {
 	MCPProcessCPU time.Duration `json:"mcp_process_cpu_per_call_ns"`
 	// InProcessAddedP50 is InProcess minus DirectOutput at p50.
 	InProcessAddedP50 time.Duration `json:"mcp_in_process_added_p50_ns"`
+	// Floor is a call of an MCP server over stdio that only echoes (writ
+	// bench mcp-echo: the same SDK, no Writ): what the pipes, a second
+	// process and the SDK cost on this machine. AddedOverFloor is AddedP50
+	// over Floor's p50; FloorProcessCPU that server's CPU time per call.
+	// PairedAdded and InProcessPairedAdded are the medians, over i, of the
+	// i-th call through writ mcp (in process) minus the i-th direct call
+	// made right after it: the calls of one i meet the same load, which a
+	// difference of two p50s does not ensure on a busy machine.
+	PairedAdded          time.Duration `json:"mcp_added_paired_median_ns"`
+	InProcessPairedAdded time.Duration `json:"mcp_in_process_added_paired_median_ns"`
+	Floor                latency       `json:"floor_stdio_echo"`
+	AddedOverFloor       float64       `json:"mcp_added_p50_over_floor_p50"`
+	FloorProcessCPU      time.Duration `json:"floor_process_cpu_per_call_ns"`
 }
 
 func benchMCP(e *env, o mcpBenchOptions) (*mcpBenchReport, error) {
@@ -133,12 +156,23 @@ func benchMCP(e *env, o mcpBenchOptions) (*mcpBenchReport, error) {
 
 	mcpCmd := exec.Command(exe, "mcp", "--server", api, "--ca", ca, "--key", creds.Orchestrator.KeyID+"="+keyFile,
 		"--tenant", creds.Tenant, "--principal", "bench", "--run", "bench-mcp")
+	if o.mcpCPUProfile != "" {
+		mcpCmd.Args = append(mcpCmd.Args, "--cpuprofile", o.mcpCPUProfile)
+	}
 	mcpCmd.Stderr = e.err
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "writ-bench", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: mcpCmd}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("starting writ mcp: %w", err)
 	}
 	defer cs.Close()
+	// The floor: the same SDK over stdio to a process that only echoes.
+	floorCmd := exec.Command(exe, "bench", "mcp-echo")
+	floorCmd.Stderr = e.err
+	floorCS, err := mcp.NewClient(&mcp.Implementation{Name: "writ-bench", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: floorCmd}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("starting the floor's echo server: %w", err)
+	}
+	defer floorCS.Close()
 
 	// The same server in this process, over an in-memory transport: the
 	// MCP layer without the process and the pipes between.
@@ -167,6 +201,7 @@ func benchMCP(e *env, o mcpBenchOptions) (*mcpBenchReport, error) {
 
 	viaMCP := func(i int) (time.Duration, error) { return mcpCall(ctx, cs, fmt.Sprintf("mcp-%d", i)) }
 	viaInProcess := func(i int) (time.Duration, error) { return mcpCall(ctx, inCS, fmt.Sprintf("mem-%d", i)) }
+	viaFloor := func(i int) (time.Duration, error) { return mcpCall(ctx, floorCS, fmt.Sprintf("floor-%d", i)) }
 	viaClient := func(i int) (submit, withOutput time.Duration, err error) {
 		id := fmt.Sprintf("direct-%d-%d", time.Now().UnixNano(), i)
 		raw := signBenchIntent(creds.Tenant, creds.Orchestrator.KeyID, secret, id, fmt.Sprintf(`{"msg":"direct-%d"}`, i), nil)
@@ -191,13 +226,22 @@ func benchMCP(e *env, o mcpBenchOptions) (*mcpBenchReport, error) {
 		if _, err := viaInProcess(-1 - i); err != nil {
 			return nil, err
 		}
+		if _, err := viaFloor(-1 - i); err != nil {
+			return nil, err
+		}
 		if _, _, err := viaClient(-1 - i); err != nil {
 			return nil, err
 		}
 	}
-	var subs, outs, calls, mem []time.Duration
+	var subs, outs, calls, mem, floor []time.Duration
 	var directTotal, mcpTotal, memTotal time.Duration
+	stopProf, err := o.prof.start()
+	if err != nil {
+		return nil, err
+	}
+	defer stopProf()
 	cpu0, cpuOK := childCPU(mcpCmd.Process.Pid)
+	floorCPU0, floorOK := childCPU(floorCmd.Process.Pid)
 	for i := range o.n {
 		d, err := viaMCP(i)
 		if err != nil {
@@ -209,6 +253,11 @@ func benchMCP(e *env, o mcpBenchOptions) (*mcpBenchReport, error) {
 			return nil, err
 		}
 		mem, memTotal = append(mem, m), memTotal+m
+		f, err := viaFloor(i)
+		if err != nil {
+			return nil, err
+		}
+		floor = append(floor, f)
 		s, w, err := viaClient(i)
 		if err != nil {
 			return nil, err
@@ -216,15 +265,22 @@ func benchMCP(e *env, o mcpBenchOptions) (*mcpBenchReport, error) {
 		subs, outs, directTotal = append(subs, s), append(outs, w), directTotal+w
 	}
 	r := &mcpBenchReport{N: o.n, Procs: runtimeProcs(), Direct: percentiles(subs), DirectOutput: percentiles(outs),
-		MCP: percentiles(calls), InProcess: percentiles(mem)}
+		MCP: percentiles(calls), InProcess: percentiles(mem), Floor: percentiles(floor)}
 	if cpu1, ok := childCPU(mcpCmd.Process.Pid); ok && cpuOK {
 		r.MCPProcessCPU = (cpu1 - cpu0) / time.Duration(o.n)
+	}
+	if cpu1, ok := childCPU(floorCmd.Process.Pid); ok && floorOK {
+		r.FloorProcessCPU = (cpu1 - floorCPU0) / time.Duration(o.n)
 	}
 	r.DirectRate = float64(o.n) / directTotal.Seconds()
 	r.MCPRate = float64(o.n) / mcpTotal.Seconds()
 	r.InProcessRate = float64(o.n) / memTotal.Seconds()
 	r.AddedP50, r.AddedP99 = r.MCP.P50-r.DirectOutput.P50, r.MCP.P99-r.DirectOutput.P99
 	r.InProcessAddedP50 = r.InProcess.P50 - r.DirectOutput.P50
+	r.PairedAdded, r.InProcessPairedAdded = pairedMedian(calls, outs), pairedMedian(mem, outs)
+	if r.Floor.P50 > 0 {
+		r.AddedOverFloor = float64(r.AddedP50) / float64(r.Floor.P50)
+	}
 	return r, nil
 }
 
@@ -255,11 +311,32 @@ func printMCPBench(e *env, r *mcpBenchReport) {
 	row("direct: submit, wait, read output (baseline)", r.DirectOutput, fmt.Sprintf("%.0f", r.DirectRate))
 	row("writ mcp: tools/call over stdio", r.MCP, fmt.Sprintf("%.0f", r.MCPRate))
 	row("  the same server in process, in memory", r.InProcess, fmt.Sprintf("%.0f", r.InProcessRate))
+	row("floor: MCP echo server over stdio, no Writ", r.Floor, "")
 	w("%-44s %10s %10s", "the MCP layer's own cost (stdio)", r.AddedP50.Round(time.Microsecond), r.AddedP99.Round(time.Microsecond))
 	w("%-44s %10s", "  in process, in memory", r.InProcessAddedP50.Round(time.Microsecond))
+	w("%-44s %10s", "  paired: median of (call i - direct i)", r.PairedAdded.Round(time.Microsecond))
+	w("%-44s %10s", "  paired, in process", r.InProcessPairedAdded.Round(time.Microsecond))
+	w("%-44s %9.1fx", "  stdio cost over the floor, at p50", r.AddedOverFloor)
 	if r.MCPProcessCPU > 0 {
 		w("%-44s %10s", "writ mcp process CPU per tools/call", r.MCPProcessCPU.Round(time.Microsecond))
 	}
+	if r.FloorProcessCPU > 0 {
+		w("%-44s %10s", "floor process CPU per call", r.FloorProcessCPU.Round(time.Microsecond))
+	}
+}
+
+// pairedMedian is the median of a[i]-b[i].
+func pairedMedian(a, b []time.Duration) time.Duration {
+	n := min(len(a), len(b))
+	if n == 0 {
+		return 0
+	}
+	d := make([]time.Duration, n)
+	for i := range d {
+		d[i] = a[i] - b[i]
+	}
+	sortDurations(d)
+	return d[n/2]
 }
 
 // childCPU is the user and system CPU time of process pid so far, from

@@ -91,11 +91,9 @@ func (s *Server) signIntent(tool string, params []byte, run, idem string) (strin
 	if err := in.Sign(s.cfg.Secret); err != nil {
 		return "", nil, err
 	}
+	// The server decodes and canonicalizes what it verifies: the body
+	// need not be canonical itself.
 	b, err := json.Marshal(in)
-	if err != nil {
-		return "", nil, err
-	}
-	b, err = protocol.Canonicalize(b)
 	return in.ID, b, err
 }
 

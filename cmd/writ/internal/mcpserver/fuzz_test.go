@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -40,6 +41,36 @@ func FuzzStampBody(f *testing.F) {
 		want, _ := requestKey(o.ID)
 		if json.Unmarshal(req.Params, &params) != nil || params.Meta[metaRequestID] != want {
 			t.Fatalf("stamped %q into %q: no request id %s", body, got, want)
+		}
+	})
+}
+
+// FuzzInsertStamp: where the insertion into the params' bytes applies, it
+// means what decoding and encoding them again means.
+func FuzzInsertStamp(f *testing.F) {
+	for _, s := range []string{
+		`{"name":"echo","arguments":{}}`, `{}`, ` { "_meta" : { } , "a" : 1 } `, `{"_meta":{"progressToken":"p"},"name":"x"}`,
+		`{"_meta":{"writ/request-id":"s:x"}}`, `{"_meta":null}`, `{"a":1,"a":2}`, `{"_meta":{}}{}`, `[1]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, params []byte) {
+		q, _ := json.Marshal("n:7")
+		got, ok := insertStamp(params, append([]byte(`"`+metaRequestID+`":`), q...))
+		if !ok {
+			return
+		}
+		want, ok := remarshalStamp(params, q)
+		if !ok {
+			t.Fatalf("inserted into %q, which does not decode as an object", params)
+		}
+		var g, w any
+		if err := json.Unmarshal(got, &g); err != nil {
+			t.Fatalf("inserted into %q: %q does not decode: %v", params, got, err)
+		}
+		json.Unmarshal(want, &w)
+		if !reflect.DeepEqual(g, w) {
+			t.Fatalf("inserted into %q: %s, decoded and encoded: %s", params, got, want)
 		}
 	})
 }
