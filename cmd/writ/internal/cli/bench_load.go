@@ -169,6 +169,13 @@ type loadRow struct {
 	CPUxSandbox float64   `json:"cpu_per_op_x_sandbox,omitempty"`
 }
 
+// loadIdle is a setup's CPU with nothing submitted.
+type loadIdle struct {
+	Setup        string                   `json:"setup"`
+	CPUPerSecond time.Duration            `json:"cpu_per_second_ns"`
+	CPUByProcess map[string]time.Duration `json:"cpu_by_process_ns"`
+}
+
 // loadGoal is a target of issue 22 and where the run stands against it.
 type loadGoal struct {
 	Row     string        `json:"row"`
@@ -178,15 +185,19 @@ type loadGoal struct {
 }
 
 type loadReport struct {
-	Procs      int        `json:"gomaxprocs"`
-	CPUs       int        `json:"cpus"`
-	Duration   string     `json:"duration"`
-	ParamBytes int        `json:"params_bytes"`
-	Counted    string     `json:"counted"`
-	Load1Start float64    `json:"load1_start"`
-	Load1End   float64    `json:"load1_end"`
-	Rows       []loadRow  `json:"rows"`
-	Goals      []loadGoal `json:"goals"`
+	Procs      int     `json:"gomaxprocs"`
+	CPUs       int     `json:"cpus"`
+	Duration   string  `json:"duration"`
+	ParamBytes int     `json:"params_bytes"`
+	Counted    string  `json:"counted"`
+	Load1Start float64 `json:"load1_start"`
+	Load1End   float64 `json:"load1_end"`
+	// Idle is each setup's CPU per second with nothing submitted (Raft,
+	// gossip, heartbeats, checkpoints), measured for --duration after
+	// its start: part of every figure, most of those at concurrency 1.
+	Idle  []loadIdle `json:"idle"`
+	Rows  []loadRow  `json:"rows"`
+	Goals []loadGoal `json:"goals"`
 }
 
 const loadCounted = "user+system CPU of the Writ child processes from /proc/PID/stat; the load generator's own CPU (orchestrators, simulated agent) is not counted"
@@ -238,6 +249,13 @@ func benchLoad(e *env, o loadOptions) (*loadReport, error) {
 		if err != nil {
 			return nil, err
 		}
+		progress("%s idle", setup)
+		idle, err := idleCPU(rig, o.duration)
+		if err != nil {
+			rig.stop()
+			return nil, err
+		}
+		rep.Idle = append(rep.Idle, idle)
 		rows, err := benchLoadSetup(ctx, rig, o, params, tag, sandboxes, progress)
 		rig.stop()
 		if err != nil {
@@ -324,6 +342,29 @@ func benchLoadSetup(ctx context.Context, rig *loadRig, o loadOptions, params, ta
 	return rows, nil
 }
 
+// idleCPU is the setup's CPU over dur with nothing submitted.
+func idleCPU(rig *loadRig, dur time.Duration) (loadIdle, error) {
+	idle := loadIdle{Setup: rig.setup, CPUByProcess: map[string]time.Duration{}}
+	before, err := rig.procs.cpu()
+	if err != nil {
+		return idle, err
+	}
+	start := time.Now()
+	time.Sleep(dur)
+	after, err := rig.procs.cpu()
+	if err != nil {
+		return idle, err
+	}
+	el := time.Since(start)
+	var total time.Duration
+	for role, d := range after {
+		idle.CPUByProcess[role] = d - before[role]
+		total += d - before[role]
+	}
+	idle.CPUPerSecond = time.Duration(float64(total) / el.Seconds())
+	return idle, nil
+}
+
 func ratio(a, b float64) float64 {
 	if b == 0 {
 		return 0
@@ -399,6 +440,9 @@ func printLoad(e *env, r *loadReport) {
 	fmt.Fprintf(e.out, "writ bench load: %s per measurement, %d-byte params, GOMAXPROCS %d, %d CPUs, load average %.2f at the start, %.2f at the end\n",
 		r.Duration, r.ParamBytes, r.Procs, r.CPUs, r.Load1Start, r.Load1End)
 	fmt.Fprintf(e.out, "CPU: %s\n", r.Counted)
+	for _, i := range r.Idle {
+		fmt.Fprintf(e.out, "%s idle (nothing submitted): %.0fms of CPU per second\n", i.Setup, float64(i.CPUPerSecond)/float64(time.Millisecond))
+	}
 	w := tabwriter.NewWriter(e.out, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "setup\tagent\tconc\tintents/s\tcpu/intent\tp50\tp99\thttps/s\thttps cpu/req\tcpu x https\trate x https\tsandbox/s\tsandbox cpu/run\tcpu x sandbox\tload1\t")
 	us := func(d time.Duration) string { return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond)) }
