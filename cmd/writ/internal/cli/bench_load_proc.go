@@ -51,6 +51,7 @@ func startLoadProc(dir, profDir, role string, pipes bool, args ...string) (*load
 		p.cmd.Env = append(p.cmd.Env, cpuProfileEnv+"="+filepath.Join(profDir, role+".pprof"))
 	}
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	stopWithParent(p.cmd)
 	if pipes {
 		p.cmd.Stdout = nil
 		if p.in, err = p.cmd.StdinPipe(); err != nil {
@@ -132,8 +133,8 @@ func (p *loadProc) command(line string, v any) error {
 	return p.line(v)
 }
 
-// stop ends the process as an operator would (SIGTERM: a CPU profile is
-// written on the way out), and kills it after 30 s.
+// stop ends the process as an operator would (a CPU profile is written on
+// the way out), and kills it after 30 s.
 func (p *loadProc) stop() {
 	p.signal()
 	select {
@@ -144,10 +145,12 @@ func (p *loadProc) stop() {
 	}
 }
 
-// signal asks the process to stop, without waiting.
+// signal asks the process to stop, without waiting: a floor by closing its
+// stdin, a server or agent with SIGTERM.
 func (p *loadProc) signal() {
 	if p.in != nil {
 		p.in.Close()
+		return
 	}
 	p.cmd.Process.Signal(syscall.SIGTERM)
 }
