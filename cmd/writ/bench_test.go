@@ -253,7 +253,7 @@ func TestBenchLoad(t *testing.T) {
 		name := fmt.Sprintf("%s %s %d", row.Setup, row.Agent, row.Concurrency)
 		got = append(got, name)
 		w := row.Writ
-		if w.Submitted < 1 || w.Completed != w.Submitted || w.Failed != 0 || w.Latency.N != int(w.Completed) {
+		if w.Submitted < int64(row.Concurrency) || w.Completed != w.Submitted || w.Failed != 0 || w.Latency.N != int(w.Completed) {
 			t.Errorf("%s: %d submitted, %d completed, %d failed, %d timed", name, w.Submitted, w.Completed, w.Failed, w.Latency.N)
 		}
 		if w.PerSecond <= 0 || w.CPU < 0 || w.CPUPerOp != w.CPU/time.Duration(w.Completed) {

@@ -185,12 +185,12 @@ type loopResult struct {
 }
 
 // closedLoop runs conc workers, each calling f(worker, i) one call after
-// another until dur has passed since the start; every call started is
-// waited for, and the elapsed time ends with the last.
+// another until dur has passed since the start, at least once each; every
+// call started is waited for, and the elapsed time ends with the last.
 func closedLoop(conc int, dur time.Duration, f func(w, i int) error) loopResult {
 	var r loopResult
 	var seq, submitted, completed, failed atomic.Int64
-	var first sync.Once
+	var once sync.Once
 	lats := make([][]time.Duration, conc)
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -198,13 +198,15 @@ func closedLoop(conc int, dur time.Duration, f func(w, i int) error) loopResult 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for time.Since(start) < dur {
+			// Each worker makes at least one call, however late it starts
+			// on a loaded machine.
+			for first := true; first || time.Since(start) < dur; first = false {
 				i := int(seq.Add(1))
 				submitted.Add(1)
 				t := time.Now()
 				if err := f(w, i); err != nil {
 					failed.Add(1)
-					first.Do(func() { r.firstErr = err.Error() })
+					once.Do(func() { r.firstErr = err.Error() })
 					continue
 				}
 				lats[w] = append(lats[w], time.Since(t))
