@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -436,6 +438,20 @@ func sandboxCell(sb *loadProc, conc int, dur time.Duration) (*loadCell, error) {
 	return c, nil
 }
 
+// byProcess is each process's CPU per completed intent, by role, as
+// "s1=2840µs s2=1380µs …".
+func byProcess(c loadCell) string {
+	if c.Completed == 0 {
+		return "-"
+	}
+	roles := slices.Sorted(maps.Keys(c.CPUByProcess))
+	var out []string
+	for _, r := range roles {
+		out = append(out, fmt.Sprintf("%s=%.0fµs", r, float64(c.CPUByProcess[r])/float64(c.Completed)/float64(time.Microsecond)))
+	}
+	return strings.Join(out, " ")
+}
+
 func printLoad(e *env, r *loadReport) {
 	fmt.Fprintf(e.out, "writ bench load: %s per measurement, %d-byte params, GOMAXPROCS %d, %d CPUs, load average %.2f at the start, %.2f at the end\n",
 		r.Duration, r.ParamBytes, r.Procs, r.CPUs, r.Load1Start, r.Load1End)
@@ -444,16 +460,16 @@ func printLoad(e *env, r *loadReport) {
 		fmt.Fprintf(e.out, "%s idle (nothing submitted): %.0fms of CPU per second\n", i.Setup, float64(i.CPUPerSecond)/float64(time.Millisecond))
 	}
 	w := tabwriter.NewWriter(e.out, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "setup\tagent\tconc\tintents/s\tcpu/intent\tp50\tp99\thttps/s\thttps cpu/req\tcpu x https\trate x https\tsandbox/s\tsandbox cpu/run\tcpu x sandbox\tload1\t")
+	fmt.Fprintln(w, "setup\tagent\tconc\tintents/s\tcpu/intent\tp50\tp99\thttps/s\thttps cpu/req\tcpu x https\trate x https\tsandbox/s\tsandbox cpu/run\tcpu x sandbox\tload1\tcpu/intent by process\t")
 	us := func(d time.Duration) string { return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond)) }
 	for _, x := range r.Rows {
 		sb := "-\t-\t-"
 		if x.Sandbox != nil {
 			sb = fmt.Sprintf("%.0f\t%s\t%.2f", x.Sandbox.PerSecond, us(x.Sandbox.CPUPerOp), x.CPUxSandbox)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t%.0f\t%s\t%.2f\t%.2f\t%s\t%.2f\t\n", x.Setup, x.Agent, x.Concurrency,
+		fmt.Fprintf(w, "%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t%.0f\t%s\t%.2f\t%.2f\t%s\t%.2f\t%s\t\n", x.Setup, x.Agent, x.Concurrency,
 			x.Writ.PerSecond, us(x.Writ.CPUPerOp), us(x.Writ.Latency.P50), us(x.Writ.Latency.P99),
-			x.HTTPS.PerSecond, us(x.HTTPS.CPUPerOp), x.CPUxHTTPS, x.RatexHTTPS, sb, x.Writ.Load1)
+			x.HTTPS.PerSecond, us(x.HTTPS.CPUPerOp), x.CPUxHTTPS, x.RatexHTTPS, sb, x.Writ.Load1, byProcess(x.Writ))
 	}
 	w.Flush()
 	for _, g := range r.Goals {
