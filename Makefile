@@ -156,6 +156,7 @@ bench: build rootfs ## run the benchmarks, each reported beside its baseline fro
 	$(BIN)/writ bench admit
 	$(BIN)/writ bench e2e --n 1000 -o text
 	$(BIN)/writ bench fleet --agents 10000 --dispatches 1000 -o text
+	$(BIN)/writ bench load -o text
 
 # Release archives: one writ binary (static, with the dev echo module built
 # in) per platform, README.md and docs/, and SHA256SUMS over the archives.

@@ -3,10 +3,12 @@ package main_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -187,5 +189,88 @@ func TestBenchMCP(t *testing.T) {
 	benchRun(t, &r, "mcp", "--n", "5", "--echo-wasm", filepath.Join(toolsDir, "echo.wasm"))
 	if r.MCP.N != 5 || r.InProcess.N != 5 || r.DirectOutput.N != 5 || r.MCP.P50 <= 0 || r.MCPRate <= 0 || r.Floor.N != 5 || r.Floor.P50 <= 0 {
 		t.Fatalf("writ bench mcp: %+v", r)
+	}
+}
+
+type loadCellFigures struct {
+	Submitted    int64                    `json:"submitted"`
+	Completed    int64                    `json:"completed"`
+	Failed       int64                    `json:"failed"`
+	PerSecond    float64                  `json:"per_second"`
+	CPU          time.Duration            `json:"cpu_ns"`
+	CPUPerOp     time.Duration            `json:"cpu_per_op_ns"`
+	CPUByProcess map[string]time.Duration `json:"cpu_by_process_ns"`
+	Latency      benchLatency             `json:"latency"`
+}
+
+type loadFigures struct {
+	Counted string `json:"counted"`
+	Idle    []struct {
+		Setup        string                   `json:"setup"`
+		CPUByProcess map[string]time.Duration `json:"cpu_by_process_ns"`
+	} `json:"idle"`
+	Rows []struct {
+		Setup       string           `json:"setup"`
+		Agent       string           `json:"agent"`
+		Concurrency int              `json:"concurrency"`
+		Writ        loadCellFigures  `json:"writ"`
+		HTTPS       loadCellFigures  `json:"https_floor"`
+		Sandbox     *loadCellFigures `json:"sandbox_floor"`
+	} `json:"rows"`
+}
+
+// TestBenchLoad runs `writ bench load` small: writ dev, and three writ
+// server processes with a writ agent, each with the real agent and the
+// simulated one, at concurrencies 1 and 2. Every row is there with its
+// floors, every submitted intent completed (the command also fails
+// otherwise), and the CPU is counted for the Writ processes of the setup
+// and no others. Figures are not judged here.
+func TestBenchLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("not in -short: a benchmark")
+	}
+	var r loadFigures
+	benchRun(t, &r, "load", "--concurrency", "1,2", "--duration", "1s", "--echo-wasm", filepath.Join(toolsDir, "echo.wasm"))
+	procs := map[string][]string{"dev": {"dev"}, "cluster": {"agent", "s1", "s2", "s3"}}
+	roles := func(m map[string]time.Duration) []string {
+		var out []string
+		for k := range m {
+			out = append(out, k)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if len(r.Idle) != 2 || r.Counted == "" {
+		t.Fatalf("idle %+v, counted %q", r.Idle, r.Counted)
+	}
+	for _, i := range r.Idle {
+		if got := roles(i.CPUByProcess); !slices.Equal(got, procs[i.Setup]) {
+			t.Errorf("%s idle: CPU of %v, want %v", i.Setup, got, procs[i.Setup])
+		}
+	}
+	want := []string{"dev wasm 1", "dev sim 1", "dev wasm 2", "dev sim 2", "cluster wasm 1", "cluster sim 1", "cluster wasm 2", "cluster sim 2"}
+	var got []string
+	for _, row := range r.Rows {
+		name := fmt.Sprintf("%s %s %d", row.Setup, row.Agent, row.Concurrency)
+		got = append(got, name)
+		w := row.Writ
+		if w.Submitted < int64(row.Concurrency) || w.Completed != w.Submitted || w.Failed != 0 || w.Latency.N != int(w.Completed) {
+			t.Errorf("%s: %d submitted, %d completed, %d failed, %d timed", name, w.Submitted, w.Completed, w.Failed, w.Latency.N)
+		}
+		if w.PerSecond <= 0 || w.CPU < 0 || w.CPUPerOp != w.CPU/time.Duration(w.Completed) {
+			t.Errorf("%s: %.1f/s, CPU %v, %v per intent", name, w.PerSecond, w.CPU, w.CPUPerOp)
+		}
+		if g := roles(w.CPUByProcess); !slices.Equal(g, procs[row.Setup]) {
+			t.Errorf("%s: CPU of %v, want %v", name, g, procs[row.Setup])
+		}
+		if h := row.HTTPS; h.Completed < 1 || h.Completed != h.Submitted || h.Failed != 0 || !slices.Equal(roles(h.CPUByProcess), []string{"echo-server"}) {
+			t.Errorf("%s: https floor %+v", name, h)
+		}
+		if sb := row.Sandbox; (row.Agent == "wasm") != (sb != nil) || (sb != nil && (sb.Completed < 1 || !slices.Equal(roles(sb.CPUByProcess), []string{"sandbox"}))) {
+			t.Errorf("%s: sandbox floor %+v", name, sb)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("rows %v, want %v", got, want)
 	}
 }

@@ -14,7 +14,8 @@ import (
 
 func newBench(e *env) *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Measure Writ on this host, each figure beside a baseline from the same run"}
-	cmd.AddCommand(newBenchSandbox(e), newBenchAdmit(e), newBenchE2E(e), newBenchFleet(e), newBenchFleetServer(e), newBenchMCP(e), newBenchMCPEcho(e))
+	cmd.AddCommand(newBenchSandbox(e), newBenchAdmit(e), newBenchE2E(e), newBenchFleet(e), newBenchFleetServer(e), newBenchMCP(e),
+		newBenchMCPEcho(e), newBenchLoad(e), newBenchLoadEchoServer(e), newBenchLoadSandbox(e))
 	return cmd
 }
 

@@ -16,7 +16,7 @@ import (
 // -o text until it is given a text form (textCommands) or added here: the
 // test makes the choice explicit.
 var jsonOnly = []string{
-	"writ agent install", "writ ca create", "writ ca issue", "writ dev credentials", "writ dev register",
+	"writ agent install", "writ bench load-echo-server", "writ bench load-sandbox", "writ ca create", "writ ca issue", "writ dev credentials", "writ dev register",
 	"writ ledger export", "writ ledger watch", "writ sandbox run",
 }
 

@@ -39,7 +39,9 @@ func Main(args []string, in io.Reader, out, errw io.Writer) int {
 	root.SetIn(in)
 	root.SetOut(out)
 	root.SetErr(errw)
+	stopProfile := startEnvCPUProfile(errw)
 	err := root.Execute()
+	stopProfile()
 	var ee exitError
 	switch {
 	case err == nil:

@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestClosedLoop: every worker makes at least one call however short the
+// duration, every call is counted once as completed or failed, the first
+// failure is kept, and only completed calls are timed.
+func TestClosedLoop(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		conc      int
+		failEvery int // 0: none fail
+	}{
+		{"one worker", 1, 0},
+		{"eight workers", 8, 0},
+		{"every call fails", 4, 1},
+		{"every third call fails", 3, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			workers := map[int]int{}
+			r := closedLoop(tc.conc, 0, func(w, i int) error {
+				mu.Lock()
+				workers[w]++
+				mu.Unlock()
+				if tc.failEvery > 0 && i%tc.failEvery == 0 {
+					return errors.New("refused")
+				}
+				return nil
+			})
+			if len(workers) != tc.conc {
+				t.Fatalf("%d workers called, want %d", len(workers), tc.conc)
+			}
+			calls := 0
+			for _, n := range workers {
+				calls += n
+			}
+			if r.submitted != int64(calls) || r.completed+r.failed != r.submitted {
+				t.Fatalf("submitted %d, completed %d, failed %d; %d calls", r.submitted, r.completed, r.failed, calls)
+			}
+			if (r.failed > 0) != (r.firstErr == "refused") || (tc.failEvery == 1 && r.completed != 0) || (tc.failEvery == 0 && r.failed != 0) {
+				t.Fatalf("completed %d, failed %d, first error %q", r.completed, r.failed, r.firstErr)
+			}
+			if r.lat.N != int(r.completed) {
+				t.Fatalf("%d timed, want %d", r.lat.N, r.completed)
+			}
+		})
+	}
+}
+
+// TestLoadCellFinish: rates and CPU per operation from the counts, and
+// none from an empty measurement.
+func TestLoadCellFinish(t *testing.T) {
+	for _, tc := range []struct {
+		completed int64
+		seconds   float64
+		cpu       time.Duration
+		perSec    float64
+		perOp     time.Duration
+	}{
+		{100, 2, time.Second, 50, 10 * time.Millisecond},
+		{3, 1, 30 * time.Millisecond, 3, 10 * time.Millisecond},
+		{0, 1, time.Second, 0, 0},
+		{5, 0, time.Second, 0, 200 * time.Millisecond},
+	} {
+		c := loadCell{Completed: tc.completed, Seconds: tc.seconds, CPU: tc.cpu}
+		c.finish()
+		if c.PerSecond != tc.perSec || c.CPUPerOp != tc.perOp {
+			t.Errorf("%d in %vs with %v: %v/s and %v per op, want %v/s and %v", tc.completed, tc.seconds, tc.cpu, c.PerSecond, c.CPUPerOp, tc.perSec, tc.perOp)
+		}
+	}
+}

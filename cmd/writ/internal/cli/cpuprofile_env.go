@@ -1,0 +1,34 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime/pprof"
+)
+
+// startEnvCPUProfile starts a CPU profile of this process into the file
+// $WRIT_CPUPROFILE names, when it is set, and returns what stops and writes
+// it. writ bench load --cpuprofile sets it for the servers and agents it
+// starts, which write their profiles when they stop. A file that cannot be
+// created is reported and the command runs unprofiled.
+func startEnvCPUProfile(errw io.Writer) (stop func()) {
+	path := os.Getenv(cpuProfileEnv)
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		fmt.Fprintf(errw, "writ: %s: %v\n", cpuProfileEnv, err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintf(errw, "writ: %s: %v\n", cpuProfileEnv, err)
+		f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
+}
