@@ -48,6 +48,7 @@ func TestSandbox(t *testing.T) {
 		MemoryCgroup:       d.MemoryCgroup(),
 		Seccomp:            true,
 		NonRootAgent:       true,
+		DiskQuotaAnyAgent:  true,
 		ExtraEnv:           []string{"PWD"},
 	}
 	t.Run("Conformance", func(t *testing.T) { sandboxtest.Run(t, h) })
