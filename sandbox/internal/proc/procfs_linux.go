@@ -35,7 +35,7 @@ func pidNamespace() (func(), error) {
 	// No Pdeathsig for the tool: a process born in another pid namespace
 	// sees parent pid 0, and Go's child would take that for a dead parent.
 	// The init's death kills every process of the namespace instead.
-	pid, w, err := startInit(cat)
+	pid, w, err := startInit(cat, true)
 	if err != nil {
 		return nil, err
 	}

@@ -111,8 +111,16 @@ func enter(spec Spec) (stop func(), err error) {
 				return stop, err
 			}
 		}
-		if stop, err = pidNamespace(); err != nil {
-			return func() {}, err
+		ok := false
+		if len(spec.Binds) == 0 {
+			if stop, ok, err = enterReadyPidNS(spec.Dir, wd); err != nil {
+				return func() {}, err
+			}
+		}
+		if !ok {
+			if stop, err = pidNamespace(); err != nil {
+				return func() {}, err
+			}
 		}
 		if spec.Dir != "" {
 			if err := wd.chdir(); err != nil {
