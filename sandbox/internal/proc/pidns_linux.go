@@ -162,11 +162,12 @@ func (r *readyPidNS) end() {
 // enterReadyPidNS moves the calling thread (locked, never reused) into a
 // ready pid namespace's mount namespace, where it shows the directory dir
 // (the tool's workspace, as the agent sees it now: the tmpfs of its disk
-// limit included) at the same path, wd.path, and makes its children start
-// in that pid namespace. ok is false, with the thread where it was, when
+// limit included) at the same path, wd.path — or mount there instead when
+// set (Spec.DirMount) — and makes its children start in that pid
+// namespace. ok is false, with the thread where it was, when
 // no namespace is ready or this one cannot be used: the caller makes one.
 // An error means the thread is stuck between namespaces: the run fails.
-func enterReadyPidNS(dir string, wd workDir) (stop func(), ok bool, err error) {
+func enterReadyPidNS(dir string, wd workDir, mount *os.File) (stop func(), ok bool, err error) {
 	r := readyPidNamespaces.take()
 	if r == nil {
 		return nil, false, nil
@@ -182,7 +183,9 @@ func enterReadyPidNS(dir string, wd workDir) (stop func(), ok bool, err error) {
 	}
 	defer host.Close()
 	tree := -1
-	if dir != "" {
+	if mount != nil {
+		tree = int(mount.Fd())
+	} else if dir != "" {
 		// A copy of the workspace's mount as the agent sees it: a tmpfs
 		// mounted since the namespace was made is not in it (a host whose
 		// mounts are private propagates nothing).
@@ -210,7 +213,7 @@ func enterReadyPidNS(dir string, wd workDir) (stop func(), ok bool, err error) {
 		return nil, false, nil
 	}
 	if tree >= 0 {
-		if err := unix.MoveMount(tree, "", unix.AT_FDCWD, wd.path, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		if err := placeMount(tree, wd.path); err != nil {
 			return back()
 		}
 	}
@@ -218,4 +221,13 @@ func enterReadyPidNS(dir string, wd workDir) (stop func(), ok bool, err error) {
 		return back()
 	}
 	return r.end, true, nil
+}
+
+// placeMount moves the detached mount onto path in the calling thread's
+// mount namespace.
+func placeMount(mount int, path string) error {
+	if err := unix.MoveMount(mount, "", unix.AT_FDCWD, path, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("proc: mount the workspace on %s: %w", path, err)
+	}
+	return nil
 }

@@ -107,19 +107,24 @@ func enter(spec Spec) (stop func(), err error) {
 		// this thread.
 		var wd workDir
 		if spec.Dir != "" {
-			if wd, err = findWorkDir(spec.Dir); err != nil {
+			if wd, err = findWorkDir(spec.Dir, spec.DirMount); err != nil {
 				return stop, err
 			}
 		}
 		ok := false
 		if len(spec.Binds) == 0 {
-			if stop, ok, err = enterReadyPidNS(spec.Dir, wd); err != nil {
+			if stop, ok, err = enterReadyPidNS(spec.Dir, wd, spec.DirMount); err != nil {
 				return func() {}, err
 			}
 		}
 		if !ok {
 			if stop, err = pidNamespace(); err != nil {
 				return func() {}, err
+			}
+			if spec.DirMount != nil {
+				if err := placeMount(int(spec.DirMount.Fd()), wd.path); err != nil {
+					return stop, err
+				}
 			}
 		}
 		if spec.Dir != "" {

@@ -58,3 +58,25 @@ func (m *Mirror) HandBack(stop func() bool) (bool, error) { return stop(), nil }
 
 // Close hands back nothing.
 func (m *Mirror) Close() error { return nil }
+
+// Private bounds a workspace with a tmpfs mounted nowhere; only Linux has one.
+type Private struct{}
+
+// NewPrivate refuses outside Linux.
+func NewPrivate(string, int64, int, int) (*Private, error) {
+	return nil, errors.New("workspace: private tmpfs: Linux only")
+}
+
+// MountFD is nil.
+func (p *Private) MountFD() *os.File { return nil }
+
+// Watch watches nothing.
+func (p *Private) Watch(ctx context.Context) (context.Context, func() bool) {
+	return ctx, func() bool { return false }
+}
+
+// HandBack stops the watch.
+func (p *Private) HandBack(stop func() bool) (bool, error) { return stop(), nil }
+
+// Close hands back nothing.
+func (p *Private) Close() error { return nil }
