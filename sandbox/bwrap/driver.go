@@ -147,18 +147,31 @@ func (d *Driver) run(ctx context.Context, inv sandbox.Invocation, talk sandbox.T
 	}
 	defer filter.Close()
 	cred := d.runAs()
-	// A root agent mounts the workspace's tmpfs itself; bwrap mounts one
-	// for any other agent, in the sandbox's mount namespace, and the agent
-	// copies the workspace in and out of it (workspace.Mirror).
+	// The workspace's tmpfs: a root agent makes one mounted nowhere on the
+	// host and shows it to bwrap at its stage in the run's private mount
+	// namespace (workspace.Private); bwrap mounts one for any other agent,
+	// in the sandbox's mount namespace (workspace.Mirror). Either way the
+	// agent copies the workspace in and out of it.
 	var (
 		bound  bounded
 		mirror *workspace.Mirror
+		priv   *workspace.Private
 	)
-	if cred == nil && m.Limits.DiskBytes > 0 {
+	switch {
+	case cred == nil && m.Limits.DiskBytes > 0:
 		mirror = workspace.NewMirror(inv.Workspace, m.Limits.DiskBytes)
 		defer mirror.Close()
 		bound = mirror
-	} else {
+	case cred != nil && m.Limits.DiskBytes > 0:
+		// Mounted in the run's private mount namespace only, where it is
+		// shown to bwrap at its stage.
+		priv, err = workspace.NewPrivate(inv.Workspace, m.Limits.DiskBytes, int(cred.Uid), int(cred.Gid))
+		if err != nil {
+			return sandbox.Refuse(tier, err)
+		}
+		defer priv.Close()
+		bound = priv
+	default:
 		quota, err := workspace.Limit(inv.Workspace, m.Limits.DiskBytes)
 		if err != nil {
 			return sandbox.Refuse(tier, err)
@@ -173,6 +186,8 @@ func (d *Driver) run(ctx context.Context, inv sandbox.Invocation, talk sandbox.T
 		staged string
 	)
 	switch {
+	case priv != nil:
+		staged, err = d.stage()
 	case cred != nil:
 		ws, err = workspace.HandOver(inv.Workspace, cred.Uid, cred.Gid)
 		if err == nil {
@@ -203,6 +218,9 @@ func (d *Driver) run(ctx context.Context, inv sandbox.Invocation, talk sandbox.T
 		// bwrap does not get the descriptor: a directory of the host
 		// left open in the sandbox would lead out of it.
 		binds = []proc.Bind{{Source: ws, Target: staged}}
+		if priv != nil {
+			binds = []proc.Bind{{Source: priv.MountFD(), Target: staged, Detached: true}}
+		}
 	}
 	env := command.Environ(m, inv.Env)
 	var netns *os.File

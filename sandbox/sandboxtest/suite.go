@@ -56,8 +56,8 @@ type Harness struct {
 	// root and, when the tests run as root, once more as uid 65534.
 	DiskQuotaAnyAgent bool
 	// PrivateWorkspace says the tool works on a private copy of its
-	// workspace, handed back when it ends (the process tier for a root
-	// agent): what the host changes in the workspace during the run does
+	// workspace, handed back when it ends (bwrap; the process tier for a
+	// root agent): what the host changes in the workspace during the run does
 	// not reach the tool, so SymlinkSwapRace has the tool flip the entry.
 	PrivateWorkspace bool
 	// ExtraEnv names variables the tier itself sets in every tool's

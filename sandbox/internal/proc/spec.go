@@ -120,6 +120,9 @@ type Spec struct {
 type Bind struct {
 	Source *os.File
 	Target string
+	// Detached says Source is a detached mount (fsmount: a workspace's
+	// private tmpfs), moved onto Target as it is rather than copied.
+	Detached bool
 }
 
 // ErrLeakedFD means the new program would have started with a descriptor

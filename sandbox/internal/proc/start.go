@@ -79,6 +79,10 @@ func enter(spec Spec) (stop func(), err error) {
 		// cannot be bound in the new one.
 		trees := make([]int, len(spec.Binds))
 		for i, b := range spec.Binds {
+			if b.Detached {
+				trees[i] = int(b.Source.Fd())
+				continue
+			}
 			fd, err := unix.OpenTree(int(b.Source.Fd()), "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
 			if err != nil {
 				return stop, fmt.Errorf("proc: copy the mount of %s: %w", b.Target, err)
