@@ -50,3 +50,51 @@ func TestReadChildPid(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseSyscall: any bytes read from /proc/PID/syscall give a call
+// number and first argument, or ok false, never a panic and never a
+// negative call number; dead never panics either.
+func FuzzParseSyscall(f *testing.F) {
+	f.Add("0 0x8 0x7ffd2c1b3a47 0x1 0x0 0x0 0x0 0x7ffd2c1b3a30 0x7f3d5c0d21b2\n")
+	f.Add("running\n")
+	f.Add("-1 0x7ffc 0x7ffc\n")
+	f.Add("63 0xffffffffffffffff")
+	f.Add("0 0x")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, s string) {
+		nr, _, ok := parseSyscall([]byte(s))
+		if ok && nr < 0 {
+			t.Fatalf("%q: call %d", s, nr)
+		}
+		dead([]byte(s))
+	})
+}
+
+func TestParseSyscall(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		nr   int64
+		arg0 uint64
+		ok   bool
+	}{
+		{"0 0x8 0x7ffd2c1b3a47 0x1 0x0 0x0 0x0 0x7ffd2c1b3a30 0x7f3d5c0d21b2\n", 0, 8, true},
+		{"63 0x4 0x1 0x1\n", 63, 4, true},
+		{"running\n", 0, 0, false},
+		{"-1 0x7ffd2c1b3a30 0x7f3d5c0d21b2\n", 0, 0, false},
+		{"0 8 0x1\n", 0, 0, false},
+		{"0 0xzz\n", 0, 0, false},
+		{"", 0, 0, false},
+	} {
+		nr, arg0, ok := parseSyscall([]byte(c.in))
+		if nr != c.nr || arg0 != c.arg0 || ok != c.ok {
+			t.Errorf("%q: got %d, %#x, %v; want %d, %#x, %v", c.in, nr, arg0, ok, c.nr, c.arg0, c.ok)
+		}
+	}
+	for in, want := range map[string]bool{
+		"1234 (bwrap) S 1 1234": false, "1234 (a) b) Z 1": true, "1234 (bwrap) X 0": true, "garbage": true,
+	} {
+		if got := dead([]byte(in)); got != want {
+			t.Errorf("dead(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
