@@ -36,8 +36,10 @@ func Namespaces(uid, gid int) []string {
 
 // args builds the whole bwrap command line. Every value is its own argv
 // element: nothing is parsed by a shell.
-// staged is the workspace's path for bwrap, "" to bind it from workspaceFD.
-func (d *Driver) args(m sandbox.Manifest, argv, env []string, network bool, staged string) []string {
+// staged is the workspace's path for bwrap, "" to bind it from workspaceFD;
+// with mirror the workspace is instead a tmpfs of limits.disk_bytes, which
+// the agent fills while the sandbox is held (workspace.Mirror).
+func (d *Driver) args(m sandbox.Manifest, argv, env []string, network bool, staged string, mirror bool) []string {
 	a := append([]string{d.bin}, Namespaces(d.cfg.UID, d.cfg.GID)...)
 	if network {
 		// Keep the namespace bwrap was started in: the egress proxy's.
@@ -67,9 +69,12 @@ func (d *Driver) args(m sandbox.Manifest, argv, env []string, network bool, stag
 	)
 	// bwrap mounts every bind nosuid: a setuid bit set in the workspace
 	// does nothing inside, and Reclaim clears it after.
-	if staged != "" {
+	switch {
+	case mirror:
+		a = append(a, "--size", strconv.FormatInt(m.Limits.DiskBytes, 10), "--tmpfs", d.cfg.WorkspaceDir)
+	case staged != "":
 		a = append(a, "--bind", staged, d.cfg.WorkspaceDir)
-	} else {
+	default:
 		a = append(a, "--bind-fd", strconv.Itoa(workspaceFD), d.cfg.WorkspaceDir)
 	}
 	a = append(a,

@@ -146,24 +146,54 @@ func (d *Driver) run(ctx context.Context, inv sandbox.Invocation, talk sandbox.T
 		return sandbox.Refuse(tier, err)
 	}
 	defer filter.Close()
-	quota, err := workspace.Limit(inv.Workspace, m.Limits.DiskBytes)
-	if err != nil {
-		return sandbox.Refuse(tier, err)
-	}
-	defer quota.Close()
-	ctx, filled := quota.Watch(ctx)
-	defer filled()
 	cred := d.runAs()
+	// The workspace's tmpfs: a root agent makes one mounted nowhere on the
+	// host and shows it to bwrap at its stage in the run's private mount
+	// namespace (workspace.Private); bwrap mounts one for any other agent,
+	// in the sandbox's mount namespace (workspace.Mirror). Either way the
+	// agent copies the workspace in and out of it.
+	var (
+		bound  bounded
+		mirror *workspace.Mirror
+		priv   *workspace.Private
+	)
+	switch {
+	case cred == nil && m.Limits.DiskBytes > 0:
+		mirror = workspace.NewMirror(inv.Workspace, m.Limits.DiskBytes)
+		defer mirror.Close()
+		bound = mirror
+	case cred != nil && m.Limits.DiskBytes > 0:
+		// Mounted in the run's private mount namespace only, where it is
+		// shown to bwrap at its stage.
+		priv, err = workspace.NewPrivate(inv.Workspace, m.Limits.DiskBytes, int(cred.Uid), int(cred.Gid))
+		if err != nil {
+			return sandbox.Refuse(tier, err)
+		}
+		defer priv.Close()
+		bound = priv
+	default:
+		quota, err := workspace.Limit(inv.Workspace, m.Limits.DiskBytes)
+		if err != nil {
+			return sandbox.Refuse(tier, err)
+		}
+		defer quota.Close()
+		bound = quota
+	}
+	ctx, filled := bound.Watch(ctx)
+	defer filled()
 	var (
 		ws     *os.File
 		staged string
 	)
-	if cred != nil {
+	switch {
+	case priv != nil:
+		staged, err = d.stage()
+	case cred != nil:
 		ws, err = workspace.HandOver(inv.Workspace, cred.Uid, cred.Gid)
 		if err == nil {
 			staged, err = d.stage()
 		}
-	} else {
+	case mirror == nil:
 		ws, err = workspace.Open(inv.Workspace)
 	}
 	if err != nil {
@@ -175,13 +205,22 @@ func (d *Driver) run(ctx context.Context, inv sandbox.Invocation, talk sandbox.T
 		return sandbox.Refuse(tier, err)
 	}
 	defer j.Close()
+	if mirror != nil {
+		j.fill = func(proc *os.File, mntns uint64) error { return mirror.Fill(proc, mntns, d.cfg.WorkspaceDir) }
+	}
 	// In the order of the descriptors in args.go; a nil one is closed.
 	files := []*os.File{cmd.Exe, filter, ws, nil, j.infoW, j.blockR}
 	var binds []proc.Bind
+	if staged != "" || mirror != nil {
+		files[2] = nil
+	}
 	if staged != "" {
 		// bwrap does not get the descriptor: a directory of the host
 		// left open in the sandbox would lead out of it.
-		files[2], binds = nil, []proc.Bind{{Source: ws, Target: staged}}
+		binds = []proc.Bind{{Source: ws, Target: staged}}
+		if priv != nil {
+			binds = []proc.Bind{{Source: priv.MountFD(), Target: staged, Detached: true}}
+		}
 	}
 	env := command.Environ(m, inv.Env)
 	var netns *os.File
@@ -200,7 +239,7 @@ func (d *Driver) run(ctx context.Context, inv sandbox.Invocation, talk sandbox.T
 		files[3], env, netns = hosts, append(env, s.Env()...), s.Namespace()
 	}
 
-	args := d.args(m, cmd.Argv, env, netns != nil, staged)
+	args := d.args(m, cmd.Argv, env, netns != nil, staged, mirror != nil)
 	spec := proc.Spec{Tier: tier, Path: d.bin, Args: args, Env: []string{}, Dir: "/",
 		Stdin: cmd.Stdin, ExtraFiles: files, Limits: m.Limits, Rlimits: true, SignalExit: true,
 		// The tool gets its session from bwrap (--new-session).
@@ -209,12 +248,16 @@ func (d *Driver) run(ctx context.Context, inv sandbox.Invocation, talk sandbox.T
 		AddressSpace: m.Limits.MemoryBytes + d.cfg.AddressSpaceSlack, NetNS: netns, Credential: cred,
 		Binds: binds, Talk: talk, Join: j.join}
 	out, err := proc.RunLimited(ctx, spec, d.cg)
+	if j.fillErr != nil {
+		// The sandbox was killed while held: nothing of the tool ran.
+		return sandbox.Refuse(tier, j.fillErr)
+	}
 	out.ExecDigest = cmd.Digest
 	if s != nil {
 		s.Close()
 		out.Egress = s.Audit()
 	}
-	full, herr := quota.HandBack(filled)
+	full, herr := bound.HandBack(filled)
 	out = sandbox.DiskLimited(out, full, m.Limits.DiskBytes)
 	if herr != nil && err == nil {
 		err = fmt.Errorf("%s: %w", tier, herr)
@@ -223,6 +266,13 @@ func (d *Driver) run(ctx context.Context, inv sandbox.Invocation, talk sandbox.T
 		err = fmt.Errorf("%s: %w", tier, rerr)
 	}
 	return out, err
+}
+
+// bounded is what bounds the workspace's size for one run: a tmpfs the
+// agent mounts (workspace.Quota) or one bwrap mounts (workspace.Mirror).
+type bounded interface {
+	Watch(ctx context.Context) (context.Context, func() bool)
+	HandBack(stop func() bool) (full bool, err error)
 }
 
 // stage makes StageDir/ws, the mount point of every run's workspace, and

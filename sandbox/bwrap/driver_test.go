@@ -48,7 +48,11 @@ func TestSandbox(t *testing.T) {
 		MemoryCgroup:       d.MemoryCgroup(),
 		Seccomp:            true,
 		NonRootAgent:       true,
-		ExtraEnv:           []string{"PWD"},
+		DiskQuotaAnyAgent:  true,
+		// The workspace is a tmpfs of the run: mounted in its private
+		// mount namespace (root agent) or in the sandbox's (any other).
+		PrivateWorkspace: true,
+		ExtraEnv:         []string{"PWD"},
 	}
 	t.Run("Conformance", func(t *testing.T) { sandboxtest.Run(t, h) })
 	t.Run("Escape", func(t *testing.T) { sandboxtest.Escape(t, h) })

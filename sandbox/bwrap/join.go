@@ -23,6 +23,13 @@ import (
 type join struct {
 	infoR, infoW   *os.File
 	blockR, blockW *os.File
+	// fill, when set, runs once both are placed, the sandbox's setup is
+	// done (awaitBlock) and before the block is released, with the /proc
+	// directory of the sandbox's first process, open, and its mount
+	// namespace: a non-root agent's workspace is copied into the sandbox's
+	// tmpfs then. Its error is kept in fillErr and ends the run.
+	fill    func(proc *os.File, mntns uint64) error
+	fillErr error
 }
 
 func newJoin() (*join, error) {
@@ -48,7 +55,7 @@ func (j *join) join(pid int, add func(int) error) error {
 	if err := place(add, pid); err != nil {
 		return err
 	}
-	child, err := readChildPid(j.infoR)
+	child, mntns, err := readChildPid(j.infoR)
 	if errors.Is(err, io.EOF) {
 		// bwrap ended before it made the sandbox (a bad option): there is
 		// nothing to place, and its exit says why.
@@ -60,29 +67,56 @@ func (j *join) join(pid int, add func(int) error) error {
 	if err := place(add, child); err != nil {
 		return err
 	}
+	if j.fill != nil {
+		switch err := j.fillSandbox(child, mntns); {
+		case errors.Is(err, errGone):
+			return nil // bwrap's exit says why
+		case err != nil:
+			j.fillErr = err
+			return err
+		}
+	}
 	if _, err := j.blockW.Write([]byte{1}); err != nil && !errors.Is(err, syscall.EPIPE) {
 		return fmt.Errorf("bwrap: release the sandbox: %w", err)
 	}
 	return nil
 }
 
+// fillSandbox waits for the sandbox's setup to end and calls fill.
+func (j *join) fillSandbox(child int, mntns uint64) error {
+	proc, err := os.Open(fmt.Sprintf("/proc/%d", child))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+			return errGone
+		}
+		return fmt.Errorf("bwrap: the sandbox's process: %w", err)
+	}
+	defer proc.Close()
+	if err := awaitBlock(proc, blockFD); err != nil {
+		return err
+	}
+	return j.fill(proc, mntns)
+}
+
 // readChildPid reads the JSON object bwrap writes to --info-fd and returns
-// its "child-pid", the sandbox's first process as the agent sees it. It
-// reads no further than that object; io.EOF means bwrap wrote nothing.
-func readChildPid(r io.Reader) (int, error) {
+// its "child-pid", the sandbox's first process as the agent sees it, and
+// its "mnt-namespace" (0 when absent). It reads no further than that
+// object; io.EOF means bwrap wrote nothing.
+func readChildPid(r io.Reader) (int, uint64, error) {
 	var info struct {
-		ChildPid int `json:"child-pid"`
+		ChildPid int    `json:"child-pid"`
+		MntNS    uint64 `json:"mnt-namespace"`
 	}
 	if err := json.NewDecoder(r).Decode(&info); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return 0, io.EOF
+			return 0, 0, io.EOF
 		}
-		return 0, fmt.Errorf("bwrap: read --info-fd: %w", err)
+		return 0, 0, fmt.Errorf("bwrap: read --info-fd: %w", err)
 	}
 	if info.ChildPid <= 0 {
-		return 0, fmt.Errorf("bwrap: --info-fd gave no child-pid")
+		return 0, 0, fmt.Errorf("bwrap: --info-fd gave no child-pid")
 	}
-	return info.ChildPid, nil
+	return info.ChildPid, info.MntNS, nil
 }
 
 // place adds pid to the group; a process that is already gone (bwrap or

@@ -120,16 +120,29 @@ func (d *Driver) run(ctx context.Context, inv sandbox.Invocation, talk sandbox.T
 	}
 	defer cmd.Exe.Close()
 
-	quota, err := workspace.Limit(inv.Workspace, m.Limits.DiskBytes)
-	if err != nil {
-		return sandbox.Refuse(tier, err)
-	}
-	defer quota.Close()
-	ctx, filled := quota.Watch(ctx)
-	defer filled()
 	spec := proc.Spec{Tier: tier, Exe: cmd.Exe, Args: cmd.Argv, Env: command.Environ(m, inv.Env),
 		Dir: inv.Workspace, Stdin: cmd.Stdin, Limits: m.Limits, Rlimits: true, UnshareNet: d.cfg.UnshareNetwork,
 		AddressSpace: m.Limits.MemoryBytes + d.cfg.AddressSpaceSlack, Talk: talk}
+	// A root agent's tool has a mount namespace of its own (its pid
+	// namespace's): its workspace is a tmpfs mounted there only.
+	var bound bounded
+	if cred := d.runAs(); cred != nil && m.Limits.DiskBytes > 0 {
+		priv, err := workspace.NewPrivate(inv.Workspace, m.Limits.DiskBytes, int(cred.Uid), int(cred.Gid))
+		if err != nil {
+			return sandbox.Refuse(tier, err)
+		}
+		defer priv.Close()
+		bound, spec.DirMount = priv, priv.MountFD()
+	} else {
+		quota, err := workspace.Limit(inv.Workspace, m.Limits.DiskBytes)
+		if err != nil {
+			return sandbox.Refuse(tier, err)
+		}
+		defer quota.Close()
+		bound = quota
+	}
+	ctx, filled := bound.Watch(ctx)
+	defer filled()
 	if cred := d.runAs(); cred != nil {
 		ws, err := handOver(inv.Workspace, cred)
 		if err != nil {
@@ -145,7 +158,7 @@ func (d *Driver) run(ctx context.Context, inv sandbox.Invocation, talk sandbox.T
 	out, err := proc.RunLimited(ctx, spec, d.cg)
 	out.ExecDigest = cmd.Digest
 	out.Egress = done()
-	full, herr := quota.HandBack(filled)
+	full, herr := bound.HandBack(filled)
 	out = sandbox.DiskLimited(out, full, m.Limits.DiskBytes)
 	if herr != nil && err == nil {
 		err = fmt.Errorf("%s: %w", tier, herr)
@@ -154,4 +167,12 @@ func (d *Driver) run(ctx context.Context, inv sandbox.Invocation, talk sandbox.T
 		err = fmt.Errorf("%s: %w", tier, rerr)
 	}
 	return out, err
+}
+
+// bounded is what bounds the workspace's size for one run: a tmpfs mounted
+// in the tool's mount namespace only (workspace.Private), or on the
+// workspace's path (workspace.Quota: a no-op for an agent that is not root).
+type bounded interface {
+	Watch(ctx context.Context) (context.Context, func() bool)
+	HandBack(stop func() bool) (full bool, err error)
 }

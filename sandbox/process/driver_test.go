@@ -54,6 +54,9 @@ func TestSandbox(t *testing.T) {
 		MemoryCgroup:       d.MemoryCgroup(),
 		Seccomp:            true,
 		SeccompTraceMe:     true,
+		// A root agent's tool works in a tmpfs mounted in its own mount
+		// namespace only.
+		PrivateWorkspace: os.Geteuid() == 0,
 	}
 	t.Run("Conformance", func(t *testing.T) { sandboxtest.Run(t, h) })
 	t.Run("Escape", func(t *testing.T) { sandboxtest.Escape(t, h) })

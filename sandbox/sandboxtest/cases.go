@@ -137,6 +137,11 @@ func testWorkspace(t *testing.T, h Harness) {
 	if err == nil {
 		t.Errorf("missing workspace: got no error")
 	}
+	if h.NonRootAgent && h.DiskQuotaAnyAgent && !t.Failed() {
+		// An agent that is not root copies the workspace in and out of
+		// the sandbox (bwrap): the same again as uid 65534.
+		asNobody(t)
+	}
 }
 
 func testEnvScrub(t *testing.T, h Harness) {

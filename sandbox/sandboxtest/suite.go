@@ -51,10 +51,16 @@ type Harness struct {
 	// as uid 65534 when the tests run as root.
 	NonRootAgent bool
 	// DiskQuotaAnyAgent says the tier enforces limits.disk_bytes for an
-	// agent that is not root too (wasm counts the guest's writes; the
-	// command tiers need a root agent's tmpfs). DiskFilled then runs as
-	// root and, when the tests run as root, once more as uid 65534.
+	// agent that is not root too (wasm counts the guest's writes; bwrap
+	// mounts the tmpfs itself; the other command tiers need a root agent's
+	// tmpfs). DiskFilled then runs as root and, when the tests run as root,
+	// once more as uid 65534; with NonRootAgent, Workspace does too.
 	DiskQuotaAnyAgent bool
+	// PrivateWorkspace says the tool works on a private copy of its
+	// workspace, handed back when it ends (bwrap; the process tier for a
+	// root agent): what the host changes in the workspace during the run does
+	// not reach the tool, so SymlinkSwapRace has the tool flip the entry.
+	PrivateWorkspace bool
 	// ExtraEnv names variables the tier itself sets in every tool's
 	// environment (bwrap sets PWD). Nothing else may appear.
 	ExtraEnv []string

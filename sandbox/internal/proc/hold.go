@@ -39,11 +39,13 @@ func hold(pid int, spec Spec, wantFDs int) error {
 		return fmt.Errorf("proc: child did not stop at exec (status %v)", ws)
 	}
 	var err error
-	if spec.Landlock == nil && spec.Seccomp == nil {
+	if spec.Landlock == nil && spec.Seccomp == nil && !spec.PidNS {
 		err = prepare(pid, spec, wantFDs)
 	} else {
-		// prepare writes cgroup files: it runs on another thread, since
-		// this one is confined by Landlock and seccomp already.
+		// prepare writes cgroup files and reads the child's /proc/PID: it
+		// runs on another thread, since this one is confined by Landlock
+		// and seccomp already, or sees the /proc of the tool's pid
+		// namespace, where the child has another pid.
 		errc := make(chan error, 1)
 		go func() { errc <- prepare(pid, spec, wantFDs) }()
 		err = <-errc

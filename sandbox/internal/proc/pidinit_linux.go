@@ -14,15 +14,20 @@ import (
 type initArgs struct {
 	source, target, fstype *byte
 	flags                  uintptr
+	pdeathsig              uintptr // 0: none
 	path                   *byte
 	argv, envv             *[2]*byte
 	stdin, null, errw      int
 }
 
 // startInit forks the init and returns its pid and the write end of its
-// stdin, whose closing ends it.
-func startInit(cat string) (int, *os.File, error) {
+// stdin, whose closing ends it. With pdeathsig the init is also killed when
+// the calling thread ends.
+func startInit(cat string, pdeathsig bool) (int, *os.File, error) {
 	a := initArgs{flags: unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, envv: &[2]*byte{}}
+	if pdeathsig {
+		a.pdeathsig = uintptr(syscall.SIGKILL)
+	}
 	var err error
 	strs := []struct {
 		dst **byte
@@ -117,8 +122,10 @@ func forkInitRaw(a *initArgs) (uintptr, syscall.Errno) {
 		return pid, e
 	}
 	// The child: pid 1 of the new namespace.
-	if _, _, e = syscall.RawSyscall6(syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0, 0); e != 0 {
-		initFail(a.errw, e)
+	if a.pdeathsig != 0 {
+		if _, _, e = syscall.RawSyscall6(syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, a.pdeathsig, 0, 0, 0, 0); e != 0 {
+			initFail(a.errw, e)
+		}
 	}
 	if _, _, e = syscall.RawSyscall6(syscall.SYS_MOUNT, uintptr(unsafe.Pointer(a.source)), uintptr(unsafe.Pointer(a.target)),
 		uintptr(unsafe.Pointer(a.fstype)), a.flags, 0, 0); e != 0 {

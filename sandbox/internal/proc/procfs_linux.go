@@ -35,7 +35,7 @@ func pidNamespace() (func(), error) {
 	// No Pdeathsig for the tool: a process born in another pid namespace
 	// sees parent pid 0, and Go's child would take that for a dead parent.
 	// The init's death kills every process of the namespace instead.
-	pid, w, err := startInit(cat)
+	pid, w, err := startInit(cat, true)
 	if err != nil {
 		return nil, err
 	}
@@ -85,11 +85,19 @@ type workDir struct {
 }
 
 // findWorkDir reads where dir is: its target when it is a link (such as
-// /proc/self/fd/N), and the device and inode it reaches.
-func findWorkDir(dir string) (workDir, error) {
+// /proc/self/fd/N), and the device and inode it reaches — or, when mount
+// is set (Spec.DirMount), those of the mount's root, which the new
+// namespace shows at that path.
+func findWorkDir(dir string, mount *os.File) (workDir, error) {
 	var st unix.Stat_t
 	if err := unix.Stat(dir, &st); err != nil {
 		return workDir{}, fmt.Errorf("proc: working directory: %w", err)
+	}
+	if mount != nil {
+		// The directory the new namespace shows there is the mount's root.
+		if err := unix.Fstat(int(mount.Fd()), &st); err != nil {
+			return workDir{}, fmt.Errorf("proc: working directory: %w", err)
+		}
 	}
 	w := workDir{path: dir, dev: st.Dev, ino: st.Ino}
 	if target, err := os.Readlink(dir); err == nil {

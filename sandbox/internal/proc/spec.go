@@ -68,6 +68,10 @@ type Spec struct {
 	// pid namespace replaces the host's before the process runs: it sees
 	// its own processes only. The agent must be root.
 	PidNS bool
+	// DirMount, with PidNS, is a detached mount (fsmount: the workspace's
+	// private tmpfs) placed on Dir's path in the process's mount namespace
+	// before it starts: it works there, and the host's mounts never change.
+	DirMount *os.File
 	// Binds, when set, are bind mounts made in a private mount namespace
 	// (its mounts slaves of the host's, nothing propagating back) that the
 	// process starts in; the agent must be root. The bwrap tier uses it to
@@ -116,6 +120,9 @@ type Spec struct {
 type Bind struct {
 	Source *os.File
 	Target string
+	// Detached says Source is a detached mount (fsmount: a workspace's
+	// private tmpfs), moved onto Target as it is rather than copied.
+	Detached bool
 }
 
 // ErrLeakedFD means the new program would have started with a descriptor

@@ -79,6 +79,10 @@ func enter(spec Spec) (stop func(), err error) {
 		// cannot be bound in the new one.
 		trees := make([]int, len(spec.Binds))
 		for i, b := range spec.Binds {
+			if b.Detached {
+				trees[i] = int(b.Source.Fd())
+				continue
+			}
 			fd, err := unix.OpenTree(int(b.Source.Fd()), "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
 			if err != nil {
 				return stop, fmt.Errorf("proc: copy the mount of %s: %w", b.Target, err)
@@ -107,12 +111,25 @@ func enter(spec Spec) (stop func(), err error) {
 		// this thread.
 		var wd workDir
 		if spec.Dir != "" {
-			if wd, err = findWorkDir(spec.Dir); err != nil {
+			if wd, err = findWorkDir(spec.Dir, spec.DirMount); err != nil {
 				return stop, err
 			}
 		}
-		if stop, err = pidNamespace(); err != nil {
-			return func() {}, err
+		ok := false
+		if len(spec.Binds) == 0 {
+			if stop, ok, err = enterReadyPidNS(spec.Dir, wd, spec.DirMount); err != nil {
+				return func() {}, err
+			}
+		}
+		if !ok {
+			if stop, err = pidNamespace(); err != nil {
+				return func() {}, err
+			}
+			if spec.DirMount != nil {
+				if err := placeMount(int(spec.DirMount.Fd()), wd.path); err != nil {
+					return stop, err
+				}
+			}
 		}
 		if spec.Dir != "" {
 			if err := wd.chdir(); err != nil {

@@ -5,17 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -86,8 +81,7 @@ func Limit(dir string, size int64) (*Quota, error) {
 	q := &Quota{dir: dir, size: size, old: old}
 	tmp, err := os.OpenRoot(dir)
 	if err == nil {
-		budget := size
-		err = copyTree(old, tmp, &budget)
+		err = copyTree(old, tmp, newBudget(size), rules{owners: true})
 		tmp.Close()
 	}
 	if err != nil {
@@ -128,8 +122,7 @@ func (q *Quota) handBack() error {
 	if err == nil {
 		err = clear(q.old)
 		if err == nil {
-			budget := q.size
-			err = copyTree(tmp, q.old, &budget)
+			err = copyTree(tmp, q.old, newBudget(q.size), rules{owners: true})
 		}
 		tmp.Close()
 	}
@@ -171,32 +164,7 @@ func (q *Quota) Watch(ctx context.Context) (context.Context, func() bool) {
 	if !q.Enforced() {
 		return ctx, func() bool { return false }
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	var hit atomic.Bool
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(10 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if q.Full() {
-					hit.Store(true)
-					cancel()
-					return
-				}
-			}
-		}
-	}()
-	var once sync.Once
-	return ctx, func() bool {
-		once.Do(func() { close(done); cancel() })
-		return hit.Load() || q.Full()
-	}
+	return watch(ctx, q.Full)
 }
 
 // Release unmounts the tmpfs Limit put on dir, if there is one (a run cut
@@ -274,116 +242,4 @@ func unescape(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
-}
-
-// copyTree copies the tree of src into dst: regular files (at most *budget
-// bytes in all, ErrDiskLimit past it), directories and symbolic links (as
-// links), owners kept, setuid and setgid bits dropped; anything else is
-// left out.
-func copyTree(src, dst *os.Root, budget *int64) error {
-	return fs.WalkDir(src.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == "." {
-			return vanished(err)
-		}
-		fi, err := src.Lstat(p)
-		if err != nil {
-			return vanished(err)
-		}
-		switch {
-		case fi.IsDir():
-			err = dst.Mkdir(p, fi.Mode().Perm())
-		case fi.Mode()&fs.ModeSymlink != 0:
-			var target string
-			if target, err = src.Readlink(p); err == nil {
-				err = dst.Symlink(target, p)
-			}
-		case fi.Mode().IsRegular():
-			err = copyFile(src, dst, p, fi.Mode().Perm(), budget)
-		default:
-			return nil
-		}
-		if err != nil && changed(src, p, fi) {
-			// The entry changed kind since it was looked at (a link read
-			// that is a file now, a file opened without following that is
-			// a link now): like a vanished one, the copy leaves it out.
-			return nil
-		}
-		if errors.Is(err, fs.ErrExist) {
-			// Written meanwhile by someone else (not the tool: it is not
-			// running during a copy); the newer entry stays.
-			return nil
-		}
-		if err == nil {
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-				err = dst.Lchown(p, int(st.Uid), int(st.Gid))
-			}
-		}
-		if err == nil && fi.IsDir() {
-			err = chmodDir(dst, p, fi.Mode().Perm())
-		}
-		return vanished(err)
-	})
-}
-
-// changed reports whether the entry p of src is gone or no longer of the
-// kind fi says it was.
-func changed(src *os.Root, p string, fi fs.FileInfo) bool {
-	now, err := src.Lstat(p)
-	return err != nil || now.Mode().Type() != fi.Mode().Type()
-}
-
-// vanished forgives an entry that went away during a copy: the workspace's
-// owner (or another run of it) may change it while a run starts or ends,
-// and an entry removed meanwhile is one the copy need not carry.
-func vanished(err error) error {
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	return err
-}
-
-func copyFile(src, dst *os.Root, p string, perm fs.FileMode, budget *int64) error {
-	in, err := src.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := dst.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	n, err := io.CopyN(out, in, *budget+1)
-	*budget -= n
-	if err == io.EOF {
-		err = nil
-	}
-	if err == nil && *budget < 0 {
-		err = ErrDiskLimit
-	}
-	if errors.Is(err, unix.ENOSPC) {
-		err = fmt.Errorf("%w: %w", ErrDiskLimit, err)
-	}
-	if err == nil {
-		// On the open file, not by name: the name may be a link by now.
-		err = out.Chmod(perm) // not the umask's
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// chmodDir sets a copied directory's mode through a descriptor opened
-// without following a link, so that an entry swapped for a link meanwhile
-// changes nothing and the copy leaves it out.
-func chmodDir(dst *os.Root, p string, perm fs.FileMode) error {
-	f, err := dst.OpenFile(p, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
-			return nil
-		}
-		return err
-	}
-	defer f.Close()
-	return f.Chmod(perm) // not the umask's
 }

@@ -1,7 +1,10 @@
 // Package workspace hands a run's workspace directory to the tool's user
 // and takes it back: HandOver gives it to the run-as user and returns it
 // open, Reclaim clears the setuid and setgid bits a tool left on anything in
-// it before the agent reads its files.
+// it before the agent reads its files. It also bounds what a tool can write
+// there (limits.disk_bytes) with a tmpfs the workspace is copied into and
+// back out of: mounted on the workspace (Quota), mounted only in the tool's
+// mount namespace (Private), or mounted by the sandbox itself (Mirror).
 package workspace
 
 import (

@@ -90,6 +90,16 @@ func main() {
 		// how many reads saw "safe" and how many failed (the path was a
 		// link the sandbox did not follow), so that a caller knows both
 		// states were seen.
+		// With Data set, the tool flips path itself between a file and a
+		// link to Data meanwhile: in a tier whose tool works on a private
+		// copy of its workspace nothing outside can.
+		stop := make(chan struct{})
+		flipped := make(chan struct{})
+		if p.Data != "" {
+			go flip(p.Path, p.Data, stop, flipped)
+		} else {
+			close(flipped)
+		}
 		leaks, safe, failed := 0, 0, 0
 		for i := int64(0); i < p.Bytes; i++ {
 			b, err := os.ReadFile(p.Path)
@@ -105,6 +115,8 @@ func main() {
 				}
 			}
 		}
+		close(stop)
+		<-flipped
 		fmt.Printf("leaks=%d safe=%d failed=%d", leaks, safe, failed)
 	case "connect":
 		c, err := net.DialTimeout("tcp", p.Data, 2*time.Second)
@@ -264,4 +276,25 @@ func get(c net.Conn, host string) {
 func fail(format string, a ...any) {
 	fmt.Fprintf(os.Stderr, format, a...)
 	os.Exit(1)
+}
+
+// flip swaps path between a regular file holding "safe" and a symbolic
+// link to target until stop is closed, then closes done.
+func flip(path, target string, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		tmp := fmt.Sprintf("%s.swap%d", path, i%2)
+		os.Remove(tmp)
+		if i%2 == 0 {
+			os.Symlink(target, tmp)
+		} else {
+			os.WriteFile(tmp, []byte("safe"), 0o644)
+		}
+		os.Rename(tmp, path)
+	}
 }
