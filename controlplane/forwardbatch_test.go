@@ -625,10 +625,18 @@ func forwardRound(ctx context.Context, round int, leader *Server, followers []*S
 	// same signed intent again then, and so does this test; each resend
 	// may have been forwarded once more, so the count of forwarded
 	// submissions below allows one more per resend.
+	// At most 32 submissions are in flight at once (16 a follower), each on
+	// a connection of its own: enough to keep every follower's 4 batches
+	// busy and the next one filling, while 100 TLS handshakes at once under
+	// -race would outlast the servers' 5 s handshake bound on a loaded
+	// machine, and be shed.
 	var resent atomic.Int64
+	inFlight := make(chan struct{}, 32)
 	submit := func(c *client.Client, body []byte, wait time.Duration) (*client.IntentResponse, error) {
 		for {
+			inFlight <- struct{}{}
 			r, err := c.Submit(ctx, body, nil, wait)
+			<-inFlight
 			var ae *client.Error
 			if err == nil || ctx.Err() != nil || errors.As(err, &ae) && ae.Code != "no_leader" && ae.Code != "overloaded" {
 				return r, err

@@ -11,6 +11,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -85,17 +86,27 @@ func TestHandshakeListener(t *testing.T) {
 	for len(ln.places) < 2 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	start := time.Now()
-	c, err := tls.Dial("tcp", raw.Addr().String(), clientCfg)
-	if err == nil {
-		c.Close()
-		t.Fatal("a handshake succeeded with every place taken")
+	// A listener that made a connection past the bound wait for a place
+	// would close it that much later; the median of 5, not one, is held to
+	// 2 s, so that a pause of the loaded machine (CI runs every package at
+	// once under -race) during one dial does not count.
+	const dials = 5
+	var took []time.Duration
+	for range dials {
+		start := time.Now()
+		c, err := tls.Dial("tcp", raw.Addr().String(), clientCfg)
+		took = append(took, time.Since(start))
+		if err == nil {
+			c.Close()
+			t.Fatal("a handshake succeeded with every place taken")
+		}
 	}
-	if took := time.Since(start); took > 2*time.Second {
-		t.Errorf("the connection past the bound was closed after %s; it must be at once", took)
+	slices.Sort(took)
+	if median := took[dials/2]; median > 2*time.Second {
+		t.Errorf("the connections past the bound were closed after %s (the median of %d); they must be at once", median, dials)
 	}
-	if shed.Load() != 1 {
-		t.Fatalf("shed %d connections, want 1", shed.Load())
+	if shed.Load() != dials {
+		t.Fatalf("shed %d connections, want %d", shed.Load(), dials)
 	}
 	for _, c := range idle {
 		c.Close()

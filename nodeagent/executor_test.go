@@ -323,8 +323,21 @@ func TestWaitingForASlotCanBeCancelled(t *testing.T) {
 	go func() { done <- h.x.Handle(context.Background(), busy, servers) }()
 	waitFor(t, "the first run", func() bool { return h.runs() == 1 })
 	ctx, cancel := context.WithCancel(context.Background())
-	waiting := sign(t, h.dispatch("witness", h.witnessParams(false)), serverKey)
-	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	wd := h.dispatch("witness", h.witnessParams(false))
+	waiting := sign(t, wd, serverKey)
+	// Cancelled once it waits for the slot, however long a loaded machine
+	// takes it to get there, not after a fixed 20 ms.
+	go func() {
+		defer cancel()
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			h.x.mu.Lock()
+			handling := h.x.handling[wd.ID]
+			h.x.mu.Unlock()
+			if handling {
+				return
+			}
+		}
+	}()
 	if err := h.x.Handle(ctx, waiting, servers); err != context.Canceled {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}

@@ -317,7 +317,8 @@ func (c *testCluster) startAgent(a *clusterAgent, token string) {
 
 // nodes reads the nodes from server i (-1: any that answers), by name.
 func (c *testCluster) nodes(i int) (map[string]protocol.NodeView, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// A deadline for a server that does not answer, not a speed.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	nodes, err := c.client(i).Nodes(ctx)
 	if err != nil {

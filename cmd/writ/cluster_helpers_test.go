@@ -223,7 +223,9 @@ func (c *testCluster) kill(i int) {
 // (admin read). An attempt refused for an idempotency conflict is kept too,
 // with its receipt, but admitted nothing: it does not count.
 func (c *testCluster) exists(i int, id string) (bool, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// A deadline for a server that does not answer, not a speed: a loaded
+	// machine (CI runs every package at once under -race) may take seconds.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	r, err := c.client(i).Intent(ctx, id, 0)
 	var ae *client.Error

@@ -102,7 +102,7 @@ func TestClusterOneKeyConcurrently(t *testing.T) {
 	for s := range c.srv {
 		admitted := 0
 		for i, id := range ids {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			r, err := c.client(s).Intent(ctx, id, 0)
 			cancel()
 			var ae *client.Error

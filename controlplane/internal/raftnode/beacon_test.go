@@ -17,7 +17,7 @@ import (
 // notice the follower would learn of the commit only after 5 to 10 minutes.
 //
 // A leader steps down when its followers' answers come later than its
-// 500 ms lease, as a starved process's do on a loaded machine (CI runs every
+// lease (1 s here), as a starved process's do on a loaded machine (CI runs every
 // package at once under -race on 2 cores: a voter added while the leader
 // starved made it step down), and a new leader's first entry would tell the
 // followers of every commit before it. So a round counts only if no node's

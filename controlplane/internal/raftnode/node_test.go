@@ -67,10 +67,14 @@ func startNodeStore(t *testing.T, ca *testCA, id, dir string, bootstrap bool, co
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The lease as long as Raft allows (its heartbeat timeout): a leader
+	// starved on a loaded machine (CI runs every package at once under
+	// -race) keeps its place through a pause twice as long as with Raft's
+	// 500 ms (a voter added during such a pause made it step down).
 	n, err := Start(Config{
 		ID: id, Dir: dir, Bind: "127.0.0.1:0", TLS: ca.tls(t, pki.RoleServer, id), Bootstrap: bootstrap,
 		Logger: quiet(), HeartbeatTimeout: time.Second, ElectionTimeout: time.Second,
-		LeaderLeaseTimeout: 500 * time.Millisecond, CommitTimeout: commitTimeout, LogStore: store,
+		LeaderLeaseTimeout: time.Second, CommitTimeout: commitTimeout, LogStore: store,
 	}, f)
 	if err != nil {
 		t.Fatalf("start %s: %v", id, err)

@@ -41,8 +41,10 @@ func startReplica(t *testing.T, ca *testCA, id, dir, ledgerDir, bind string, boo
 	}
 	n, err := Start(Config{
 		ID: id, Dir: dir, Bind: bind, TLS: ca.tls(t, pki.RoleServer, id), Bootstrap: bootstrap,
+		// The lease as long as Raft allows (its heartbeat timeout): a leader
+		// starved on a loaded machine keeps its place twice as long.
 		Logger: quiet(), HeartbeatTimeout: time.Second, ElectionTimeout: time.Second,
-		LeaderLeaseTimeout: 500 * time.Millisecond,
+		LeaderLeaseTimeout: time.Second,
 	}, f)
 	if err != nil {
 		store.Close()
