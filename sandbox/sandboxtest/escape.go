@@ -446,8 +446,16 @@ func escapeOtherProcesses(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	defer func() { host.Process.Kill(); host.Wait() }()
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", host.Process.Pid)); err != nil || !strings.Contains(string(b), secret) {
-		t.Fatalf("the host process does not show its secret on the host: %q %v", b, err)
+	// Start returns once the child is forked; until it has exec'd, its
+	// command line is still the test's.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", host.Process.Pid))
+		if err == nil && strings.Contains(string(b), secret) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the host process does not show its secret on the host: %q %v", b, err)
+		}
 	}
 	o := run(t, h, h.Manifest(), `{"op":"procs"}`, "")
 	want(t, o, sandbox.StatusOK)
