@@ -53,6 +53,9 @@ type State struct {
 	// index. Checkpoints counts the checkpoints installed.
 	Receipts    uint64 `json:"receipts"`
 	Checkpoints uint64 `json:"checkpoints"`
+	// Admin are the ledger indexes of the newest admin entries (admin.go),
+	// oldest first: at most MaxAdminEntries.
+	Admin []uint64 `json:"admin,omitzero"`
 
 	// Nodes are the enrolled node agents, by id; JoinTokens the unused
 	// enrollment tokens, by id.
