@@ -143,6 +143,7 @@ func (s *Server) registerDev(ctx context.Context, c *DevCredentials, toolsDir st
 	secret, _ := base64.StdEncoding.DecodeString(c.Orchestrator.Secret)
 	pub, _ := base64.StdEncoding.DecodeString(c.Approver.Public)
 	echo := filepath.Join(toolsDir, "echo.wasm")
+	ctx = WithActor(ctx, ActorDev)
 	steps := []func() *apiError{
 		func() *apiError { return s.PutTenant(ctx, c.Tenant, 0) },
 		func() *apiError { return s.PutIntentKey(ctx, c.Tenant, c.Orchestrator.KeyID, secret) },

@@ -102,11 +102,11 @@ func (s *Server) handleCreateLock(w http.ResponseWriter, r *http.Request) (any, 
 	}
 	now := s.now()
 	l := fsm.Lock{ID: "lck-" + rand.Text()[:16], Tenant: q.Tenant, Principal: q.Principal, Tool: q.Tool, Node: q.Node,
-		Reason: q.Reason, By: "the admin"}
+		Reason: q.Reason, By: actorOf(r.Context())}
 	if q.TTLSeconds > 0 {
 		l.ExpiresAt = now.Add(time.Duration(q.TTLSeconds) * time.Second)
 	}
-	res, err := s.apply(r.Context(), fsm.MsgPutLock, fsm.PutLock{At: now, Lock: l})
+	res, err := s.applyAdminChange(r.Context(), fsm.MsgPutLock, fsm.PutLock{At: now, Lock: l})
 	if err != nil {
 		return nil, raftError(err)
 	}
@@ -134,7 +134,7 @@ func (s *Server) handleListLocks(w http.ResponseWriter, r *http.Request) (any, *
 
 func (s *Server) handleDeleteLock(w http.ResponseWriter, r *http.Request) (any, *apiError) {
 	id := r.PathValue("id")
-	res, err := s.apply(r.Context(), fsm.MsgDeleteLock, fsm.DeleteLock{At: s.now(), ID: id})
+	res, err := s.applyAdminChange(r.Context(), fsm.MsgDeleteLock, fsm.DeleteLock{At: s.now(), ID: id})
 	if err != nil {
 		return nil, raftError(err)
 	}
