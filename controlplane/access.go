@@ -198,6 +198,12 @@ var accessMatrix = func() []RouteAccess {
 			no, no, no, yes, hidden, yes, no, no, yes),
 		row("GET /ui/ledger", "receipts of other tenants than the session's show as their hashes",
 			no, no, no, yes, yes, yes, no, no, yes),
+		row("GET /ui/audit", "the admin record and the locks in force, with the form that makes a lock",
+			no, no, no, no, no, no, no, no, yes),
+		row("POST /ui/locks", "makes a lock; with the session's CSRF token",
+			no, no, no, no, no, no, no, no, yes),
+		row("POST /ui/locks/{id}/delete", "removes a lock; with the session's CSRF token",
+			no, no, no, no, no, no, no, no, yes),
 		row("/ui/", "any other page: not_found",
 			hidden, hidden, hidden, hidden, hidden, hidden, hidden, hidden, hidden),
 	}

@@ -98,6 +98,9 @@ var probes = map[string]probe{
 	"GET /ui/intents":                                   {method: "GET", path: "/ui/intents?tenant={tenant}", status: 200},
 	"GET /ui/intents/{id}":                              {method: "GET", path: "/ui/intents/{intent}", status: 200},
 	"GET /ui/ledger":                                    {method: "GET", path: "/ui/ledger", status: 200},
+	"GET /ui/audit":                                     {method: "GET", path: "/ui/audit", status: 200},
+	"POST /ui/locks":                                    {method: "POST", path: "/ui/locks", body: `{}`, status: 400},
+	"POST /ui/locks/{id}/delete":                        {method: "POST", path: "/ui/locks/lck-none/delete", status: 404},
 	"/ui/":                                              {method: "GET", path: "/ui/nope"},
 }
 
