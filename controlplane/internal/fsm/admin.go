@@ -10,8 +10,9 @@ import (
 )
 
 // MsgAdmin carries an administrator's change (an AdminCmd): the FSM applies
-// the command inside it and, unless that command is refused, appends an
-// admin entry (protocol.AdminEntry) to the ledger in the same apply, so the
+// the command inside it and, unless that command is refused or changes
+// nothing, appends an admin entry (protocol.AdminEntry) to the ledger in the
+// same apply, so the
 // change and its record are one Raft entry on every replica. Commands
 // proposed bare (entries written before MsgAdmin existed, and what servers
 // do on their own) record nothing.
@@ -186,9 +187,15 @@ func (f *FSM) applyAdmin(index uint64, c *AdminCmd) (Result, []string) {
 	if res.Err != nil || f.ledger == nil {
 		return res, changed
 	}
+	after := obj.state(f.state)
+	if before == after {
+		// Nothing changed (the same settings put again, a delete of what
+		// does not exist): nothing to record.
+		return res, changed
+	}
 	f.advance(c.At)
 	e := &protocol.AdminEntry{Type: protocol.AdminEntryType, Index: f.state.Receipts, Actor: c.Actor,
-		Action: obj.action, Object: obj.object, Tenant: obj.tenant, Before: before, After: obj.state(f.state),
+		Action: obj.action, Object: obj.object, Tenant: obj.tenant, Before: before, After: after,
 		RecordedAt: protocol.FormatTime(f.state.Clock)}
 	leaf, err := e.Leaf()
 	if err != nil {

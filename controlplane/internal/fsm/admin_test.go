@@ -21,8 +21,9 @@ func adminCmd(t testing.TB, actor string, at time.Time, mt MsgType, cmd any) Adm
 
 // TestAdminEntries: every admin change appends exactly one admin entry, with
 // its action, object, tenant and the hashes of the object before and after
-// (each the one the previous change of the object left); a refused change
-// appends nothing; a replica applying the same log holds the same leaves.
+// (each the one the previous change of the object left); a refused change,
+// and one that leaves the object as it was, append nothing; a replica
+// applying the same log holds the same leaves.
 func TestAdminEntries(t *testing.T) {
 	l := memLedger(t)
 	f, b := withLedger(t, l), &logBuilder{t: t}
@@ -40,21 +41,24 @@ func TestAdminEntries(t *testing.T) {
 	rollback.RollbackOf = 7
 	user := PutUser{ID: "u1", Hash: protocol.HashBytes([]byte("secret")), Role: RoleViewer, CreatedAt: t0, ExpiresAt: at(3600)}
 	steps := []struct {
-		name    string
-		mt      MsgType
-		cmd     any
-		action  string
-		object  string
-		tenant  string
-		before  string // "prev": the previous entry of the object's after; "": none
-		after   string // "new": some hash other than before; "": none; else that hash
-		refused protocol.Code
+		name      string
+		mt        MsgType
+		cmd       any
+		action    string
+		object    string
+		tenant    string
+		before    string // "prev": the previous entry of the object's after; "": none
+		after     string // "new": some hash other than before; "": none; else that hash
+		refused   protocol.Code
+		unchanged bool // applied, but the object is as it was: no entry
 	}{
 		{name: "tenant", mt: MsgPutTenant, cmd: PutTenant{Tenant: "acme", RunBudget: 5}, action: protocol.AdminTenantPut, object: "acme", tenant: "acme", after: "new"},
 		{name: "tenant budget", mt: MsgPutTenant, cmd: PutTenant{Tenant: "acme", RunBudget: 6}, action: protocol.AdminTenantPut, object: "acme", tenant: "acme", before: "prev", after: "new"},
+		{name: "tenant put again as it is", mt: MsgPutTenant, cmd: PutTenant{Tenant: "acme", RunBudget: 6}, unchanged: true},
 		{name: "intent key", mt: MsgPutIntentKey, cmd: PutIntentKey{Tenant: "acme", KeyID: "k1", Sealed: []byte("sealed-1")}, action: protocol.AdminKeyPut, object: "acme/k1", tenant: "acme", after: "new"},
 		{name: "intent key rotated", mt: MsgPutIntentKey, cmd: PutIntentKey{Tenant: "acme", KeyID: "k1", Sealed: []byte("sealed-2")}, action: protocol.AdminKeyPut, object: "acme/k1", tenant: "acme", before: "prev", after: "new"},
 		{name: "intent key deleted", mt: MsgDeleteIntentKey, cmd: DeleteKey{Tenant: "acme", KeyID: "k1"}, action: protocol.AdminKeyDelete, object: "acme/k1", tenant: "acme", before: "prev"},
+		{name: "absent key deleted", mt: MsgDeleteIntentKey, cmd: DeleteKey{Tenant: "acme", KeyID: "k1"}, unchanged: true},
 		{name: "approver key", mt: MsgPutApproverKey, cmd: PutApproverKey{Tenant: "acme", KeyID: "a1", Public: make([]byte, 32), Approver: "alice"}, action: protocol.AdminApproverPut, object: "acme/a1", tenant: "acme", after: "new"},
 		{name: "approver key deleted", mt: MsgDeleteApproverKey, cmd: DeleteKey{Tenant: "acme", KeyID: "a1"}, action: protocol.AdminApproverDelete, object: "acme/a1", tenant: "acme", before: "prev"},
 		{name: "tool", mt: MsgPutTool, cmd: PutTool{Name: "echo", Hash: toolHash, Spec: []byte(`{"name":"echo"}`), Tier: "wasm", TimeoutMS: 1000}, action: protocol.AdminToolPut, object: "echo", after: "new"},
@@ -78,12 +82,15 @@ func TestAdminEntries(t *testing.T) {
 	for i, s := range steps {
 		size := l.Size()
 		res := apply(t, f, b, MsgAdmin, adminCmd(t, "admin-token:0123456789abcdef", at(10+i), s.mt, s.cmd))
-		if s.refused != "" {
-			if res.Err == nil || res.Err.Code != s.refused {
+		if s.refused != "" || s.unchanged {
+			if s.refused != "" && (res.Err == nil || res.Err.Code != s.refused) {
 				t.Errorf("%s: %+v, want refused %s", s.name, res.Err, s.refused)
 			}
+			if s.unchanged && res.Err != nil {
+				t.Errorf("%s: refused: %v", s.name, res.Err)
+			}
 			if l.Size() != size {
-				t.Errorf("%s: a refused change appended %d leaves", s.name, l.Size()-size)
+				t.Errorf("%s: appended %d leaves, want none", s.name, l.Size()-size)
 			}
 			continue
 		}
