@@ -10,8 +10,8 @@ import (
 // TestDashboardAuditInChromium: an admin's Audit page shows writ dev's
 // setup on the record; the lock form makes a lock (listed, and on the
 // record as the admin's session), its button deletes it (on the record
-// too); the entry opens on the ledger page; a viewer is offered no Audit
-// page and is refused it.
+// too); the entry opens on the ledger page and its inclusion verifies in
+// the browser; a viewer is offered no Audit page and is refused it.
 func TestDashboardAuditInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("not in -short: a browser")
@@ -48,7 +48,8 @@ func TestDashboardAuditInChromium(t *testing.T) {
 	}
 	// An entry opens on the ledger page, which fetches it whole.
 	b.run("an entry on the ledger page", chromedp.Click(`#admin-entries tbody tr a`, chromedp.ByQuery),
-		chromedp.WaitVisible("#receipt", chromedp.ByQuery), chromedp.Poll(`document.querySelector("#receipt-json").textContent.includes("writ.admin/v1")`, nil))
+		chromedp.WaitVisible("#receipt", chromedp.ByQuery), chromedp.Poll(`document.querySelector("#receipt-json").textContent.includes("writ.admin/v1")`, nil),
+		chromedp.Click("#verify", chromedp.ByQuery), chromedp.WaitVisible(`#verify-result[data-verified="true"]`, chromedp.ByQuery))
 	// A lock with no reason is refused, and records nothing.
 	if status, code := b.postForm("/ui/locks", "tenant=globex&reason="); status != 400 || code != "malformed" {
 		t.Errorf("a lock without a reason: %d %q, want 400 malformed", status, code)
