@@ -75,6 +75,7 @@ var probes = map[string]probe{
 	"GET /v1/receipts/{index}":                          {method: "GET", path: "/v1/receipts/{receipt}", status: 200},
 	"GET /v1/ledger/checkpoint":                         {method: "GET", path: "/v1/ledger/checkpoint", status: 200},
 	"GET /v1/ledger/consistency":                        {method: "GET", path: "/v1/ledger/consistency?from=1&to=2", status: 200},
+	"GET /v1/ledger/admin":                              {method: "GET", path: "/v1/ledger/admin?limit=5", status: 200},
 	"POST /v1/admin/join-tokens":                        {method: "POST", path: "/v1/admin/join-tokens", body: `{"x":1}`, status: 400},
 	"GET /v1/enroll/ca":                                 {method: "GET", path: "/v1/enroll/ca", status: 200},
 	"POST /v1/enroll":                                   {method: "POST", path: "/v1/enroll", body: `{"token":"wj1.a.b.c"}`, status: 401},
@@ -97,6 +98,9 @@ var probes = map[string]probe{
 	"GET /ui/intents":                                   {method: "GET", path: "/ui/intents?tenant={tenant}", status: 200},
 	"GET /ui/intents/{id}":                              {method: "GET", path: "/ui/intents/{intent}", status: 200},
 	"GET /ui/ledger":                                    {method: "GET", path: "/ui/ledger", status: 200},
+	"GET /ui/audit":                                     {method: "GET", path: "/ui/audit", status: 200},
+	"POST /ui/locks":                                    {method: "POST", path: "/ui/locks", body: `{}`, status: 400},
+	"POST /ui/locks/{id}/delete":                        {method: "POST", path: "/ui/locks/lck-none/delete", status: 404},
 	"/ui/":                                              {method: "GET", path: "/ui/nope"},
 }
 

@@ -115,8 +115,10 @@ func (s *Server) handlePutPolicy(w http.ResponseWriter, r *http.Request) *apiErr
 	return s.PutPolicy(r.Context(), body)
 }
 
+// adminApply proposes an admin change, recorded in the ledger with the
+// context's actor.
 func (s *Server) adminApply(ctx context.Context, t fsm.MsgType, cmd any) *apiError {
-	res, err := s.apply(ctx, t, cmd)
+	res, err := s.applyAdminChange(ctx, t, cmd)
 	if err != nil {
 		return raftError(err)
 	}

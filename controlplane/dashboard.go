@@ -205,6 +205,8 @@ func relayedDashboardCommand(s *Server, t fsm.MsgType, raw []byte) (any, error) 
 		err := json.Unmarshal(raw, c)
 		c.At = s.now()
 		return c, err
+	case fsm.MsgAdmin:
+		return relayedAdminChange(s, raw)
 	}
 	return nil, fmt.Errorf("command %s is not relayed", t)
 }

@@ -175,7 +175,7 @@ func (b dashBackend) SetNodeStatus(ctx context.Context, id, action string) error
 	if status == "" {
 		return webError(refusal(protocol.CodeNotFound, "action must be drain, ready or revoke"))
 	}
-	res, err := b.s.applyAnywhere(ctx, fsm.MsgNodeStatus, fsm.NodeStatus{At: b.s.now(), Node: id, Status: status})
+	res, err := b.s.applyAdminAnywhere(ctx, fsm.MsgNodeStatus, fsm.NodeStatus{At: b.s.now(), Node: id, Status: status})
 	switch {
 	case err != nil:
 		return webError(raftError(err))

@@ -46,7 +46,7 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) (any,
 	now := s.now()
 	u := fsm.PutUser{ID: hex.EncodeToString(id), Hash: protocol.HashBytes(secret), Role: req.Role, Tenant: req.Tenant,
 		Approver: req.Approver, Outputs: req.Outputs, CreatedAt: now, ExpiresAt: now.Add(ttl)}
-	res, err := s.apply(r.Context(), fsm.MsgPutUser, u)
+	res, err := s.applyAdminChange(r.Context(), fsm.MsgPutUser, u)
 	if err != nil {
 		return nil, raftError(err)
 	}
@@ -58,7 +58,7 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) (any,
 }
 
 func (s *Server) handleDeleteToken(w http.ResponseWriter, r *http.Request) *apiError {
-	res, err := s.apply(r.Context(), fsm.MsgDeleteUser, fsm.DeleteUser{ID: r.PathValue("id")})
+	res, err := s.applyAdminChange(r.Context(), fsm.MsgDeleteUser, fsm.DeleteUser{ID: r.PathValue("id")})
 	if err != nil {
 		return raftError(err)
 	}

@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -143,9 +144,16 @@ func (s *Server) registerDev(ctx context.Context, c *DevCredentials, toolsDir st
 	secret, _ := base64.StdEncoding.DecodeString(c.Orchestrator.Secret)
 	pub, _ := base64.StdEncoding.DecodeString(c.Approver.Public)
 	echo := filepath.Join(toolsDir, "echo.wasm")
+	ctx = WithActor(ctx, ActorDev)
 	steps := []func() *apiError{
 		func() *apiError { return s.PutTenant(ctx, c.Tenant, 0) },
-		func() *apiError { return s.PutIntentKey(ctx, c.Tenant, c.Orchestrator.KeyID, secret) },
+		func() *apiError {
+			// Sealed anew it would be a change on the record at every start.
+			if have, ok := (intentKeys{s.fsm, s.keys}).IntentKey(c.Tenant, c.Orchestrator.KeyID); ok && bytes.Equal(have, secret) {
+				return nil
+			}
+			return s.PutIntentKey(ctx, c.Tenant, c.Orchestrator.KeyID, secret)
+		},
 		func() *apiError { return s.PutApproverKey(ctx, c.Tenant, c.Approver.KeyID, pub, c.Approver.Approver) },
 		func() *apiError { return s.PutTool(ctx, devTool("echo", echo, false)) },
 		func() *apiError { return s.PutTool(ctx, devTool("echo_approval", echo, true)) },

@@ -10,6 +10,7 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/writhq/writ/controlplane/internal/fsm"
 	"github.com/writhq/writ/ledger"
 	"github.com/writhq/writ/protocol"
 )
@@ -18,6 +19,7 @@ func (s *Server) ledgerRoutes(mux *routeMux) {
 	mux.HandleFunc("GET /v1/receipts/{index}", s.handleReceipt)
 	mux.HandleFunc("GET /v1/ledger/checkpoint", s.handleCheckpoint)
 	mux.HandleFunc("GET /v1/ledger/consistency", s.handleConsistency)
+	mux.HandleFunc("GET /v1/ledger/admin", s.handleAdminEntries)
 }
 
 func (s *Server) ledgerError(w http.ResponseWriter, err error) {
@@ -38,7 +40,10 @@ func (s *Server) ledgerError(w http.ResponseWriter, err error) {
 // outputs grant when the receipt carries a tool's output), an admin token, or
 // a dashboard session that may view the tenant. A signed read or an auditor
 // of another tenant is answered not_found, as for an index that does not
-// exist; a dashboard session sees other tenants' leaves as hashes.
+// exist; a dashboard session sees other tenants' leaves as hashes. An admin
+// entry (writ.admin/v1) goes only to the admin, an admin's session and the
+// auditors who see its tenant (an auditor of all, for one that names no
+// tenant); anyone else gets its hash.
 func (s *Server) handleReceipt(w http.ResponseWriter, r *http.Request) {
 	c, aerr := s.callerOf(r)
 	if aerr != nil {
@@ -61,6 +66,10 @@ func (s *Server) handleReceipt(w http.ResponseWriter, r *http.Request) {
 			s.ledgerError(w, fmt.Errorf("receipt %d does not decode: %w", i, err))
 			return
 		}
+	}
+	if head.Type == protocol.AdminEntryType {
+		s.adminEntry(w, c, head, rp)
+		return
 	}
 	switch c.kind {
 	case callerAdmin:
@@ -90,8 +99,23 @@ func (s *Server) handleReceipt(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, rp)
 }
 
+// adminEntry answers GET /v1/receipts/{index} for an admin entry.
+func (s *Server) adminEntry(w http.ResponseWriter, c caller, head receiptHead, rp *ledger.ReceiptProof) {
+	switch {
+	case c.kind == callerAdmin,
+		c.kind == callerAuditor && c.sees(head.Tenant),
+		c.kind == callerSession && c.principal.Role == fsm.RoleAdmin:
+		writeJSON(w, http.StatusOK, rp)
+	case c.kind == callerAuditor:
+		writeError(w, protocol.CodeNotFound, "no receipt "+strconv.FormatInt(rp.Index, 10))
+	default:
+		s.publicReceipt(w, rp)
+	}
+}
+
 // receiptHead is what access to a receipt depends on.
 type receiptHead struct {
+	Type   string `json:"type"`
 	Tenant string `json:"tenant"`
 	Result *struct {
 		Output string `json:"output"`

@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"net/http"
@@ -79,28 +80,41 @@ func (s *Server) handleCreateLock(w http.ResponseWriter, r *http.Request) (any, 
 	if aerr != nil {
 		return nil, aerr
 	}
+	l, aerr := s.createLock(r.Context(), q, s.applyAdminChange)
+	if aerr != nil {
+		return nil, aerr
+	}
+	return protocol.LockResponse{Lock: lockView(l)}, nil
+}
+
+// createLock makes a checked lock through apply (on the leader, or relayed
+// from the dashboard of any server), recorded with the context's actor.
+func (s *Server) createLock(ctx context.Context, q protocol.LockRequest, apply func(context.Context, fsm.MsgType, any) (fsm.Result, error)) (fsm.Lock, *apiError) {
+	if aerr := checkLock(q); aerr != nil {
+		return fsm.Lock{}, aerr
+	}
 	now := s.now()
 	l := fsm.Lock{ID: "lck-" + rand.Text()[:16], Tenant: q.Tenant, Principal: q.Principal, Tool: q.Tool, Node: q.Node,
-		Reason: q.Reason, By: "the admin"}
+		Reason: q.Reason, By: actorOf(ctx)}
 	if q.TTLSeconds > 0 {
 		l.ExpiresAt = now.Add(time.Duration(q.TTLSeconds) * time.Second)
 	}
-	res, err := s.apply(r.Context(), fsm.MsgPutLock, fsm.PutLock{At: now, Lock: l})
+	res, err := apply(ctx, fsm.MsgPutLock, fsm.PutLock{At: now, Lock: l})
 	if err != nil {
-		return nil, raftError(err)
+		return fsm.Lock{}, raftError(err)
 	}
 	if res.Err != nil {
-		return nil, refusal(res.Err.Code, res.Err.Message)
+		return fsm.Lock{}, refusal(res.Err.Code, res.Err.Message)
 	}
 	s.log.Warn("lock created", "lock", l.ID, "tenant", l.Tenant, "principal", l.Principal, "tool", l.Tool, "node", l.Node,
-		"expires_at", l.ExpiresAt, "reason", l.Reason)
+		"expires_at", l.ExpiresAt, "reason", l.Reason, "by", l.By)
 	for _, have := range s.fsm.Locks() {
 		if have.ID == l.ID {
-			return protocol.LockResponse{Lock: lockView(have)}, nil
+			return have, nil
 		}
 	}
 	l.CreatedAt = now
-	return protocol.LockResponse{Lock: lockView(l)}, nil
+	return l, nil
 }
 
 func (s *Server) handleListLocks(w http.ResponseWriter, r *http.Request) (any, *apiError) {
@@ -112,16 +126,23 @@ func (s *Server) handleListLocks(w http.ResponseWriter, r *http.Request) (any, *
 }
 
 func (s *Server) handleDeleteLock(w http.ResponseWriter, r *http.Request) (any, *apiError) {
-	id := r.PathValue("id")
-	res, err := s.apply(r.Context(), fsm.MsgDeleteLock, fsm.DeleteLock{At: s.now(), ID: id})
+	if aerr := s.deleteLock(r.Context(), r.PathValue("id"), s.applyAdminChange); aerr != nil {
+		return nil, aerr
+	}
+	return map[string]bool{"ok": true}, nil
+}
+
+// deleteLock removes a lock through apply, recorded with the context's actor.
+func (s *Server) deleteLock(ctx context.Context, id string, apply func(context.Context, fsm.MsgType, any) (fsm.Result, error)) *apiError {
+	res, err := apply(ctx, fsm.MsgDeleteLock, fsm.DeleteLock{At: s.now(), ID: id})
 	if err != nil {
-		return nil, raftError(err)
+		return raftError(err)
 	}
 	if res.Err != nil {
-		return nil, refusal(res.Err.Code, res.Err.Message)
+		return refusal(res.Err.Code, res.Err.Message)
 	}
-	s.log.Warn("lock deleted", "lock", id)
-	return map[string]bool{"ok": true}, nil
+	s.log.Warn("lock deleted", "lock", id, "by", actorOf(ctx))
+	return nil
 }
 
 // plainText reports whether v is 1 to max bytes of UTF-8 without control

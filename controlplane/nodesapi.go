@@ -65,7 +65,7 @@ func (s *Server) adminJSON(h func(http.ResponseWriter, *http.Request) (any, *api
 			writeError(w, protocol.CodeUnauthorized, "an admin token is required")
 			return
 		}
-		v, aerr := h(w, r)
+		v, aerr := h(w, r.WithContext(WithActor(r.Context(), adminTokenActor(token))))
 		if aerr != nil {
 			writeError(w, aerr.code, aerr.msg)
 			return

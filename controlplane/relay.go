@@ -22,7 +22,10 @@ import (
 // which accepts only these commands and only from a server certificate.
 var relayable = map[fsm.MsgType]bool{fsm.MsgNodeSession: true, fsm.MsgResult: true, fsm.MsgPutOutput: true, fsm.MsgAbandon: true,
 	// The dashboard's sessions and node actions (dashboard.go), taken by any server.
-	fsm.MsgOpenSession: true, fsm.MsgCloseSession: true, fsm.MsgNodeStatus: true}
+	fsm.MsgOpenSession: true, fsm.MsgCloseSession: true, fsm.MsgNodeStatus: true,
+	// The dashboard's admin changes (node actions, locks), on the record;
+	// relayedAdminChange takes only those.
+	fsm.MsgAdmin: true}
 
 type relayBody struct {
 	Type uint8           `json:"type"`

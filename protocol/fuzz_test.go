@@ -294,3 +294,40 @@ func FuzzResultMCP(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeAdminEntry: decoding never panics, and what decodes has a leaf
+// that decodes to the same leaf again and is never a receipt.
+func FuzzDecodeAdminEntry(f *testing.F) {
+	f.Add([]byte(`{"type":"writ.admin/v1","index":4,"actor":"dev","action":"tool.put","object":"echo","after":"sha256:0000000000000000000000000000000000000000000000000000000000000000","recorded_at":"2026-11-22T10:00:00Z"}`))
+	if b, err := os.ReadFile(filepath.Join("testdata", "admin_v1.json")); err == nil {
+		var v adminVectors
+		if json.Unmarshal(b, &v) == nil {
+			for _, c := range v.Cases {
+				f.Add([]byte(c.JSON))
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		a, err := protocol.DecodeAdminEntry(raw, 0)
+		if err != nil {
+			if protocol.CodeOf(err) == "" {
+				t.Fatalf("error without a code: %v", err)
+			}
+			return
+		}
+		leaf, err := a.Leaf()
+		if err != nil {
+			t.Fatalf("decoded entry has no leaf: %v", err)
+		}
+		back, err := protocol.DecodeAdminEntry(leaf, 0)
+		if err != nil {
+			t.Fatalf("leaf does not decode: %v", err)
+		}
+		if again, _ := back.Leaf(); string(again) != string(leaf) {
+			t.Fatalf("leaf not stable:\n%s\n%s", leaf, again)
+		}
+		if _, err := protocol.DecodeReceipt(leaf, 0); err == nil {
+			t.Fatalf("an admin entry decodes as a receipt: %s", leaf)
+		}
+	})
+}

@@ -198,3 +198,41 @@ type Checkpoint struct {
 	Note        string // the signed note text
 	VerifierKey string
 }
+
+// Admin is the optional part of a Backend that keeps the admin record and
+// the locks; without it the dashboard has no audit page. Every change is
+// made for the principal in ctx (WithPrincipal), which the record names.
+type Admin interface {
+	// AdminEntries returns the newest admin entries the control plane
+	// recorded, newest first: at most limit, below the ledger index before
+	// (0: from the newest).
+	AdminEntries(before uint64, limit int) []AdminEntry
+	// Locks returns the locks in force, by id.
+	Locks() []Lock
+	// CreateLock makes a lock; bad input is an *Error with code malformed.
+	CreateLock(ctx context.Context, req LockRequest) (Lock, error)
+	// DeleteLock removes a lock; an id that names none is an *Error with
+	// code not_found.
+	DeleteLock(ctx context.Context, id string) error
+}
+
+// AdminEntry is one admin change on the record (protocol.AdminEntry).
+type AdminEntry struct {
+	Index                                        uint64
+	RecordedAt                                   time.Time
+	Actor, Action, Object, Tenant, Before, After string
+}
+
+// Lock is a lock in force. ExpiresAt is zero for one that holds until it
+// is deleted.
+type Lock struct {
+	ID, Tenant, Principal, Tool, Node, Reason string
+	CreatedAt, ExpiresAt                      time.Time
+}
+
+// LockRequest is a lock to make: at least one of Tenant, Principal, Tool
+// and Node, a reason, and a TTL (0: until deleted).
+type LockRequest struct {
+	Tenant, Principal, Tool, Node, Reason string
+	TTL                                   time.Duration
+}

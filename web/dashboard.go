@@ -16,6 +16,7 @@ type Dashboard struct {
 	cfg   Config
 	log   *slog.Logger
 	fleet Fleet // nil when the backend has no fleet
+	admin Admin // nil when the backend keeps no admin record
 	hub   *hub
 	pages *pages
 	mux   *http.ServeMux
@@ -37,6 +38,7 @@ func New(cfg Config) (*Dashboard, error) {
 		d.log = slog.Default()
 	}
 	d.fleet, _ = cfg.Backend.(Fleet)
+	d.admin, _ = cfg.Backend.(Admin)
 	d.hub = newHub(cfg.Backend, cfg.EventBuffer, cfg.SendQueue, cfg.Changes, cfg.IdleAfter)
 	d.mux = http.NewServeMux()
 	d.routes()
@@ -84,6 +86,9 @@ func (d *Dashboard) routes() {
 	mux.HandleFunc("GET /ui/intents", d.page(pageIntents))
 	mux.HandleFunc("GET /ui/intents/{id}", d.page(pageIntent))
 	mux.HandleFunc("GET /ui/ledger", d.page(pageLedger))
+	mux.HandleFunc("GET /ui/audit", d.page(pageAudit))
+	mux.HandleFunc("POST /ui/locks", d.handleCreateLock)
+	mux.HandleFunc("POST /ui/locks/{id}/delete", d.handleDeleteLock)
 	mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, protocol.CodeNotFound, "no such page")
 	})

@@ -27,6 +27,7 @@ func (d *Dashboard) page(name string) http.HandlerFunc {
 	fill := map[string]pageFunc{
 		pageOverview: d.overviewPage, pageFleet: d.fleetPage, pageNode: d.nodePage, pageApprovals: d.approvalsPage,
 		pageIntents: d.intentsPage, pageIntent: d.intentPage, pageLedger: d.ledgerPage,
+		pageAudit: d.auditPage,
 	}[name]
 	return func(w http.ResponseWriter, r *http.Request) {
 		secret, p, ok := d.session(r)
@@ -56,6 +57,7 @@ func (d *Dashboard) can(p Principal) map[string]bool {
 		"intents":   b.Allowed(p, "view", "intents", p.Tenant, ""),
 		"approvals": b.Allowed(p, "view", "approvals", p.Tenant, ""),
 		"ledger":    b.Allowed(p, "view", "ledger", "", ""),
+		"audit":     d.admin != nil && b.Allowed(p, "manage", "audit", "", ""),
 	}
 }
 

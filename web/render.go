@@ -58,7 +58,14 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprint(*p)
 	},
-	"add": func(a, b int) int { return a + b },
+	"add":      func(a, b int) int { return a + b },
+	"auditurl": auditLink,
+	"short": func(h string) string {
+		if len(h) > len("sha256:")+12 {
+			return h[:len("sha256:")+12] + "…"
+		}
+		return h
+	},
 }
 
 func parsePages() (*pages, error) {

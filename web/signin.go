@@ -93,7 +93,7 @@ func (d *Dashboard) handleNodeAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	if err := d.fleet.SetNodeStatus(r.Context(), id, action); err != nil {
+	if err := d.fleet.SetNodeStatus(WithPrincipal(r.Context(), p), id, action); err != nil {
 		var e *Error
 		if errors.As(err, &e) {
 			writeJSONError(w, e.Status, e.Code, e.Message)

@@ -3,7 +3,6 @@ package main_test
 import (
 	"bufio"
 	"encoding/json"
-	"github.com/writhq/writ/protocol"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/writhq/writ/protocol"
 )
 
 // cluster is one `writ server` over TLS taking node sessions, with a tenant,

@@ -452,7 +452,8 @@ func final(state string) bool {
 }
 
 // receiptsByIntent reads every receipt of server i's ledger once a checkpoint
-// covers at least size receipts, and returns the receipts of each intent.
+// covers at least size leaves, and returns the receipts of each intent (the
+// admin entries among the leaves are left out).
 func (c *testCluster) receiptsByIntent(i int, size uint64) map[string][]protocol.Receipt {
 	c.t.Helper()
 	cl := c.client(i)
@@ -503,7 +504,9 @@ func (c *testCluster) receiptsByIntent(i int, size uint64) map[string][]protocol
 	}
 	by := map[string][]protocol.Receipt{}
 	for _, r := range receipts {
-		by[r.IntentID] = append(by[r.IntentID], r)
+		if r.Type == protocol.ReceiptType { // not an admin entry
+			by[r.IntentID] = append(by[r.IntentID], r)
+		}
 	}
 	return by
 }

@@ -2,8 +2,12 @@ package main_test
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -14,7 +18,9 @@ import (
 // TestClusterDashboardSessions signs in to the dashboard on a follower of a
 // 3-server cluster over TLS, uses the session on the other follower, signs
 // out there, and finds the session ended on the first: tokens and sessions
-// are replicated, and a follower's dashboard writes reach the leader.
+// are replicated, and a follower's dashboard writes reach the leader. An
+// admin's lock made on a follower's dashboard is on the record, the same
+// leaf on every server.
 func TestClusterDashboardSessions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("not in -short: three writ servers")
@@ -73,6 +79,10 @@ func TestClusterDashboardSessions(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("the session on the other follower: %d", status)
 	}
+	// An admin's lock made on a follower's dashboard is relayed to the
+	// leader and on the record, the same leaf on every server.
+	lockOnFollower(t, c, f[1], base(f[1]), hc)
+
 	// Sign out on the other follower, with the session's CSRF token.
 	req, _ := http.NewRequest("GET", base(f[1])+"/ui/intents", nil)
 	req.Header.Set("Cookie", "__Host-writ_session="+cookie.Value)
@@ -96,4 +106,69 @@ func TestClusterDashboardSessions(t *testing.T) {
 		}
 	}
 	t.Fatalf("signed out, the session still shows pages on %s: %d", c.srv[f[0]].id, status)
+}
+
+// lockOnFollower signs the admin in on server i (a follower), makes a lock
+// from its Audit page, and checks that the leader lists its admin entry,
+// by the admin's session, and that every server holds the same leaf.
+func lockOnFollower(t *testing.T, c *testCluster, i int, base string, hc *http.Client) {
+	t.Helper()
+	post := func(path, cookie string, form url.Values) *http.Response {
+		req, _ := http.NewRequest("POST", base+path, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", base)
+		if cookie != "" {
+			req.Header.Set("Cookie", "__Host-writ_session="+cookie)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	signIn := post("/ui/signin", "", url.Values{"token": {c.token}})
+	if signIn.StatusCode != http.StatusSeeOther || len(signIn.Cookies()) == 0 {
+		t.Fatalf("the admin's sign-in on %s: %d", c.srv[i].id, signIn.StatusCode)
+	}
+	cookie := signIn.Cookies()[0].Value
+	m := hmac.New(sha256.New, []byte(cookie))
+	m.Write([]byte("writ dashboard csrf"))
+	csrf := base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+	if resp := post("/ui/locks", cookie, url.Values{"csrf": {csrf}, "tool": {"echo"}, "ttl": {"10m"}, "reason": {"made on a follower"}}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("a lock on follower %s: %d", c.srv[i].id, resp.StatusCode)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	entries, err := c.client(c.waitLeader(30*time.Second)).AdminEntries(ctx, 0, 1)
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("the leader's admin entries: %v %v", entries, err)
+	}
+	e := entries[0]
+	if e.Action != "lock.create" || e.Actor != "user:admin-token" || e.After == "" {
+		t.Fatalf("the newest admin entry: %+v, want the follower's lock by user:admin-token", e)
+	}
+	var leaves []string
+	for j := range c.srv {
+		var leaf string
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			raw, err := c.client(j).Receipt(ctx, e.Index)
+			var rp struct {
+				Receipt json.RawMessage `json:"receipt"`
+			}
+			if err == nil && json.Unmarshal(raw, &rp) == nil && len(rp.Receipt) > 0 {
+				leaf = string(rp.Receipt)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s does not prove admin entry %d: %v", c.srv[j].id, e.Index, err)
+			}
+		}
+		leaves = append(leaves, leaf)
+	}
+	for j := 1; j < len(leaves); j++ {
+		if leaves[j] != leaves[0] {
+			t.Errorf("admin entry %d differs between %s and %s:\n%s\n%s", e.Index, c.srv[0].id, c.srv[j].id, leaves[0], leaves[j])
+		}
+	}
 }

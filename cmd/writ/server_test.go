@@ -104,7 +104,8 @@ func TestServerOverTLS(t *testing.T) {
 		"--principal", "bot", "--run", "r", "--tool", "echo", "--params", `{}`)
 	got, code := run(t, intent, "intent", "submit", "--server", server, "--ca", s.ca)
 	// Recorded over TLS; no node is enrolled here (agent_test.go has them).
-	if code != 1 || !strings.Contains(got, `"no_eligible_node"`) || !strings.Contains(got, `"receipt_index":0`) {
+	// The four admin changes above are the ledger's entries 0-3.
+	if code != 1 || !strings.Contains(got, `"no_eligible_node"`) || !strings.Contains(got, `"receipt_index":4`) {
 		t.Fatalf("submit over TLS: %q exit %d", got, code)
 	}
 	// Without the cluster CA the server is not trusted; plain HTTP gets nothing.

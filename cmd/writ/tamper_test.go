@@ -41,7 +41,14 @@ func TestServerRefusesTamperedLedger(t *testing.T) {
 			t.Fatalf("submit: %q exit %d", out, code)
 		}
 	}
-	waitCheckpoint(t, addr, 3)
+	// writ dev's own setup is on the record before the receipts.
+	out, code := run(t, "", "ledger", "admin", "--server", "http://"+addr, "--token-file", filepath.Join(dir, "admin.token"))
+	var admin struct{ Entries []json.RawMessage }
+	if code != 0 || json.Unmarshal([]byte(out), &admin) != nil || len(admin.Entries) == 0 {
+		t.Fatalf("ledger admin: %q exit %d", out, code)
+	}
+	size := int64(len(admin.Entries)) + 3
+	waitCheckpoint(t, addr, size)
 	stopWritDev(t, dev)
 
 	ledgerDir := filepath.Join(dir, "ledger")
@@ -113,7 +120,7 @@ func TestServerRefusesTamperedLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	dev = startWritDev(t, dir, addr, raftAddr)
-	waitCheckpoint(t, addr, 3) // published anew over the rebuilt receipts
+	waitCheckpoint(t, addr, size) // published anew over the rebuilt receipts
 	stopWritDev(t, dev)
 	if got, _ := os.ReadFile(filepath.Join(ledgerDir, "leaves.dat")); !bytes.Equal(got, leaves) {
 		t.Fatalf("rebuilt leaves.dat differs from the one before the crash:\n%q\n%q", got, leaves)

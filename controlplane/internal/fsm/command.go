@@ -78,6 +78,8 @@ func (t MsgType) String() string {
 		return "put_lock"
 	case MsgDeleteLock:
 		return "delete_lock"
+	case MsgAdmin:
+		return "admin"
 	case MsgPutUser, MsgDeleteUser, MsgOpenSession, MsgCloseSession:
 		return userMsgName(t)
 	}

@@ -279,6 +279,10 @@ func (f *FSM) apply(index uint64, t MsgType, data []byte) (res Result, changed [
 		var c DeleteLock
 		decode(&c)
 		return f.applyDeleteLock(index, &c)
+	case MsgAdmin:
+		var c AdminCmd
+		decode(&c)
+		return f.applyAdmin(index, &c)
 	case MsgPutOutput:
 		var c PutOutput
 		decode(&c)

@@ -1,8 +1,9 @@
 package fsm
 
 import (
-	"github.com/go-json-experiment/json/jsontext"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/writhq/writ/protocol"
 )
@@ -53,6 +54,9 @@ type State struct {
 	// index. Checkpoints counts the checkpoints installed.
 	Receipts    uint64 `json:"receipts"`
 	Checkpoints uint64 `json:"checkpoints"`
+	// Admin are the ledger indexes of the newest admin entries (admin.go),
+	// oldest first: at most MaxAdminEntries.
+	Admin []uint64 `json:"admin,omitzero"`
 
 	// Nodes are the enrolled node agents, by id; JoinTokens the unused
 	// enrollment tokens, by id.

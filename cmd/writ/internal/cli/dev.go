@@ -263,7 +263,7 @@ func startDevAgent(ctx context.Context, s *controlplane.Server, dir, toolsDir st
 	agentDir := filepath.Join(dir, "agent")
 	token := ""
 	if _, err := nodeagent.LoadIdentity(agentDir); errors.Is(err, nodeagent.ErrNotEnrolled) {
-		tok, aerr := s.CreateJoinToken(ctx, map[string]string{"dev": "true"}, 10*time.Minute)
+		tok, aerr := s.CreateJoinToken(controlplane.WithActor(ctx, controlplane.ActorDev), map[string]string{"dev": "true"}, 10*time.Minute)
 		if aerr != nil {
 			return "", aerr
 		}

@@ -16,9 +16,9 @@ import (
 
 func newLedger(e *env) *cobra.Command {
 	var server string
-	cmd := &cobra.Command{Use: "ledger", Short: "Export and watch a server's receipt ledger"}
+	cmd := &cobra.Command{Use: "ledger", Short: "Export and watch a server's receipt ledger, and list its admin entries"}
 	cmd.PersistentFlags().StringVar(&server, "server", defaultServer(), "the control plane's API address")
-	cmd.AddCommand(newLedgerExport(e, &server), newLedgerWatch(e, &server))
+	cmd.AddCommand(newLedgerExport(e, &server), newLedgerWatch(e, &server), newLedgerAdmin(e, &server))
 	return cmd
 }
 

@@ -78,13 +78,13 @@ var textCommands = []string{
 	"agent", "approval sign", "approval submit", "approval verify",
 	"bench admit", "bench e2e", "bench fleet", "bench fleet-server", "bench sandbox",
 	"dev", "intent cancel", "intent get", "intent list", "intent output", "intent sign", "intent submit", "intent verify",
-	"key add", "key add-approver", "key delete", "key delete-approver", "keygen",
+	"key add", "key add-approver", "key delete", "key delete-approver", "keygen", "ledger admin",
 	"lock create", "lock delete", "lock list",
 	"nodes drain", "nodes list", "nodes ready", "nodes revoke", "nodes show",
 	"operator migrate-log", "policy apply", "policy dry-run", "policy get", "policy history", "policy rollback",
 	"policy test", "policy validate", "receipt get", "run cancel", "server",
 	"session list", "session revoke", "tenant put", "token create", "token list", "token revoke",
-	"tool apply", "tool hash", "tool import-mcp", "tool init", "verify bundle", "verify receipt", "version",
+	"tool apply", "tool hash", "tool import-mcp", "tool init", "verify admin", "verify bundle", "verify receipt", "version",
 }
 
 // markTextCommands marks the textCommands under root; it panics on a name

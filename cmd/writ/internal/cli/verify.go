@@ -11,7 +11,7 @@ import (
 
 func newVerify(e *env) *cobra.Command {
 	cmd := &cobra.Command{Use: "verify", Short: "Verify receipts and ledger bundles offline, with only a public key"}
-	cmd.AddCommand(newVerifyReceipt(e), newVerifyBundle(e))
+	cmd.AddCommand(newVerifyReceipt(e), newVerifyAdmin(e), newVerifyBundle(e))
 	return cmd
 }
 
