@@ -19,7 +19,7 @@ const maxInterval = 50 * time.Millisecond
 
 // True polls cond until it returns true, and fails the test with "timed
 // out waiting for what" if it has not after Timeout. cond runs on the
-// calling goroutine and MUST NOT call t.FailNow.
+// calling goroutine, so it may itself fail the test.
 func True(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	Within(t, Timeout, what, cond)
