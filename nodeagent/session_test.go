@@ -39,8 +39,12 @@ func (r *fakeRunner) Handle(_ context.Context, raw []byte, servers protocol.Sign
 	return r.err
 }
 
-func (r *fakeRunner) Cancel(id string) { r.mu.Lock(); r.canceled = append(r.canceled, id); r.mu.Unlock() }
-func (r *fakeRunner) InFlight() int    { return 3 }
+func (r *fakeRunner) Cancel(id string) {
+	r.mu.Lock()
+	r.canceled = append(r.canceled, id)
+	r.mu.Unlock()
+}
+func (r *fakeRunner) InFlight() int { return 3 }
 
 func (r *fakeRunner) seen() ([][]byte, protocol.SignerKeys, []string) {
 	r.mu.Lock()
