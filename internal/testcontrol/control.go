@@ -150,3 +150,9 @@ func (c *Control) Enrolled(node string) (protocol.EnrollRequest, bool) {
 	r, ok := c.nodes[node]
 	return r, ok
 }
+
+// Certify issues node a client certificate for the key of a DER CSR, as
+// enrollment and renewal do; it returns the chain, leaf first.
+func (c *Control) Certify(node string, csr []byte, validity time.Duration) ([][]byte, error) {
+	return c.ca.signCSR(node, csr, validity)
+}
