@@ -167,18 +167,7 @@ func cases(t *testing.T) []verdictCase {
 	for name, flag := range cloneNew {
 		out = append(out, tc{"clone " + name, call{nr: unix.SYS_CLONE, arch: arch, args: [6]uint64{flag | uint64(unix.SIGCHLD)}}, errEPERM})
 	}
-	switch runtime.GOARCH {
-	case "amd64":
-		out = append(out,
-			tc{"aarch64 getpid", call{nr: unix.SYS_GETPID, arch: unix.AUDIT_ARCH_AARCH64}, kill},
-			// x32 shares AUDIT_ARCH_X86_64 and sets bit 30 of the number.
-			tc{"x32 getpid", call{nr: 0x40000000 | unix.SYS_GETPID, arch: arch}, kill},
-			tc{"x32 number past the table", call{nr: 0x7fffffff, arch: arch}, kill},
-			tc{"iopl", call{nr: unix.SYS_IOPL, arch: arch}, errEPERM},
-		)
-	case "arm64":
-		out = append(out, tc{"x86_64 getpid", call{nr: unix.SYS_GETPID, arch: unix.AUDIT_ARCH_X86_64}, kill})
-	}
+	out = append(out, archCases(arch)...)
 	return out
 }
 
