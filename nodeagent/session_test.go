@@ -233,3 +233,59 @@ func TestSessionEnds(t *testing.T) {
 		}
 	})
 }
+
+// logBuffer collects an agent's log lines for a test to search.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Write(p) }
+
+func (l *logBuffer) contains(s string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return bytes.Contains(l.b.Bytes(), []byte(s))
+}
+
+// TestSessionRefusesServer: an agent ends a session whose welcome carries
+// a signing key the pinned CA did not certify (and trusts no key of it),
+// and will not talk to a peer whose certificate does not name a server.
+func TestSessionRefusesServer(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		cfg     func(*testcontrol.Config)
+		why     string // in the agent's log
+		session bool   // the fake sees a hello
+	}{
+		{"key of another CA", func(c *testcontrol.Config) { c.UncertifiedKey = true }, "not certified by the cluster CA", true},
+		{"peer not a server", func(c *testcontrol.Config) { c.ServerRole = "node" }, "not a Writ server", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := testcontrol.DefaultConfig()
+			tc.cfg(&cfg)
+			fc := testcontrol.Start(t, cfg)
+			// Enrolled with the fake's CA, so the only fault is the one set.
+			id, dir := enroll(t, fc)
+			logs := &logBuffer{}
+			a, err := New(Options{Servers: []string{fc.Addr()}, DataDir: dir, Logger: slog.New(slog.NewTextHandler(logs, nil))},
+				id, &fakeRunner{}, &fakeBox{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			ended := make(chan struct{})
+			go func() { a.Run(ctx); close(ended) }()
+			defer func() { cancel(); <-ended }()
+			if tc.session {
+				fc.NextSession(t).Ended(t)
+			}
+			eventually.True(t, "the agent to log why it refused: "+tc.why, func() bool { return logs.contains(tc.why) })
+			if _, ok := a.keys.SignerKey(testcontrol.SigningKeyID); ok {
+				t.Fatal("a key of the refused server is trusted")
+			}
+		})
+	}
+}

@@ -75,13 +75,13 @@ func (a *authority) sign(role, id string, pub crypto.PublicKey, server bool, val
 }
 
 // serverCert is the TLS certificate the fake's HTTPS and QUIC listeners
-// present: writ://server/ID on 127.0.0.1.
-func (a *authority) serverCert(id string) (tls.Certificate, error) {
+// present: writ://ROLE/ID (a server's role is "server") on 127.0.0.1.
+func (a *authority) serverCert(role, id string) (tls.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return tls.Certificate{}, err
 	}
-	der, err := a.sign("server", id, key.Public(), true, time.Hour)
+	der, err := a.sign(role, id, key.Public(), true, time.Hour)
 	if err != nil {
 		return tls.Certificate{}, err
 	}

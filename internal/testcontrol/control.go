@@ -35,6 +35,11 @@ type Config struct {
 	Heartbeat time.Duration
 	// Renew makes sessions answer a renew frame with a certificate.
 	Renew bool
+	// Misbehaviours an agent must refuse. UncertifiedKey: the welcome's
+	// signing key is certified by another CA. ServerRole, if set, is the
+	// role the listeners' certificate names instead of "server".
+	UncertifiedKey bool
+	ServerRole     string
 }
 
 // DefaultConfig is a fake whose certificates last an hour, asking for a
@@ -90,10 +95,20 @@ func Start(t testing.TB, cfg Config) *Control {
 		t.Fatal(err)
 	}
 	c.signKey = priv
-	if c.keyCert, err = ca.sign("server", SigningKeyID, pub, false, time.Hour); err != nil {
+	keyCA := ca
+	if cfg.UncertifiedKey {
+		if keyCA, err = newAuthority(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.keyCert, err = keyCA.sign("server", SigningKeyID, pub, false, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	cert, err := ca.serverCert("fake")
+	role := cfg.ServerRole
+	if role == "" {
+		role = "server"
+	}
+	cert, err := ca.serverCert(role, "fake")
 	if err != nil {
 		t.Fatal(err)
 	}
