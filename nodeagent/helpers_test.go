@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/nodeagent/internal/store"
 	"github.com/writhq/writ/protocol"
 	"github.com/writhq/writ/sandbox"
@@ -294,12 +295,8 @@ func (h *harness) outbox() map[string]*protocol.Result {
 	return out
 }
 
-// waitFor polls cond for up to 20 s.
+// waitFor polls cond for up to eventually.Timeout.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
+	eventually.True(t, what, cond)
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/writhq/writ/internal/eventually"
 )
 
 // testServer serves a dashboard over a fake backend the way the control
@@ -150,19 +153,15 @@ func TestSlowClientIsDropped(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("publishing blocked on a slow client")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	eventually.NoError(t, "the slow subscriber to be dropped", func() error {
 		d.hub.mu.Lock()
 		n := len(d.hub.subs)
 		d.hub.mu.Unlock()
-		if n == 0 {
-			break
+		if n != 0 {
+			return fmt.Errorf("%d subscribers left; the slow one was not dropped", n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d subscribers left; the slow one was not dropped", n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestChangesNeverBlock(t *testing.T) {
@@ -182,12 +181,10 @@ func TestChangesNeverBlock(t *testing.T) {
 
 func waitSeq(t *testing.T, d *Dashboard, seq uint64) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if _, s := d.hub.position(); s >= seq {
-			return
-		}
-	}
-	t.Fatalf("the hub did not reach event %d", seq)
+	eventually.True(t, fmt.Sprintf("the hub to reach event %d", seq), func() bool {
+		_, s := d.hub.position()
+		return s >= seq
+	})
 }
 
 func itoa(n uint64) string { return url.QueryEscape(strings.TrimSpace(jsonNumber(n))) }
@@ -215,10 +212,7 @@ func TestHubIdlesUnwatched(t *testing.T) {
 		d.Changed(uint64(2+i), []Change{{"intent", "a1"}}, false)
 	}
 	// The hub is idle: the changes are taken and dropped, with one gap.
-	deadline := time.Now().Add(5 * time.Second)
-	for len(d.hub.in) > 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually.True(t, "the idle hub to take the changes", func() bool { return len(d.hub.in) == 0 })
 	time.Sleep(20 * time.Millisecond)
 	if got := fb.intentReads.Load(); got != reads {
 		t.Fatalf("an idle hub read the backend %d times", got-reads)

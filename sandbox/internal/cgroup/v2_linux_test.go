@@ -6,9 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/writhq/writ/internal/eventually"
 )
 
 // v2Mount returns where the unified (v2) hierarchy is mounted: the cgroup
@@ -116,13 +117,7 @@ func TestV2(t *testing.T) {
 	g.Kill() // cgroup.kill
 	born.killed(t)
 	moved.killed(t)
-	deadline := time.Now().Add(10 * time.Second)
-	for populated(t, dir) {
-		if time.Now().After(deadline) {
-			t.Fatal("cgroup.events still populated 10 s after cgroup.kill")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually.True(t, "cgroup.events to say not populated after cgroup.kill", func() bool { return !populated(t, dir) })
 
 	g.Close()
 	background.Wait()

@@ -2,11 +2,14 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/writhq/writ/internal/eventually"
 )
 
 func TestOffsetClock(t *testing.T) {
@@ -64,11 +67,12 @@ func TestOffsetClockWatch(t *testing.T) {
 	go c.watch(ctx, slog.New(slog.DiscardHandler))
 	waitOffset := func(want time.Duration) {
 		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); time.Duration(c.off.Load()) != want; time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("offset %s, want %s", time.Duration(c.off.Load()), want)
+		eventually.NoError(t, "the offset file to be read", func() error {
+			if got := time.Duration(c.off.Load()); got != want {
+				return fmt.Errorf("offset %s, want %s", got, want)
 			}
-		}
+			return nil
+		})
 	}
 	os.WriteFile(path, []byte("-45s"), 0o600)
 	waitOffset(-45 * time.Second)
