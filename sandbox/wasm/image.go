@@ -56,8 +56,8 @@ func prepareImage(bin []byte) *memoryImage {
 		p += 1 + n
 		body := reader{b: bin[p : p+int(size)]}
 		p += int(size)
-		if id != 0 && (int(id) >= len(seen) || seen[id]) {
-			return nil // unknown or repeated: wazero rejects it
+		if id != 0 && (int(id) >= len(seen) || seen[id] || dataStart >= 0) {
+			return nil // unknown, repeated or after the data section: invalid
 		}
 		seen[id] = true
 		switch id {
