@@ -17,7 +17,9 @@ import (
 
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/bwrap"
+	"github.com/writhq/writ/sandbox/internal/benchstat"
 	"github.com/writhq/writ/sandbox/runc"
+	"github.com/writhq/writ/sandbox/tools/echowasm"
 )
 
 // BenchConfig says what `writ bench sandbox` measures.
@@ -27,18 +29,35 @@ type BenchConfig struct {
 	N        int      // timed runs of each side
 	EchoWasm string   // the echo tool as a wasip1 module (wasm tier)
 	Echo     string   // the echo tool as a static host binary (command tiers)
+	// WasmVariants also measures the wasm tier with NoMemoryImage (wazero
+	// applying the echo module's data segments at every run) and with
+	// echowasm's module (no language runtime, no data: the tier's floor).
+	WasmVariants bool
 }
 
 // BenchResult is one tier's start-to-end time for the echo tool next to
 // its raw baseline, both medians of runs alternated in the same process.
+// CPU is the process's CPU time per run (user and system, every thread:
+// for the wasm tier, which runs in the process, the run itself; for the
+// command tiers only the parent's part, the child's is not counted).
 type BenchResult struct {
 	Tier     string        `json:"tier"`
+	Tool     string        `json:"tool"`
 	Baseline string        `json:"baseline"`
 	P50      time.Duration `json:"p50_ns"`
 	RawP50   time.Duration `json:"raw_p50_ns"`
 	Ratio    float64       `json:"ratio"`
+	CPU      time.Duration `json:"cpu_ns"`
+	RawCPU   time.Duration `json:"raw_cpu_ns"`
 	Error    string        `json:"error,omitempty"`
 }
+
+// Tools in BenchResult.Tool.
+const (
+	ToolEcho        = "echo"
+	ToolEchoNoImage = "echo, no memory image"
+	ToolFloor       = "echowasm"
+)
 
 const benchParams = `{"bench":"echo"}`
 
@@ -51,21 +70,50 @@ func Bench(ctx context.Context, bc BenchConfig) []BenchResult {
 	}
 	var out []BenchResult
 	for _, name := range names {
-		r := BenchResult{Tier: name}
-		raw, tier, cleanup, err := benchPair(ctx, bc, name, &r)
-		if err == nil {
-			r.P50, r.RawP50, err = alternate(raw, tier, bc.N)
-			r.Ratio = float64(r.P50) / float64(max(r.RawP50, 1))
+		out = append(out, benchOne(ctx, bc, name, ToolEcho))
+		if name == sandbox.TierWasm && bc.WasmVariants {
+			noImage := bc
+			noImage.Tiers.Wasm.NoMemoryImage = true
+			out = append(out, benchOne(ctx, noImage, name, ToolEchoNoImage))
+			out = append(out, benchFloor(ctx, bc))
 		}
-		if cleanup != nil {
-			cleanup()
-		}
-		if err != nil {
-			r.Error = err.Error()
-		}
-		out = append(out, r)
 	}
 	return out
+}
+
+// benchFloor measures the wasm tier with echowasm's module.
+func benchFloor(ctx context.Context, bc BenchConfig) BenchResult {
+	dir, err := os.MkdirTemp("", "writ-bench-floor-")
+	if err != nil {
+		return BenchResult{Tier: sandbox.TierWasm, Tool: ToolFloor, Error: err.Error()}
+	}
+	defer os.RemoveAll(dir)
+	bc.EchoWasm = filepath.Join(dir, "echowasm.wasm")
+	if err := os.WriteFile(bc.EchoWasm, echowasm.Module(), 0o600); err != nil {
+		return BenchResult{Tier: sandbox.TierWasm, Tool: ToolFloor, Error: err.Error()}
+	}
+	return benchOne(ctx, bc, sandbox.TierWasm, ToolFloor)
+}
+
+// benchOne measures one tier running one tool beside its raw baseline.
+func benchOne(ctx context.Context, bc BenchConfig, name, tool string) BenchResult {
+	r := BenchResult{Tier: name, Tool: tool}
+	raw, tier, cleanup, err := benchPair(ctx, bc, name, &r)
+	if err == nil {
+		var f []benchstat.Figures
+		f, err = benchstat.Alternate([]benchstat.Side{{Name: "raw", Run: raw}, {Name: name, Run: tier}}, 2, bc.N)
+		if err == nil {
+			r.RawP50, r.RawCPU, r.P50, r.CPU = f[0].P50, f[0].CPU, f[1].P50, f[1].CPU
+			r.Ratio = float64(r.P50) / float64(max(r.RawP50, 1))
+		}
+	}
+	if cleanup != nil {
+		cleanup()
+	}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	return r
 }
 
 // benchPair returns the raw baseline and the tier run for one tier.
@@ -185,33 +233,4 @@ func rawWazero(ctx context.Context, module string, prev func(), cleanup *func())
 		}
 		return err
 	}, nil
-}
-
-// alternate runs raw and tier n times each, alternately after a warm-up,
-// and returns the medians (tier, raw).
-func alternate(raw, tier func() error, n int) (time.Duration, time.Duration, error) {
-	for i := 0; i < 2; i++ {
-		if err := raw(); err != nil {
-			return 0, 0, err
-		}
-		if err := tier(); err != nil {
-			return 0, 0, err
-		}
-	}
-	var rs, ts []time.Duration
-	for i := 0; i < n; i++ {
-		start := time.Now()
-		if err := raw(); err != nil {
-			return 0, 0, err
-		}
-		rs = append(rs, time.Since(start))
-		start = time.Now()
-		if err := tier(); err != nil {
-			return 0, 0, err
-		}
-		ts = append(ts, time.Since(start))
-	}
-	slices.Sort(rs)
-	slices.Sort(ts)
-	return ts[len(ts)/2], rs[len(rs)/2], nil
 }
