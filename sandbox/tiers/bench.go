@@ -70,50 +70,74 @@ func Bench(ctx context.Context, bc BenchConfig) []BenchResult {
 	}
 	var out []BenchResult
 	for _, name := range names {
-		out = append(out, benchOne(ctx, bc, name, ToolEcho))
+		group := []benchVariant{{ToolEcho, bc}}
 		if name == sandbox.TierWasm && bc.WasmVariants {
 			noImage := bc
 			noImage.Tiers.Wasm.NoMemoryImage = true
-			out = append(out, benchOne(ctx, noImage, name, ToolEchoNoImage))
-			out = append(out, benchFloor(ctx, bc))
+			floor := bc
+			floor.EchoWasm = ""
+			group = append(group, benchVariant{ToolEchoNoImage, noImage}, benchVariant{ToolFloor, floor})
 		}
+		out = append(out, benchGroup(ctx, name, group)...)
 	}
 	return out
 }
 
-// benchFloor measures the wasm tier with echowasm's module.
-func benchFloor(ctx context.Context, bc BenchConfig) BenchResult {
-	dir, err := os.MkdirTemp("", "writ-bench-floor-")
-	if err != nil {
-		return BenchResult{Tier: sandbox.TierWasm, Tool: ToolFloor, Error: err.Error()}
-	}
-	defer os.RemoveAll(dir)
-	bc.EchoWasm = filepath.Join(dir, "echowasm.wasm")
-	if err := os.WriteFile(bc.EchoWasm, echowasm.Module(), 0o600); err != nil {
-		return BenchResult{Tier: sandbox.TierWasm, Tool: ToolFloor, Error: err.Error()}
-	}
-	return benchOne(ctx, bc, sandbox.TierWasm, ToolFloor)
+// benchVariant is one tool, or one configuration, measured in a tier.
+type benchVariant struct {
+	tool string
+	bc   BenchConfig // EchoWasm "" (with ToolFloor): echowasm's module
 }
 
-// benchOne measures one tier running one tool beside its raw baseline.
-func benchOne(ctx context.Context, bc BenchConfig, name, tool string) BenchResult {
-	r := BenchResult{Tier: name, Tool: tool}
-	raw, tier, cleanup, err := benchPair(ctx, bc, name, &r)
-	if err == nil {
-		var f []benchstat.Figures
-		f, err = benchstat.Alternate([]benchstat.Side{{Name: "raw", Run: raw}, {Name: name, Run: tier}}, 2, bc.N)
-		if err == nil {
-			r.RawP50, r.RawCPU, r.P50, r.CPU = f[0].P50, f[0].CPU, f[1].P50, f[1].CPU
-			r.Ratio = float64(r.P50) / float64(max(r.RawP50, 1))
+// benchGroup measures the variants of one tier in the same rounds, each
+// beside its raw baseline: variant by variant, the baseline and then the
+// tier, so that their figures come from the same moments of the run.
+func benchGroup(ctx context.Context, name string, group []benchVariant) []BenchResult {
+	out := make([]BenchResult, len(group))
+	var sides []benchstat.Side
+	var at []int // out's index of each pair of sides
+	for i, v := range group {
+		out[i] = BenchResult{Tier: name, Tool: v.tool}
+		bc := v.bc
+		if v.tool == ToolFloor {
+			dir, err := os.MkdirTemp("", "writ-bench-floor-")
+			if err != nil {
+				out[i].Error = err.Error()
+				continue
+			}
+			defer os.RemoveAll(dir)
+			bc.EchoWasm = filepath.Join(dir, "echowasm.wasm")
+			if err := os.WriteFile(bc.EchoWasm, echowasm.Module(), 0o600); err != nil {
+				out[i].Error = err.Error()
+				continue
+			}
 		}
+		raw, tier, cleanup, err := benchPair(ctx, bc, name, &out[i])
+		if cleanup != nil {
+			defer cleanup()
+		}
+		if err != nil {
+			out[i].Error = err.Error()
+			continue
+		}
+		sides = append(sides, benchstat.Side{Name: "raw " + v.tool, Run: raw}, benchstat.Side{Name: name + " " + v.tool, Run: tier})
+		at = append(at, i)
 	}
-	if cleanup != nil {
-		cleanup()
+	if len(sides) == 0 {
+		return out
 	}
-	if err != nil {
-		r.Error = err.Error()
+	f, err := benchstat.Alternate(sides, 2, group[0].bc.N)
+	for k, i := range at {
+		r := &out[i]
+		if err != nil {
+			r.Error = err.Error()
+			continue
+		}
+		raw, tier := f[2*k], f[2*k+1]
+		r.RawP50, r.RawCPU, r.P50, r.CPU = raw.P50, raw.CPU, tier.P50, tier.CPU
+		r.Ratio = float64(r.P50) / float64(max(r.RawP50, 1))
 	}
-	return r
+	return out
 }
 
 // benchPair returns the raw baseline and the tier run for one tier.
