@@ -89,8 +89,8 @@ func BenchmarkEcho(b *testing.B) {
 // the wasm tier with NoMemoryImage (wazero applies the data segments at
 // every run) and through the tier, and reports each side's median wall
 // time and CPU per run: p50-us and cpu-us (the tier), data-p50-us and
-// data-cpu-us (NoMemoryImage), raw-p50-us and raw-cpu-us, and ratio (the
-// tier's p50 over raw's). Target: p50-us ≤ 200 for BenchmarkTiny; for
+// data-cpu-us (NoMemoryImage), raw-p50-us and raw-cpu-us, ratio (the
+// tier's p50 over raw's) and over-us (the difference). Target: p50-us ≤ 200 for BenchmarkTiny; for
 // BenchmarkEcho, p50-us ≤ 300 and cpu-us ≤ 250.
 func compare(b *testing.B, path, want, params string) {
 	ctx := context.Background()
@@ -163,4 +163,5 @@ func compare(b *testing.B, path, want, params string) {
 		b.ReportMetric(us(s.CPU), prefix+"cpu-us")
 	}
 	b.ReportMetric(float64(f[2].P50)/float64(max(f[0].P50, 1)), "ratio")
+	b.ReportMetric(us(f[2].P50-f[0].P50), "over-us")
 }
