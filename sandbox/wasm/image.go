@@ -267,7 +267,7 @@ func (r *reader) skipImports() bool {
 		return false
 	}
 	for range count {
-		if !r.name() || !r.name() {
+		if module, field := r.name(), r.name(); !module || !field {
 			return false
 		}
 		kind, ok := r.byte()
