@@ -9,8 +9,8 @@ import (
 // are applied, built once per module when it is compiled. wazero applies
 // data segments at every instantiation, decoding each segment's offset
 // expression again; a Go guest has thousands of segments (its linker
-// splits the data at every run of zeros), and applying them was a third of
-// the agent's CPU running the echo tool. The tier compiles the module
+// splits the data at every run of zeros), and applying them was 38 % of a
+// run's CPU for the echo tool (docs/performance.md). The tier compiles the module
 // without its active data segments and gives each run's memory a copy of
 // the image instead (runMemory.Allocate): one copy of the bytes, nothing
 // decoded. Each run still gets its own memory.
