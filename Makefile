@@ -20,8 +20,9 @@ STATICCHECK := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)
 # runsc is Debian 12's 0.0~20221219. systemd gives
 # systemd-analyze, which checks the agent's unit file; chromium runs the
 # dashboard's end-to-end test. iproute2's ip makes the fault suite's network
-# namespaces (not in Debian's minimal images).
-APT_PACKAGES := bubblewrap runc busybox-static systemd chromium runsc crun iproute2
+# namespaces (not in Debian's minimal images). wabt's wat2wasm checks that
+# the wasm floor module's text assembles to its committed binary.
+APT_PACKAGES := bubblewrap runc busybox-static systemd chromium runsc crun iproute2 wabt
 
 .PHONY: help deps build dev cluster cluster-down test test-short check fuzz bench clean screenshots rootfs vectors dist faults overload
 

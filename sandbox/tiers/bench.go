@@ -17,7 +17,9 @@ import (
 
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/bwrap"
+	"github.com/writhq/writ/sandbox/internal/benchstat"
 	"github.com/writhq/writ/sandbox/runc"
+	"github.com/writhq/writ/sandbox/tools/echowasm"
 )
 
 // BenchConfig says what `writ bench sandbox` measures.
@@ -27,18 +29,35 @@ type BenchConfig struct {
 	N        int      // timed runs of each side
 	EchoWasm string   // the echo tool as a wasip1 module (wasm tier)
 	Echo     string   // the echo tool as a static host binary (command tiers)
+	// WasmVariants also measures the wasm tier with NoMemoryImage (wazero
+	// applying the echo module's data segments at every run) and with
+	// echowasm's module (no language runtime, no data: the tier's floor).
+	WasmVariants bool
 }
 
 // BenchResult is one tier's start-to-end time for the echo tool next to
 // its raw baseline, both medians of runs alternated in the same process.
+// CPU is the process's CPU time per run (user and system, every thread:
+// for the wasm tier, which runs in the process, the run itself; for the
+// command tiers only the parent's part, the child's is not counted).
 type BenchResult struct {
 	Tier     string        `json:"tier"`
+	Tool     string        `json:"tool"`
 	Baseline string        `json:"baseline"`
 	P50      time.Duration `json:"p50_ns"`
 	RawP50   time.Duration `json:"raw_p50_ns"`
 	Ratio    float64       `json:"ratio"`
+	CPU      time.Duration `json:"cpu_ns"`
+	RawCPU   time.Duration `json:"raw_cpu_ns"`
 	Error    string        `json:"error,omitempty"`
 }
+
+// Tools in BenchResult.Tool.
+const (
+	ToolEcho        = "echo"
+	ToolEchoNoImage = "echo, no memory image"
+	ToolFloor       = "echowasm"
+)
 
 const benchParams = `{"bench":"echo"}`
 
@@ -51,19 +70,72 @@ func Bench(ctx context.Context, bc BenchConfig) []BenchResult {
 	}
 	var out []BenchResult
 	for _, name := range names {
-		r := BenchResult{Tier: name}
-		raw, tier, cleanup, err := benchPair(ctx, bc, name, &r)
-		if err == nil {
-			r.P50, r.RawP50, err = alternate(raw, tier, bc.N)
-			r.Ratio = float64(r.P50) / float64(max(r.RawP50, 1))
+		group := []benchVariant{{ToolEcho, bc}}
+		if name == sandbox.TierWasm && bc.WasmVariants {
+			noImage := bc
+			noImage.Tiers.Wasm.NoMemoryImage = true
+			floor := bc
+			floor.EchoWasm = ""
+			group = append(group, benchVariant{ToolEchoNoImage, noImage}, benchVariant{ToolFloor, floor})
 		}
+		out = append(out, benchGroup(ctx, name, group)...)
+	}
+	return out
+}
+
+// benchVariant is one tool, or one configuration, measured in a tier.
+type benchVariant struct {
+	tool string
+	bc   BenchConfig // EchoWasm "" (with ToolFloor): echowasm's module
+}
+
+// benchGroup measures the variants of one tier in the same rounds, each
+// beside its raw baseline: variant by variant, the baseline and then the
+// tier, so that their figures come from the same moments of the run.
+func benchGroup(ctx context.Context, name string, group []benchVariant) []BenchResult {
+	out := make([]BenchResult, len(group))
+	var sides []benchstat.Side
+	var at []int // out's index of each pair of sides
+	for i, v := range group {
+		out[i] = BenchResult{Tier: name, Tool: v.tool}
+		bc := v.bc
+		if v.tool == ToolFloor {
+			dir, err := os.MkdirTemp("", "writ-bench-floor-")
+			if err != nil {
+				out[i].Error = err.Error()
+				continue
+			}
+			defer os.RemoveAll(dir)
+			bc.EchoWasm = filepath.Join(dir, "echowasm.wasm")
+			if err := os.WriteFile(bc.EchoWasm, echowasm.Module(), 0o600); err != nil {
+				out[i].Error = err.Error()
+				continue
+			}
+		}
+		raw, tier, cleanup, err := benchPair(ctx, bc, name, &out[i])
 		if cleanup != nil {
-			cleanup()
+			defer cleanup()
 		}
 		if err != nil {
-			r.Error = err.Error()
+			out[i].Error = err.Error()
+			continue
 		}
-		out = append(out, r)
+		sides = append(sides, benchstat.Side{Name: "raw " + v.tool, Run: raw}, benchstat.Side{Name: name + " " + v.tool, Run: tier})
+		at = append(at, i)
+	}
+	if len(sides) == 0 {
+		return out
+	}
+	f, err := benchstat.Alternate(sides, 2, group[0].bc.N)
+	for k, i := range at {
+		r := &out[i]
+		if err != nil {
+			r.Error = err.Error()
+			continue
+		}
+		raw, tier := f[2*k], f[2*k+1]
+		r.RawP50, r.RawCPU, r.P50, r.CPU = raw.P50, raw.CPU, tier.P50, tier.CPU
+		r.Ratio = float64(r.P50) / float64(max(r.RawP50, 1))
 	}
 	return out
 }
@@ -185,33 +257,4 @@ func rawWazero(ctx context.Context, module string, prev func(), cleanup *func())
 		}
 		return err
 	}, nil
-}
-
-// alternate runs raw and tier n times each, alternately after a warm-up,
-// and returns the medians (tier, raw).
-func alternate(raw, tier func() error, n int) (time.Duration, time.Duration, error) {
-	for i := 0; i < 2; i++ {
-		if err := raw(); err != nil {
-			return 0, 0, err
-		}
-		if err := tier(); err != nil {
-			return 0, 0, err
-		}
-	}
-	var rs, ts []time.Duration
-	for i := 0; i < n; i++ {
-		start := time.Now()
-		if err := raw(); err != nil {
-			return 0, 0, err
-		}
-		rs = append(rs, time.Since(start))
-		start = time.Now()
-		if err := tier(); err != nil {
-			return 0, 0, err
-		}
-		ts = append(ts, time.Since(start))
-	}
-	slices.Sort(rs)
-	slices.Sort(ts)
-	return ts[len(ts)/2], rs[len(rs)/2], nil
 }

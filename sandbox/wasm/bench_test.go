@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -15,6 +16,8 @@ import (
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/internal/benchstat"
 	"github.com/writhq/writ/sandbox/sandboxtest"
+	"github.com/writhq/writ/sandbox/tools/echowasm"
+	"github.com/writhq/writ/sandbox/wasm"
 )
 
 // tinyModule is a hand-assembled WASI module whose _start writes "ok" to
@@ -64,18 +67,42 @@ func BenchmarkTiny(b *testing.B) {
 	compare(b, path, "ok", `{}`)
 }
 
+// BenchmarkFloor runs echowasm's module (testdata/echo.wat): an echo with
+// no language runtime and no data, the tier's floor.
+func BenchmarkFloor(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "echo.wasm")
+	if err := os.WriteFile(path, echowasm.Module(), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	compare(b, path, `{"a":1}`, `{"a":1}`)
+}
+
+// BenchmarkEcho runs the Go echo tool, whose memory image is 1.2 MB of
+// data in thousands of segments.
 func BenchmarkEcho(b *testing.B) {
 	path := sandboxtest.BuildTool(b, echoPackage, "wasip1", "wasm")
 	compare(b, path, `{"a":1}`, `{"a":1}`)
 }
 
-// compare runs the module through the wasm tier and through raw wazero
-// (same runtime configuration, same compilation cache, module compiled
-// once) and reports both medians. Target: p50-us ≤ 200 for BenchmarkTiny.
+// compare runs the module alternately through raw wazero (same runtime
+// configuration, same compilation cache, module compiled once), through
+// the wasm tier with NoMemoryImage (wazero applies the data segments at
+// every run) and through the tier, and reports each side's median wall
+// time and CPU per run: p50-us and cpu-us (the tier), data-p50-us and
+// data-cpu-us (NoMemoryImage), raw-p50-us and raw-cpu-us, ratio (the
+// tier's p50 over raw's) and over-us (the difference). Target: p50-us ≤ 200 for BenchmarkTiny; for
+// BenchmarkEcho, p50-us ≤ 300 and cpu-us ≤ 250.
 func compare(b *testing.B, path, want, params string) {
 	ctx := context.Background()
 	cacheDir := b.TempDir()
 	d := newDriver(b, cacheDir)
+	cfg := wasm.DefaultConfig()
+	cfg.CacheDir, cfg.NoMemoryImage = cacheDir, true
+	data, err := wasm.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer data.Close(ctx)
 	m := sandbox.Manifest{Name: "bench", Tier: sandbox.TierWasm, Module: path}
 	ws := b.TempDir()
 
@@ -111,12 +138,30 @@ func compare(b *testing.B, path, want, params string) {
 		}
 		return nil
 	}
-	tier := func() error {
-		out, err := d.Run(ctx, sandbox.Invocation{Manifest: m, Params: json.RawMessage(params), Workspace: ws})
-		if err == nil && (out.Status != sandbox.StatusOK || string(out.Output) != want) {
-			err = fmt.Errorf("status %s output %q reason %s", out.Status, out.Output, out.Reason)
+	tier := func(d *wasm.Driver) func() error {
+		return func() error {
+			out, err := d.Run(ctx, sandbox.Invocation{Manifest: m, Params: json.RawMessage(params), Workspace: ws})
+			if err == nil && (out.Status != sandbox.StatusOK || string(out.Output) != want) {
+				err = fmt.Errorf("status %s output %q reason %s", out.Status, out.Output, out.Reason)
+			}
+			return err
 		}
-		return err
 	}
-	benchstat.Compare(b, raw, tier)
+	b.ResetTimer()
+	f, err := benchstat.Alternate([]benchstat.Side{{Name: "raw", Run: raw}, {Name: "data", Run: tier(data)}, {Name: "tier", Run: tier(d)}}, 3, b.N)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+	for _, s := range f {
+		prefix := s.Name + "-"
+		if s.Name == "tier" {
+			prefix = ""
+		}
+		b.ReportMetric(us(s.P50), prefix+"p50-us")
+		b.ReportMetric(us(s.CPU), prefix+"cpu-us")
+	}
+	b.ReportMetric(float64(f[2].P50)/float64(max(f[0].P50, 1)), "ratio")
+	b.ReportMetric(us(f[2].P50-f[0].P50), "over-us")
 }

@@ -24,6 +24,11 @@ type Config struct {
 	// MaxModules bounds how many compiled modules are kept in memory per
 	// memory limit.
 	MaxModules int
+	// NoMemoryImage compiles modules as they are, so that wazero applies
+	// their data segments at every run, instead of starting each run's
+	// memory from a copy of the module's memory image (image.go). Slower;
+	// for comparison in benchmarks.
+	NoMemoryImage bool
 }
 
 // DefaultConfig caches under the user's cache directory.

@@ -173,7 +173,7 @@ func (d *Driver) RunGated(ctx context.Context, inv sandbox.Invocation, gate func
 		gate = nil
 	}
 	beforeInstantiate(m.Module)
-	out, gateErr := d.instantiate(ctx, eng, compiled.m, m, inv, stdin, disk, gate)
+	out, gateErr := d.instantiate(ctx, eng, compiled, m, inv, stdin, disk, gate)
 	if gateErr != nil {
 		return sandbox.Refuse(tier, gateErr)
 	}
@@ -191,7 +191,7 @@ var beforeInstantiate = func(module string) {}
 
 // instantiate runs the module: instantiates it, calls gate (when set; its
 // error is returned and nothing of the module runs), then its _start.
-func (d *Driver) instantiate(ctx context.Context, eng *engine, compiled wazero.CompiledModule,
+func (d *Driver) instantiate(ctx context.Context, eng *engine, compiled *cached,
 	m sandbox.Manifest, inv sandbox.Invocation, stdin []byte, disk *diskQuota, gate func() error) (sandbox.Outcome, error) {
 	out := sandbox.Outcome{Tier: d.Name(), ExitCode: -1}
 	wall := m.Limits.Timeout()
@@ -224,10 +224,10 @@ func (d *Driver) instantiate(ctx context.Context, eng *engine, compiled wazero.C
 	// Instantiated without running _start (WithStartFunctions()), which is
 	// called after the gate.
 	mc = mc.WithStartFunctions()
-	mem := d.memory.forRun()
+	mem := d.memory.forRun(compiled.image)
 	defer mem.release()
 	start := time.Now()
-	mod, err := eng.rt.InstantiateModule(experimental.WithMemoryAllocator(runCtx, mem), compiled, mc)
+	mod, err := eng.rt.InstantiateModule(experimental.WithMemoryAllocator(runCtx, mem), compiled.m, mc)
 	if err == nil && gate != nil {
 		waited := time.Now()
 		if gerr := gate(); gerr != nil {

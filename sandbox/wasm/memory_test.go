@@ -76,7 +76,7 @@ func TestPooledMemoryIsZeroed(t *testing.T) {
 
 func TestMemoryPool(t *testing.T) {
 	var p memoryPool
-	r := p.forRun()
+	r := p.forRun(nil)
 	lm := r.Allocate(65536, 4<<20)
 	first := lm.Reallocate(65536)
 	if len(first) != 65536 {
@@ -97,7 +97,7 @@ func TestMemoryPool(t *testing.T) {
 		t.Fatal("an allocation after release must still succeed (in the heap)")
 	}
 
-	r2 := p.forRun()
+	r2 := p.forRun(nil)
 	again := r2.Allocate(0, 4<<20).Reallocate(3 << 20)
 	if unsafe.SliceData(again) != unsafe.SliceData(first) {
 		t.Fatal("the released mapping was not reused")
@@ -110,7 +110,7 @@ func TestMemoryPool(t *testing.T) {
 	r2.release()
 
 	// A mapping touched beyond poolMaxUsed is unmapped, not kept.
-	r3 := p.forRun()
+	r3 := p.forRun(nil)
 	r3.Allocate(0, poolMaxUsed+65536).Reallocate(poolMaxUsed + 65536)
 	r3.release()
 	p.mu.Lock()

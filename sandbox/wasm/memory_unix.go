@@ -104,31 +104,45 @@ func (p *memoryPool) close() {
 // runMemory allocates one run's linear memories.
 type runMemory struct {
 	pool     *memoryPool
+	image    []byte // the module's memory image (image.go), copied into its memory
 	mu       sync.Mutex
 	mappings []*mapping
 	released bool
 }
 
-func (p *memoryPool) forRun() *runMemory { return &runMemory{pool: p} }
+// forRun returns the allocator of one run of a module whose memory image
+// is image (nil when it has none).
+func (p *memoryPool) forRun(image []byte) *runMemory { return &runMemory{pool: p, image: image} }
 
 // Allocate implements experimental.MemoryAllocator.
-func (r *runMemory) Allocate(capacity, max uint64) experimental.LinearMemory {
+// The module's one memory starts as a copy of its image, in memory that is
+// zero: a fresh mapping, or one the pool zeroed.
+func (r *runMemory) Allocate(capacity, maxBytes uint64) experimental.LinearMemory {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.released && max > 0 && max <= math.MaxInt {
-		m := r.pool.get(int(max))
+	image := r.image
+	r.image = nil
+	if uint64(len(image)) > maxBytes {
+		image = nil // cannot happen: prepareImage keeps it within the minimum
+	}
+	if !r.released && maxBytes > 0 && maxBytes <= math.MaxInt {
+		m := r.pool.get(int(maxBytes))
 		if m == nil {
-			b, err := unix.Mmap(-1, 0, int(max), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON|noReserve)
+			b, err := unix.Mmap(-1, 0, int(maxBytes), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON|noReserve)
 			if err == nil {
 				m = &mapping{mem: b}
 			}
 		}
 		if m != nil {
+			copy(m.mem, image)
+			m.used = uint64(len(image))
 			r.mappings = append(r.mappings, m)
 			return (*mappedMemory)(m)
 		}
 	}
-	return &heapMemory{buf: make([]byte, 0, min(capacity, max)), max: max}
+	h := &heapMemory{buf: make([]byte, len(image), min(max(capacity, uint64(len(image))), maxBytes)), max: maxBytes}
+	copy(h.buf, image)
+	return h
 }
 
 // release returns the run's mappings to the pool. No guest may run on

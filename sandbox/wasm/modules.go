@@ -27,7 +27,8 @@ type engine struct {
 // is about to instantiate it fails that run.
 type cached struct {
 	m        wazero.CompiledModule
-	hasStart bool // a start section: wasm runs its function while instantiating
+	image    []byte // its memory after its active data segments, or nil (image.go)
+	hasStart bool   // a start section: wasm runs its function while instantiating
 	sum      [32]byte
 	users    int
 	evicted  bool
@@ -102,7 +103,15 @@ func (d *Driver) module(ctx context.Context, e *engine, path string) (*cached, e
 	if c, ok := e.compiled[sum]; ok {
 		return use(c), nil
 	}
-	m, err := e.rt.CompileModule(ctx, bin)
+	// Compiled without its active data segments when it has a memory
+	// image: each run's memory starts as a copy of the image instead.
+	code, image := bin, []byte(nil)
+	if !d.cfg.NoMemoryImage {
+		if img := prepareImage(bin); img != nil {
+			code, image = img.bin, img.data
+		}
+	}
+	m, err := e.rt.CompileModule(ctx, code)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +125,7 @@ func (d *Driver) module(ctx context.Context, e *engine, path string) (*cached, e
 			break
 		}
 	}
-	c := &cached{m: m, hasStart: hasStartSection(bin), sum: sum}
+	c := &cached{m: m, image: image, hasStart: hasStartSection(bin), sum: sum}
 	e.compiled[sum] = c
 	return use(c), nil
 }

@@ -3,7 +3,8 @@
 // instruction, that copies standard input to standard output. It is what
 // `writ dev` runs when no echo.wasm was built beside the binary, so that a
 // binary made with `go install` works end to end, and it is the wasm tier's
-// floor in benchmarks (no language runtime to start).
+// floor in benchmarks (no language runtime to start). testdata/echo.wat is
+// its text, which wat2wasm assembles to the same bytes (TestText).
 package echowasm
 
 // The module's memory layout: two iovecs, two result words, and the buffer.

@@ -29,8 +29,12 @@ func newBenchSandbox(e *env) *cobra.Command {
 		Long: `Run the echo tool N times in each tier, alternating with its raw baseline in the
 same process: fork/exec of the echo binary (process), bwrap --ro-bind / / with the
 tier's namespaces (bwrap), runc run of the same bundle (runc), runsc run of the same bundle (gvisor), and a wazero
-instantiate and call of the same compiled module (wasm). Prints the medians and
-their ratio. A tier this host cannot run is reported with its reason.
+instantiate and call of the same compiled module (wasm). Prints the medians, their
+ratio and this process's CPU time per run of each (for the wasm tier, which runs in
+the process, the whole run). The wasm tier is measured three times: with the echo
+module, with the echo module and no memory image (wazero applying its data segments
+at every run), and with echowasm's module (no language runtime: the tier's floor).
+A tier this host cannot run is reported with its reason.
 The echo tool is bin/tools/echo and bin/tools/echo.wasm beside this binary
 (make build). The runc and gvisor tiers need --rootfs or --image.`,
 		Args: cobra.NoArgs,
@@ -57,18 +61,18 @@ The echo tool is bin/tools/echo and bin/tools/echo.wasm beside this binary
 				cfg.Runc.RootFS = "/nonexistent-rootfs-give---rootfs"
 			}
 			cfg.Gvisor.OCI.RootFS, cfg.Gvisor.OCI.Image = cfg.Runc.RootFS, cfg.Runc.Image
-			res := tiers.Bench(context.Background(), tiers.BenchConfig{Tiers: cfg, Names: names, N: n, Echo: echo, EchoWasm: echoWasm})
+			res := tiers.Bench(context.Background(), tiers.BenchConfig{Tiers: cfg, Names: names, N: n, Echo: echo, EchoWasm: echoWasm, WasmVariants: true})
 			if e.output == "json" {
 				return e.printJSON(res)
 			}
 			w := tabwriter.NewWriter(e.out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "tier\tp50\traw p50\tratio\tbaseline")
+			fmt.Fprintln(w, "tier\ttool\tp50\traw p50\tratio\tcpu\traw cpu\tbaseline")
 			for _, r := range res {
 				if r.Error != "" {
-					fmt.Fprintf(w, "%s\t-\t-\t-\tunavailable: %s\n", r.Tier, r.Error)
+					fmt.Fprintf(w, "%s\t%s\t-\t-\t-\t-\t-\tunavailable: %s\n", r.Tier, r.Tool, r.Error)
 					continue
 				}
-				fmt.Fprintf(w, "%s\t%v\t%v\t%.2f\t%s\n", r.Tier, r.P50, r.RawP50, r.Ratio, r.Baseline)
+				fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%.2f\t%v\t%v\t%s\n", r.Tier, r.Tool, r.P50, r.RawP50, r.Ratio, r.CPU, r.RawCPU, r.Baseline)
 			}
 			return w.Flush()
 		},
