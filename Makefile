@@ -67,8 +67,10 @@ cluster-down: ## stop the local cluster's agents and servers (state stays in .cl
 # CI fuzzes each target for a number of executions, not a duration: a
 # duration races Go's fuzzing coordinator on a loaded machine and fails with
 # "context deadline exceeded" when nothing was found (go.dev/issue/75804).
+# The largest packages (cmd/writ, sandbox/wasm) take 6-8 minutes under -race
+# on a loaded 2-core machine: -timeout 30m, not go test's default 10m.
 test: deps rootfs ## run every test, then each fuzz target for 30,000 executions (CI=true: missing dependencies fail)
-	WRIT_TEST_ROOTFS=$(ROOTFS) $(GO) test -race -count=1 ./...
+	WRIT_TEST_ROOTFS=$(ROOTFS) $(GO) test -race -count=1 -timeout 30m ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=30000x FUZZTIME_DISK=2000x
 
 # The fast tier: -short leaves out the clusters, the browser, the escape
