@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -59,25 +60,9 @@ the tool wrote (output_hash and output_bytes). Prints {"valid":true,…} or
 {"valid":false,"error":"<code>","message":…}; exits 0 or 1.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			key, err := verifierKey(key, keyFile)
-			if err != nil {
-				return err
-			}
-			v, err := ledger.NewVerifier(key)
-			if err != nil {
-				return err
-			}
-			b, err := readSmallFile(args[0], 16<<20)
-			if err != nil {
-				return err
-			}
-			rp, err := ledger.DecodeReceiptProof(b)
-			if err != nil {
-				return e.ledgerReport(ledger.Checkpoint{}, err)
-			}
-			c, err := ledger.VerifyReceipt(v, rp)
+			rp, c, err := provedLeaf(key, keyFile, args[0])
 			if err != nil || outputFile == "" {
-				return e.ledgerReport(c, err)
+				return e.leafReport(c, err)
 			}
 			out, err := readSmallFile(outputFile, maxOutputFile)
 			if err != nil {
@@ -101,6 +86,51 @@ the tool wrote (output_hash and output_bytes). Prints {"valid":true,…} or
 	// flag: -o and --format set the format instead.
 	cmd.Flags().StringVarP(&e.output, "format", "o", "json", "output format: json or text")
 	return cmd
+}
+
+// provedLeaf reads a leaf as GET /v1/receipts/{index} returns it (a receipt
+// or an admin entry, with its proof and checkpoint) from path, and verifies
+// the checkpoint's signature with the note verifier key (--key or
+// --key-file) and the leaf's inclusion. Its errors go to leafReport: a
+// usageError (no key, an unreadable file) as it is, any other as a verdict.
+func provedLeaf(key, keyFile, path string) (*ledger.ReceiptProof, ledger.Checkpoint, error) {
+	key, err := verifierKey(key, keyFile)
+	if err != nil {
+		return nil, ledger.Checkpoint{}, usageError{err}
+	}
+	v, err := ledger.NewVerifier(key)
+	if err != nil {
+		return nil, ledger.Checkpoint{}, usageError{err}
+	}
+	b, err := readSmallFile(path, 16<<20)
+	if err != nil {
+		return nil, ledger.Checkpoint{}, usageError{err}
+	}
+	rp, err := ledger.DecodeReceiptProof(b)
+	if err != nil {
+		return nil, ledger.Checkpoint{}, err
+	}
+	c, err := ledger.VerifyReceipt(v, rp)
+	if err != nil {
+		return nil, c, err
+	}
+	return rp, c, nil
+}
+
+// usageError is a failure before any verification: a missing key, a file
+// that cannot be read. It is returned as it is, not reported as a verdict.
+type usageError struct{ error }
+
+func (u usageError) Unwrap() error { return u.error }
+
+// leafReport returns a usage error as it is, and reports anything else as
+// provedLeaf's verdict.
+func (e *env) leafReport(c ledger.Checkpoint, err error) error {
+	var u usageError
+	if errors.As(err, &u) {
+		return u.error
+	}
+	return e.ledgerReport(c, err)
 }
 
 // maxOutputFile bounds --output: the largest output a manifest may allow.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"github.com/writhq/writ/ledger"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -27,25 +26,9 @@ entry (writ.admin/v1), not a receipt. Prints {"valid":true,…,"entry":{…}} or
 {"valid":false,"error":"<code>","message":…}; exits 0 or 1.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			key, err := verifierKey(key, keyFile)
+			rp, c, err := provedLeaf(key, keyFile, args[0])
 			if err != nil {
-				return err
-			}
-			v, err := ledger.NewVerifier(key)
-			if err != nil {
-				return err
-			}
-			b, err := readSmallFile(args[0], 16<<20)
-			if err != nil {
-				return err
-			}
-			rp, err := ledger.DecodeReceiptProof(b)
-			if err != nil {
-				return e.ledgerReport(ledger.Checkpoint{}, err)
-			}
-			c, err := ledger.VerifyReceipt(v, rp)
-			if err != nil {
-				return e.ledgerReport(c, err)
+				return e.leafReport(c, err)
 			}
 			a, err := protocol.DecodeAdminEntry(rp.Receipt, 0)
 			if err != nil {
