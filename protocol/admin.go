@@ -57,6 +57,10 @@ const (
 	AdminLockDelete      = "lock.delete"
 )
 
+// MaxAdminObjectLen bounds an entry's Object: the longest object is a
+// tenant's key, "tenant/key", two ids and a slash.
+const MaxAdminObjectLen = 2*MaxIDLen + 1
+
 // AdminActions is the vocabulary of Action, in a stable order.
 var AdminActions = []string{AdminPolicyPut, AdminPolicyRollback, AdminToolPut, AdminTenantPut,
 	AdminKeyPut, AdminKeyDelete, AdminApproverPut, AdminApproverDelete, AdminTokenCreate, AdminTokenRevoke,
@@ -73,8 +77,8 @@ func (a *AdminEntry) validate() error {
 	if !slices.Contains(AdminActions, a.Action) {
 		return malformed("action %.40q is not an admin action", a.Action)
 	}
-	if err := checkName("object", a.Object); err != nil {
-		return err
+	if !validName(a.Object, MaxAdminObjectLen) {
+		return malformed("object must be 1-%d characters without control characters", MaxAdminObjectLen)
 	}
 	if a.Tenant != "" {
 		if err := checkID("tenant", a.Tenant); err != nil {

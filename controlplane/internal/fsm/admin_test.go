@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,6 +40,7 @@ func TestAdminEntries(t *testing.T) {
 	pol2 := PutPolicy{Text: "forbid(principal, action, resource);", Hash: protocol.HashBytes([]byte("p2")), At: at(1)}
 	rollback := pol
 	rollback.RollbackOf = 7
+	long := strings.Repeat("t", protocol.MaxIDLen) // the longest tenant and key id the API takes
 	user := PutUser{ID: "u1", Hash: protocol.HashBytes([]byte("secret")), Role: RoleViewer, CreatedAt: t0, ExpiresAt: at(3600)}
 	steps := []struct {
 		name      string
@@ -61,6 +63,7 @@ func TestAdminEntries(t *testing.T) {
 		{name: "absent key deleted", mt: MsgDeleteIntentKey, cmd: DeleteKey{Tenant: "acme", KeyID: "k1"}, unchanged: true},
 		{name: "approver key", mt: MsgPutApproverKey, cmd: PutApproverKey{Tenant: "acme", KeyID: "a1", Public: make([]byte, 32), Approver: "alice"}, action: protocol.AdminApproverPut, object: "acme/a1", tenant: "acme", after: "new"},
 		{name: "approver key deleted", mt: MsgDeleteApproverKey, cmd: DeleteKey{Tenant: "acme", KeyID: "a1"}, action: protocol.AdminApproverDelete, object: "acme/a1", tenant: "acme", before: "prev"},
+		{name: "the longest key names", mt: MsgPutIntentKey, cmd: PutIntentKey{Tenant: long, KeyID: long, Sealed: []byte("sealed-3")}, action: protocol.AdminKeyPut, object: long + "/" + long, tenant: long, after: "new"},
 		{name: "tool", mt: MsgPutTool, cmd: PutTool{Name: "echo", Hash: toolHash, Spec: []byte(`{"name":"echo"}`), Tier: "wasm", TimeoutMS: 1000}, action: protocol.AdminToolPut, object: "echo", after: "new"},
 		{name: "tool changed", mt: MsgPutTool, cmd: PutTool{Name: "echo", Hash: toolHash, Spec: []byte(`{"name":"echo"}`), Tier: "wasm", TimeoutMS: 2000}, action: protocol.AdminToolPut, object: "echo", before: "prev", after: "new"},
 		{name: "policy", mt: MsgPutPolicy, cmd: pol, action: protocol.AdminPolicyPut, object: "policy", after: pol.Hash},
