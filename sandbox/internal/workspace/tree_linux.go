@@ -12,7 +12,7 @@ import (
 )
 
 // budget bounds one copy of a workspace: bytes of file data (a file's
-// length, sparse or not) and entries (files, directories and links), one
+// length, sparse or not) and entries (of any kind, left out or not), one
 // per 4 KiB of the limit and at least 64, the inodes of a root agent's
 // tmpfs of that size. Past either the copy stops with ErrDiskLimit.
 type budget struct {
@@ -43,6 +43,9 @@ type rules struct {
 // file linked under several names is copied under each, each counted.
 func copyTree(src, dst *os.Root, b *budget, r rules) error {
 	if r.unlock {
+		if err := inodesWithin(src, b.entries); err != nil {
+			return err
+		}
 		if err := unlock(src, ".", 0o700); err != nil {
 			return err
 		}
@@ -60,10 +63,10 @@ func copyTree(src, dst *os.Root, b *budget, r rules) error {
 		if err != nil {
 			return vanished(err)
 		}
-		if fi.IsDir() || fi.Mode()&fs.ModeSymlink != 0 || fi.Mode().IsRegular() {
-			if b.entries--; b.entries < 0 {
-				return fmt.Errorf("%w: too many entries", ErrDiskLimit)
-			}
+		// Every entry counts, the ones left out too: a tool's FIFOs and
+		// sockets cost the walk as much as its files.
+		if b.entries--; b.entries < 0 {
+			return fmt.Errorf("%w: too many entries", ErrDiskLimit)
 		}
 		switch {
 		case fi.IsDir():
@@ -117,6 +120,31 @@ func copyTree(src, dst *os.Root, b *budget, r rules) error {
 		err = vanished(chmodDir(dst, dirs[i], modes[i]))
 	}
 	return err
+}
+
+// inodesWithin refuses a tmpfs source that holds more inodes than the copy
+// may take entries, before the walk: the walk reads a directory's whole
+// listing before it counts its entries, and a tool's million FIFOs in one
+// directory must not cost the agent their listing. Any other file system
+// (nothing to count with statfs) is left to the walk's own count.
+func inodesWithin(src *os.Root, entries int64) error {
+	f, err := src.Open(".")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(int(f.Fd()), &st); err != nil {
+		return err
+	}
+	if st.Type != unix.TMPFS_MAGIC || st.Files == 0 {
+		return nil
+	}
+	// The root directory is an inode of its own.
+	if used := int64(st.Files-st.Ffree) - 1; used > entries {
+		return fmt.Errorf("%w: %d entries", ErrDiskLimit, used)
+	}
+	return nil
 }
 
 // errLeftOut is an entry that is not what it was when looked at: the copy

@@ -131,6 +131,13 @@ func TestCopyTreeBudget(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		{"FIFOs", func(t *testing.T, dir string) {
+			for i := range 300 {
+				if err := unix.Mkfifo(filepath.Join(dir, "p"+strings.Repeat("x", i%50)+string(rune('a'+i/50))), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
 		{"Entries", func(t *testing.T, dir string) {
 			for i := range 300 {
 				if err := os.Mkdir(filepath.Join(dir, "d"+strings.Repeat("x", i%50)+string(rune('a'+i/50))), 0o755); err != nil {
@@ -162,5 +169,29 @@ func TestCopyTreeBudget(t *testing.T) {
 				t.Errorf("copied %d bytes in %d entries, limit %d bytes in %d", bytes, entries, size, size/4096)
 			}
 		})
+	}
+}
+
+// TestCopyTreeCountsInodesFirst: a tmpfs holding more inodes than the copy
+// may take is refused before any entry is read or copied, so that one
+// directory of a tool's FIFOs is never listed whole.
+func TestCopyTreeCountsInodesFirst(t *testing.T) {
+	requireRoot(t)
+	src, dst := t.TempDir(), t.TempDir()
+	if err := unix.Mount("tmpfs", src, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(src, unix.MNT_DETACH) })
+	for i := range 300 {
+		if err := unix.Mkfifo(filepath.Join(src, "p"+strings.Repeat("x", i%50)+string(rune('a'+i/50))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, d := roots(t, src, dst)
+	if err := copyTree(s, d, newBudget(1<<20), rules{unlock: true}); !errors.Is(err, ErrDiskLimit) || !strings.Contains(err.Error(), "300 entries") {
+		t.Fatalf("got %v, want ErrDiskLimit for 300 entries", err)
+	}
+	if got, _ := os.ReadDir(dst); len(got) != 0 {
+		t.Errorf("%d entries copied before the refusal", len(got))
 	}
 }
