@@ -23,6 +23,11 @@ import (
 // Run runs spec to completion and reports it as an Outcome.
 func Run(ctx context.Context, spec Spec) (sandbox.Outcome, error) {
 	out := sandbox.Outcome{Tier: spec.Tier, ExitCode: -1}
+	if spec.DirMount != nil && !spec.PidNS {
+		// The mount is shown only inside the tool's own namespaces: without
+		// them the tool would work on the host's directory, unbounded.
+		return out, errors.New("proc: a workspace mount needs the tool's own pid and mount namespaces")
+	}
 	// kill ends the process group (pgid == pid, thanks to Setsid) while
 	// the leader is unreaped (see group), then everything in the cgroup,
 	// which catches what left the group.
