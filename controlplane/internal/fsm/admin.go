@@ -37,6 +37,9 @@ const MaxAdminEntries = 4096
 type adminObject struct {
 	action, object, tenant string
 	state                  func(s *State) string
+	// owner, when the command does not name the object's tenant, finds it
+	// in the state (before the change for a delete, after it for a create).
+	owner func(s *State) string
 }
 
 // adminObjectOf names the object of an admin command. A type that is not an
@@ -53,7 +56,7 @@ func adminObjectOf(t MsgType, data []byte) (adminObject, error) {
 				return ""
 			}
 			return stateHash(map[string]any{"tenant": c.Tenant, "run_budget": tn.RunBudget})
-		}}, err
+		}, nil}, err
 	case MsgPutIntentKey, MsgDeleteIntentKey:
 		var c DeleteKey
 		err := decode(&c)
@@ -69,7 +72,7 @@ func adminObjectOf(t MsgType, data []byte) (adminObject, error) {
 			// The secret is sealed with a random nonce: its hash tells
 			// nothing of it, and changes when the key does.
 			return stateHash(map[string]any{"tenant": c.Tenant, "key_id": c.KeyID, "sealed": tn.IntentKeys[c.KeyID]})
-		}}, err
+		}, nil}, err
 	case MsgPutApproverKey, MsgDeleteApproverKey:
 		var c DeleteKey
 		err := decode(&c)
@@ -83,7 +86,7 @@ func adminObjectOf(t MsgType, data []byte) (adminObject, error) {
 				return ""
 			}
 			return stateHash(map[string]any{"tenant": c.Tenant, "key_id": c.KeyID, "key": tn.ApproverKeys[c.KeyID]})
-		}}, err
+		}, nil}, err
 	case MsgPutTool:
 		var c struct {
 			Name string `json:"name"`
@@ -91,7 +94,7 @@ func adminObjectOf(t MsgType, data []byte) (adminObject, error) {
 		err := decode(&c)
 		return adminObject{protocol.AdminToolPut, c.Name, "", func(s *State) string {
 			return stateHash(s.Tools[c.Name])
-		}}, err
+		}, nil}, err
 	case MsgPutPolicy:
 		var c PutPolicy
 		err := decode(&c)
@@ -100,7 +103,7 @@ func adminObjectOf(t MsgType, data []byte) (adminObject, error) {
 			a = protocol.AdminPolicyRollback
 		}
 		// The policy set's own hash, which receipts name.
-		return adminObject{a, "policy", "", func(s *State) string { return s.Policy.Hash }}, err
+		return adminObject{a, "policy", "", func(s *State) string { return s.Policy.Hash }, nil}, err
 	case MsgPutUser, MsgDeleteUser:
 		var c DeleteUser
 		err := decode(&c)
@@ -108,12 +111,22 @@ func adminObjectOf(t MsgType, data []byte) (adminObject, error) {
 		if t == MsgDeleteUser {
 			a = protocol.AdminTokenRevoke
 		}
-		return adminObject{a, c.ID, "", func(s *State) string { return stateHash(s.Users[c.ID]) }}, err
+		return adminObject{a, c.ID, "", func(s *State) string { return stateHash(s.Users[c.ID]) }, func(s *State) string {
+			if u := s.Users[c.ID]; u != nil {
+				return u.Tenant
+			}
+			return ""
+		}}, err
 	case MsgCloseSession:
 		var c CloseSession
 		err := decode(&c)
 		return adminObject{protocol.AdminSessionRevoke, SessionID(c.Hash), "", func(s *State) string {
 			return stateHash(s.Sessions[c.Hash])
+		}, func(s *State) string {
+			if ss := s.Sessions[c.Hash]; ss != nil {
+				return ss.Tenant
+			}
+			return ""
 		}}, err
 	case MsgPutJoinToken:
 		var c struct {
@@ -122,7 +135,7 @@ func adminObjectOf(t MsgType, data []byte) (adminObject, error) {
 		err := decode(&c)
 		return adminObject{protocol.AdminJoinTokenCreate, c.ID, "", func(s *State) string {
 			return stateHash(s.JoinTokens[c.ID])
-		}}, err
+		}, nil}, err
 	case MsgNodeStatus:
 		var c NodeStatus
 		err := decode(&c)
@@ -138,7 +151,7 @@ func adminObjectOf(t MsgType, data []byte) (adminObject, error) {
 			}
 			// Its administered state only: heartbeats and load change the rest.
 			return stateHash(map[string]any{"node": n.ID, "status": n.Status})
-		}}, err
+		}, nil}, err
 	case MsgPutLock, MsgDeleteLock:
 		var c struct {
 			ID   string `json:"id"`
@@ -152,7 +165,12 @@ func adminObjectOf(t MsgType, data []byte) (adminObject, error) {
 		if t == MsgPutLock {
 			a, id = protocol.AdminLockCreate, c.Lock.ID
 		}
-		return adminObject{a, id, c.Lock.Tenant, func(s *State) string { return stateHash(s.Locks[id]) }}, err
+		return adminObject{a, id, c.Lock.Tenant, func(s *State) string { return stateHash(s.Locks[id]) }, func(s *State) string {
+			if l := s.Locks[id]; l != nil {
+				return l.Tenant
+			}
+			return ""
+		}}, err
 	}
 	return adminObject{}, fmt.Errorf("%s is not an admin change", t)
 }
@@ -183,6 +201,10 @@ func (f *FSM) applyAdmin(index uint64, c *AdminCmd) (Result, []string) {
 		panic(fmt.Sprintf("fsm: cannot decode the admin change at index %d: %v", index, err))
 	}
 	before := obj.state(f.state)
+	tenant := obj.tenant
+	if tenant == "" && obj.owner != nil {
+		tenant = obj.owner(f.state)
+	}
 	res, changed := f.apply(index, c.Type, c.Cmd)
 	if res.Err != nil || f.ledger == nil {
 		return res, changed
@@ -193,9 +215,12 @@ func (f *FSM) applyAdmin(index uint64, c *AdminCmd) (Result, []string) {
 		// does not exist): nothing to record.
 		return res, changed
 	}
+	if tenant == "" && obj.owner != nil {
+		tenant = obj.owner(f.state)
+	}
 	f.advance(c.At)
 	e := &protocol.AdminEntry{Type: protocol.AdminEntryType, Index: f.state.Receipts, Actor: c.Actor,
-		Action: obj.action, Object: obj.object, Tenant: obj.tenant, Before: before, After: after,
+		Action: obj.action, Object: obj.object, Tenant: tenant, Before: before, After: after,
 		RecordedAt: protocol.FormatTime(f.state.Clock)}
 	leaf, err := e.Leaf()
 	if err != nil {

@@ -79,7 +79,7 @@ func TestAdminEntries(t *testing.T) {
 		{name: "lock", mt: MsgPutLock, cmd: PutLock{At: at(3), Lock: Lock{ID: "lk1", Tenant: "acme", Reason: "runaway", By: "admin"}}, action: protocol.AdminLockCreate, object: "lk1", tenant: "acme", after: "new"},
 		{name: "lock id taken", mt: MsgPutLock, cmd: PutLock{At: at(3), Lock: Lock{ID: "lk1", Tool: "echo", Reason: "r"}}, refused: protocol.CodeLockExists},
 		{name: "lock matching everything", mt: MsgPutLock, cmd: PutLock{At: at(3), Lock: Lock{ID: "lk2", Reason: "r"}}, refused: protocol.CodeMalformed},
-		{name: "lock deleted", mt: MsgDeleteLock, cmd: DeleteLock{At: at(4), ID: "lk1"}, action: protocol.AdminLockDelete, object: "lk1", before: "prev"},
+		{name: "lock deleted", mt: MsgDeleteLock, cmd: DeleteLock{At: at(4), ID: "lk1"}, action: protocol.AdminLockDelete, object: "lk1", tenant: "acme", before: "prev"},
 	}
 	last := map[string]string{}
 	for i, s := range steps {
