@@ -48,6 +48,10 @@ func TestSandboxCrun(t *testing.T) {
 	t.Run("Escape", func(t *testing.T) { sandboxtest.Escape(t, h) })
 }
 
+// TestCrunCgroupLimits reads the limits crun gives a container's cgroup:
+// those runc gives (TestCgroupLimits), on a hybrid host too.
+func TestCrunCgroupLimits(t *testing.T) { cgroupLimits(t, "crun") }
+
 // hybridCgroups reports a cgroup v1 hierarchy with a v2 mount beside it
 // holding controllers (/sys/fs/cgroup/unified).
 func hybridCgroups() bool {

@@ -90,16 +90,21 @@ func BenchmarkTrue(b *testing.B) {
 }
 
 // TestCgroupLimits reads, from the host, the cgroup the runtime made for
-// a running container: memory, pids and CPU bandwidth as configured, on
-// cgroup v1 or v2.
-func TestCgroupLimits(t *testing.T) {
+// a running container: memory (with swap, on a v1 host that accounts for
+// it), pids and CPU bandwidth as configured, on cgroup v1 or v2.
+func TestCgroupLimits(t *testing.T) { cgroupLimits(t, "runc") }
+
+// cgroupLimits runs one tool with the OCI runtime rt and reads its
+// container's cgroup limits while it runs.
+func cgroupLimits(t *testing.T, rt string) {
 	cfg := config(t)
 	cfg.CPUs = 0.5
+	cfg.Runtime = rt
 	d, err := runc.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sandboxtest.RequireAvailable(t, "runc", d.Available())
+	sandboxtest.RequireAvailable(t, rt, d.Available())
 	m := sandbox.Manifest{Name: "t", Tier: sandbox.TierRunc, Command: &sandbox.Command{Path: sandboxtest.HostTool(t)},
 		Limits: sandbox.Limits{MemoryBytes: 96 << 20, Pids: 17}}
 	ws := t.TempDir()
@@ -128,6 +133,10 @@ func TestCgroupLimits(t *testing.T) {
 	} else {
 		want = map[string]string{"memory/%s/memory.limit_in_bytes": "100663296", "pids/%s/pids.max": "17",
 			"cpu/%s/cpu.cfs_quota_us": "50000", "cpu/%s/cpu.cfs_period_us": "100000"}
+		// Memory and swap together, where the kernel accounts for swap.
+		if _, err := os.Stat("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes"); err == nil {
+			want["memory/%s/memory.memsw.limit_in_bytes"] = "100663296"
+		}
 	}
 	for i := 0; i < 200 && dir == ""; i++ {
 		ms, _ := filepath.Glob(pattern)
