@@ -29,7 +29,9 @@ func hybridUnified() string {
 // mounts slaves of the host's, nothing propagating back) where the mount
 // point hide is detached, so cmd and everything it starts see the host's
 // mounts without it; "" starts cmd as it is. The thread is never handed
-// back: it ends with the goroutine that entered the namespace.
+// back: it ends with the goroutine that entered the namespace (the
+// process's main thread, when it was that one, stays wedged instead, so
+// /proc/self shows that namespace: read /proc/thread-self, as proc does).
 func startHidden(cmd *exec.Cmd, hide string) error {
 	if hide == "" {
 		return cmd.Start()
