@@ -58,3 +58,8 @@ func runHidden(cmd *exec.Cmd, hide string) error {
 	}
 	return cmd.Wait()
 }
+
+// StartRuntime starts cmd, a command of the OCI runtime run by hand
+// (Runtime, RuntimeArgs), in the view of the host the tier starts the
+// runtime in: on a hybrid host crun is started without the unified mount.
+func (d *Driver) StartRuntime(cmd *exec.Cmd) error { return startHidden(cmd, d.hidden()) }

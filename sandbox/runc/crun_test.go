@@ -55,6 +55,10 @@ func TestSandboxCrun(t *testing.T) {
 // those runc gives (TestCgroupLimits), on a hybrid host too.
 func TestCrunCgroupLimits(t *testing.T) { cgroupLimits(t, "crun") }
 
+// TestCrunStaleContainer: New deletes a crashed agent's crun container
+// and leaves a live one's, as TestStaleContainer shows for runc.
+func TestCrunStaleContainer(t *testing.T) { staleContainer(t, "crun") }
+
 // hybridCgroups reports a cgroup v1 hierarchy with a v2 mount beside it
 // (/sys/fs/cgroup/unified). It reads the calling thread's mounts: the
 // process's main thread may be one that started crun without that mount,

@@ -173,19 +173,30 @@ func cgroupLimits(t *testing.T, rt string) {
 // TestStaleContainer: a container a crashed agent left behind (its id
 // names a pid that no longer runs) is deleted by New, with its bundle,
 // while a live agent's container is left alone.
-func TestStaleContainer(t *testing.T) {
+func TestStaleContainer(t *testing.T) { staleContainer(t, "runc") }
+
+// staleContainer is TestStaleContainer with the OCI runtime rt.
+func staleContainer(t *testing.T, rt string) {
 	cfg := config(t)
+	cfg.Runtime = rt
 	d, err := runc.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sandboxtest.RequireAvailable(t, "runc", d.Available())
+	sandboxtest.RequireAvailable(t, rt, d.Available())
+	// Commands by hand, as the tier runs the runtime (StartRuntime).
+	runtime := func(cmd *exec.Cmd) error {
+		if err := d.StartRuntime(cmd); err != nil {
+			return err
+		}
+		return cmd.Wait()
+	}
 	m := sandbox.Manifest{Name: "t", Tier: sandbox.TierRunc, Command: &sandbox.Command{Path: sandboxtest.HostTool(t)}}
 	ws := t.TempDir()
 	os.Chmod(ws, 0o777)
 	inv := sandbox.Invocation{Manifest: m, Workspace: ws, Params: json.RawMessage(`{"op":"sleep","ms":60000}`)}
 	state := func(id string) error {
-		return exec.Command(d.Runtime(), "--root", d.StateDir(), "state", id).Run()
+		return runtime(exec.Command(d.Runtime(), "--root", d.StateDir(), "state", id))
 	}
 	stale, live := fmt.Sprintf("writ-999999999-%d", os.Getpid()), fmt.Sprintf("writ-%d-999", os.Getpid())
 	for _, id := range []string{stale, live} {
@@ -205,12 +216,12 @@ func TestStaleContainer(t *testing.T) {
 		}
 		create := exec.Command(d.Runtime(), "--root", d.StateDir(), "create", "--bundle", bundle, id)
 		create.Stderr = errs
-		if err := create.Run(); err != nil {
+		if err := runtime(create); err != nil {
 			b, _ := os.ReadFile(errs.Name())
-			t.Fatalf("runc create %s: %v\n%s", id, err, b)
+			t.Fatalf("%s create %s: %v\n%s", rt, id, err, b)
 		}
 		errs.Close()
-		t.Cleanup(func() { exec.Command(d.Runtime(), "--root", d.StateDir(), "delete", "--force", id).Run() })
+		t.Cleanup(func() { runtime(exec.Command(d.Runtime(), "--root", d.StateDir(), "delete", "--force", id)) })
 		if err := state(id); err != nil {
 			t.Fatalf("container %s not there after create: %v", id, err)
 		}
