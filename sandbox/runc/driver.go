@@ -42,17 +42,13 @@ var _ sandbox.Conversing = (*Driver)(nil)
 // crashed agent left behind. A missing runtime or root filesystem does not
 // fail New: Available reports it and Run refuses.
 //
-// crun is probed by running a container (it refuses some cgroup layouts
-// that runc runs in); runc is not.
+// crun is probed by running a container (it refuses the hybrid cgroup
+// layout runc runs in, and is then run without the unified mount: see
+// probeCrun); runc is not.
 func New(cfg Config) (*Driver, error) {
 	var f Flavor
 	if filepath.Base(cfg.Runtime) == "crun" {
-		f.Probe = func(bin, state string) (string, error) {
-			if err := ProbeContainer(cfg, bin, []string{"--root", state}, 15*time.Second); err != nil {
-				return "", fmt.Errorf("crun runs no container here: %v", err)
-			}
-			return "", nil
-		}
+		f.view = &cgroupView{}
 	}
 	return NewFlavor(cfg, f)
 }
@@ -120,8 +116,12 @@ func (d *Driver) Available() error {
 			fail("root filesystem %q is not a directory", d.rootfs)
 			return
 		}
-		if d.flavor.Probe != nil {
-			note, err := d.flavor.Probe(d.bin, d.StateDir())
+		probe := d.flavor.Probe
+		if d.flavor.view != nil {
+			probe = d.probeCrun
+		}
+		if probe != nil {
+			note, err := probe(d.bin, d.StateDir())
 			if err != nil {
 				fail("%v", err)
 				return
@@ -187,6 +187,9 @@ func (d *Driver) run(ctx context.Context, inv sandbox.Invocation, talk sandbox.T
 		// The container's processes are not our children: kill them
 		// through the runtime as well as through their cgroup.
 		OnKill: func() { d.runtime(state, "kill", id, "KILL") },
+	}
+	if hide := d.hidden(); hide != "" {
+		spec.Unmount = []string{hide}
 	}
 	if d.cg != nil {
 		spec.Cgroup, spec.CgroupWatchOnly = d.cg.Adopt(id), true
@@ -297,7 +300,7 @@ func (d *Driver) Runtime() string { return d.bin }
 
 // runtime runs one management command of the OCI runtime, best effort.
 func (d *Driver) runtime(state string, args ...string) {
-	_ = exec.Command(d.bin, slices.Concat([]string{"--root", state}, d.flavor.args(false), args)...).Run()
+	_ = runHidden(exec.Command(d.bin, slices.Concat([]string{"--root", state}, d.flavor.args(false), args)...), d.hidden())
 }
 
 func under(p, dir string) bool {

@@ -90,16 +90,21 @@ func BenchmarkTrue(b *testing.B) {
 }
 
 // TestCgroupLimits reads, from the host, the cgroup the runtime made for
-// a running container: memory, pids and CPU bandwidth as configured, on
-// cgroup v1 or v2.
-func TestCgroupLimits(t *testing.T) {
+// a running container: memory (with swap, on a v1 host that accounts for
+// it), pids and CPU bandwidth as configured, on cgroup v1 or v2.
+func TestCgroupLimits(t *testing.T) { cgroupLimits(t, "runc") }
+
+// cgroupLimits runs one tool with the OCI runtime rt and reads its
+// container's cgroup limits while it runs.
+func cgroupLimits(t *testing.T, rt string) {
 	cfg := config(t)
 	cfg.CPUs = 0.5
+	cfg.Runtime = rt
 	d, err := runc.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sandboxtest.RequireAvailable(t, "runc", d.Available())
+	sandboxtest.RequireAvailable(t, rt, d.Available())
 	m := sandbox.Manifest{Name: "t", Tier: sandbox.TierRunc, Command: &sandbox.Command{Path: sandboxtest.HostTool(t)},
 		Limits: sandbox.Limits{MemoryBytes: 96 << 20, Pids: 17}}
 	ws := t.TempDir()
@@ -128,6 +133,10 @@ func TestCgroupLimits(t *testing.T) {
 	} else {
 		want = map[string]string{"memory/%s/memory.limit_in_bytes": "100663296", "pids/%s/pids.max": "17",
 			"cpu/%s/cpu.cfs_quota_us": "50000", "cpu/%s/cpu.cfs_period_us": "100000"}
+		// Memory and swap together, where the kernel accounts for swap.
+		if _, err := os.Stat("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes"); err == nil {
+			want["memory/%s/memory.memsw.limit_in_bytes"] = "100663296"
+		}
 	}
 	for i := 0; i < 200 && dir == ""; i++ {
 		ms, _ := filepath.Glob(pattern)
@@ -164,19 +173,30 @@ func TestCgroupLimits(t *testing.T) {
 // TestStaleContainer: a container a crashed agent left behind (its id
 // names a pid that no longer runs) is deleted by New, with its bundle,
 // while a live agent's container is left alone.
-func TestStaleContainer(t *testing.T) {
+func TestStaleContainer(t *testing.T) { staleContainer(t, "runc") }
+
+// staleContainer is TestStaleContainer with the OCI runtime rt.
+func staleContainer(t *testing.T, rt string) {
 	cfg := config(t)
+	cfg.Runtime = rt
 	d, err := runc.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sandboxtest.RequireAvailable(t, "runc", d.Available())
+	sandboxtest.RequireAvailable(t, rt, d.Available())
+	// Commands by hand, as the tier runs the runtime (StartRuntime).
+	runtime := func(cmd *exec.Cmd) error {
+		if err := d.StartRuntime(cmd); err != nil {
+			return err
+		}
+		return cmd.Wait()
+	}
 	m := sandbox.Manifest{Name: "t", Tier: sandbox.TierRunc, Command: &sandbox.Command{Path: sandboxtest.HostTool(t)}}
 	ws := t.TempDir()
 	os.Chmod(ws, 0o777)
 	inv := sandbox.Invocation{Manifest: m, Workspace: ws, Params: json.RawMessage(`{"op":"sleep","ms":60000}`)}
 	state := func(id string) error {
-		return exec.Command(d.Runtime(), "--root", d.StateDir(), "state", id).Run()
+		return runtime(exec.Command(d.Runtime(), "--root", d.StateDir(), "state", id))
 	}
 	stale, live := fmt.Sprintf("writ-999999999-%d", os.Getpid()), fmt.Sprintf("writ-%d-999", os.Getpid())
 	for _, id := range []string{stale, live} {
@@ -196,12 +216,12 @@ func TestStaleContainer(t *testing.T) {
 		}
 		create := exec.Command(d.Runtime(), "--root", d.StateDir(), "create", "--bundle", bundle, id)
 		create.Stderr = errs
-		if err := create.Run(); err != nil {
+		if err := runtime(create); err != nil {
 			b, _ := os.ReadFile(errs.Name())
-			t.Fatalf("runc create %s: %v\n%s", id, err, b)
+			t.Fatalf("%s create %s: %v\n%s", rt, id, err, b)
 		}
 		errs.Close()
-		t.Cleanup(func() { exec.Command(d.Runtime(), "--root", d.StateDir(), "delete", "--force", id).Run() })
+		t.Cleanup(func() { runtime(exec.Command(d.Runtime(), "--root", d.StateDir(), "delete", "--force", id)) })
 		if err := state(id); err != nil {
 			t.Fatalf("container %s not there after create: %v", id, err)
 		}

@@ -27,6 +27,8 @@ type Flavor struct {
 	WatchCPU bool
 	// Install tells an operator how to get the runtime when it is missing.
 	Install string
+
+	view *cgroupView // crun's, set by its probe; nil for the others
 }
 
 func (f Flavor) tier() string {

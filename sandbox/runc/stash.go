@@ -1,6 +1,7 @@
 package runc
 
 import (
+	"bytes"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -77,8 +78,10 @@ func (d *Driver) cleanStale() {
 		}
 	}
 	list := exec.Command(d.bin, slices.Concat([]string{"--root", state}, d.flavor.args(false), []string{"list", "--quiet"})...)
-	if out, err := list.Output(); err == nil {
-		for _, id := range strings.Fields(string(out)) {
+	var out bytes.Buffer
+	list.Stdout = &out
+	if err := runHidden(list, d.hidden()); err == nil {
+		for _, id := range strings.Fields(out.String()) {
 			ids[id] = true
 		}
 	}

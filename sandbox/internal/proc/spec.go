@@ -78,6 +78,12 @@ type Spec struct {
 	// show a workspace, which the run-as user cannot reach through the
 	// agent's private directories, at a path that user can walk.
 	Binds []Bind
+	// Unmount, when set, are mount points detached (MNT_DETACH) in a
+	// private mount namespace (its mounts slaves of the host's, nothing
+	// propagating back) that the process starts in, after Binds; the agent
+	// must be root. The runc tier hides a hybrid host's cgroup2 mount from
+	// crun this way (docs/sandboxes.md).
+	Unmount []string
 	// Join, when set, places the process in Cgroup after its exec stop
 	// instead of at it, while it runs: on cgroup v1 the first move into a
 	// group waits for an RCU grace period (milliseconds on a loaded host),

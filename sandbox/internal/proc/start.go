@@ -27,8 +27,8 @@ import (
 func startAndWait(cmd *exec.Cmd, spec Spec, grp *group, started, waited chan<- error) {
 	warmPidfd()
 	runtime.LockOSThread()
-	tainted := spec.NetNS != nil || spec.Landlock != nil || len(spec.Binds) > 0 || spec.PidNS ||
-		spec.Seccomp != nil || spec.UnshareNet
+	tainted := spec.NetNS != nil || spec.Landlock != nil || len(spec.Binds) > 0 || len(spec.Unmount) > 0 ||
+		spec.PidNS || spec.Seccomp != nil || spec.UnshareNet
 	if !tainted {
 		defer runtime.UnlockOSThread()
 	}
@@ -54,9 +54,9 @@ func startAndWait(cmd *exec.Cmd, spec Spec, grp *group, started, waited chan<- e
 }
 
 // enter moves the calling thread into the tool's network namespace (or a
-// new one), into a private mount namespace with spec.Binds, makes its
-// children start in a new pid namespace, confines it with Landlock and
-// installs the seccomp filter, as spec asks. The filter comes last: it
+// new one), into a private mount namespace with spec.Binds and without
+// spec.Unmount, makes its children start in a new pid namespace, confines
+// it with Landlock and installs the seccomp filter, as spec asks. The filter comes last: it
 // refuses the calls that come before it.
 func enter(spec Spec) (stop func(), err error) {
 	stop = func() {}
@@ -74,7 +74,7 @@ func enter(spec Spec) (stop func(), err error) {
 			return stop, fmt.Errorf("proc: new network namespace: %w", err)
 		}
 	}
-	if len(spec.Binds) > 0 {
+	if len(spec.Binds) > 0 || len(spec.Unmount) > 0 {
 		// Detached copies first: a mount of the namespace left behind
 		// cannot be bound in the new one.
 		trees := make([]int, len(spec.Binds))
@@ -101,6 +101,11 @@ func enter(spec Spec) (stop func(), err error) {
 				return stop, fmt.Errorf("proc: bind on %s: %w", b.Target, err)
 			}
 		}
+		for _, p := range spec.Unmount {
+			if err := unix.Unmount(p, unix.MNT_DETACH); err != nil {
+				return stop, fmt.Errorf("proc: unmount %s: %w", p, err)
+			}
+		}
 	}
 	if spec.PidNS {
 		// A directory opened before the new mount namespace is on a mount
@@ -116,7 +121,7 @@ func enter(spec Spec) (stop func(), err error) {
 			}
 		}
 		ok := false
-		if len(spec.Binds) == 0 {
+		if len(spec.Binds) == 0 && len(spec.Unmount) == 0 {
 			if stop, ok, err = enterReadyPidNS(spec.Dir, wd, spec.DirMount); err != nil {
 				return func() {}, err
 			}
