@@ -98,9 +98,16 @@ func TestWebhooksAnnounceApprovals(t *testing.T) {
 		p.Approval.Approver != d.creds.Approver.Approver || p.Delivery == got[0].Delivery {
 		t.Fatalf("decided: %+v", p)
 	}
+	// The receiver has the delivery before its sender has read the answer
+	// and logged it: the log is read until it holds both.
 	var view protocol.WebhooksView
-	if err := d.admin.AdminJSON(ctx, "GET", "webhooks", nil, &view); err != nil {
-		t.Fatal(err)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if err := d.admin.AdminJSON(ctx, "GET", "webhooks", nil, &view); err != nil {
+			t.Fatal(err)
+		}
+		if len(view.Deliveries) >= 2 || time.Now().After(deadline) {
+			break
+		}
 	}
 	if len(view.Webhooks) != 1 || view.Webhooks[0].URL != srv.URL || len(view.Deliveries) != 2 || view.Deliveries[0].URL != srv.URL {
 		t.Fatalf("webhooks view: %+v", view)
