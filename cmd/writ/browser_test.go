@@ -61,7 +61,10 @@ func startBrowser(t *testing.T) *browser {
 // run runs actions with a deadline, failing the test with what was doing.
 func (b *browser) run(what string, actions ...chromedp.Action) {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 15*time.Second)
+	// A bound on waiting, not a delay: under make test the browser shares
+	// two cores with every package's tests, and a step that takes 2 s alone
+	// took more than 15 s there.
+	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
 	defer cancel()
 	if err := chromedp.Run(ctx, actions...); err != nil {
 		var url, body string
