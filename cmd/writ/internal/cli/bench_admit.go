@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -420,17 +421,25 @@ func bareHTTPS(dir string) (url string, stop func(), err error) {
 	if err != nil {
 		return "", nil, err
 	}
-	answer, _ := json.Marshal(protocol.IntentResponse{IntentID: "bench-bare", State: "dispatched"})
+	srv := serveBare(ln, protocol.IntentResponse{IntentID: "bench-bare", State: "dispatched"})
+	return "https://" + ln.Addr().String(), func() { srv.Close() }, nil
+}
+
+// serveBare serves on ln an endpoint that reads a request's body (up to
+// 1 MiB) and answers answer, and does nothing else: the HTTP floor of the
+// benches.
+func serveBare(ln net.Listener, answer protocol.IntentResponse) *http.Server {
+	body, _ := json.Marshal(answer)
 	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, 1<<20)); err != nil {
 			http.Error(w, "unreadable", http.StatusBadRequest)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		w.Write(answer)
+		w.Write(body)
 	})}
 	go srv.Serve(ln)
-	return "https://" + ln.Addr().String(), func() { srv.Close() }, nil
+	return srv
 }
 
 // row prints one measurement with its ratios to the raw baselines of the

@@ -4,12 +4,10 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -53,16 +51,7 @@ func newBenchLoadEchoServer(e *env) *cobra.Command {
 				ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{c}, MinVersion: tls.VersionTLS12})
 				scheme = "https"
 			}
-			answer, _ := json.Marshal(protocol.IntentResponse{IntentID: "bench-floor", State: "completed"})
-			srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if _, err := io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, 1<<20)); err != nil {
-					http.Error(w, "unreadable", http.StatusBadRequest)
-					return
-				}
-				w.Header().Set("Content-Type", "application/json")
-				w.Write(answer)
-			})}
-			go srv.Serve(ln)
+			srv := serveBare(ln, protocol.IntentResponse{IntentID: "bench-floor", State: "completed"})
 			defer srv.Close()
 			if err := e.printJSON(map[string]string{"url": scheme + "://" + ln.Addr().String()}); err != nil {
 				return err
