@@ -46,10 +46,21 @@ func newDiskQuota(dir string, limit int64, onFull func()) (*diskQuota, error) {
 	q := &diskQuota{limit: limit, onFull: onFull}
 	seen := map[[2]uint64]bool{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == dir {
+		if p == dir {
+			return err
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			// Gone since its directory was read (the host changing the
+			// workspace meanwhile): nothing to count.
+			return nil
+		}
+		if err != nil {
 			return err
 		}
 		fi, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
