@@ -43,35 +43,23 @@ func newLedgerExport(e *env, server *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cp, err := c.Checkpoint(ctx)
-			if err != nil {
-				return err
-			}
-			if to == 0 {
-				to = cp.Size
-			}
-			if from < 0 || from > to || to > cp.Size {
-				return fmt.Errorf("--from %d --to %d: want 0 ≤ from ≤ to ≤ %d, the latest checkpoint's size", from, to, cp.Size)
-			}
-			b := &ledger.Bundle{VerifierKey: cp.VerifierKey, Checkpoints: []string{cp.Checkpoint}, Consistency: []ledger.Proof{}}
-			for i := from; i < to; i++ {
-				raw, err := c.Receipt(ctx, uint64(i))
+			// Every receipt is proved against the checkpoint the bundle
+			// names: when a newer one is published meanwhile (any admission,
+			// result or admin change appends), the export starts again from
+			// the newest, a few times.
+			var b *ledger.Bundle
+			for attempt := 1; ; attempt++ {
+				var moved bool
+				b, moved, err = exportBundle(ctx, c, from, to)
 				if err != nil {
-					return fmt.Errorf("receipt %d: %w", i, err)
+					return err
 				}
-				if hashOnly(raw) {
-					return fmt.Errorf("receipt %d: the server proves it by its leaf hash only: the token may not read it (an auditor token reads a receipt that carries a tool's output only with --outputs)", i)
+				if !moved {
+					break
 				}
-				rp, err := ledger.DecodeReceiptProof(raw)
-				if err != nil {
-					return fmt.Errorf("receipt %d: %w", i, err)
+				if attempt == 5 {
+					return fmt.Errorf("the ledger moved on during each of %d exports; run it again", attempt)
 				}
-				if rp.Checkpoint != cp.Checkpoint {
-					// A newer checkpoint was published meanwhile: prove
-					// against the one the bundle names.
-					return fmt.Errorf("the ledger moved on during the export; run it again")
-				}
-				b.Receipts = append(b.Receipts, *rp)
 			}
 			body, err := json.MarshalIndent(b, "", "  ")
 			if err != nil {
@@ -89,6 +77,42 @@ func newLedgerExport(e *env, server *string) *cobra.Command {
 	cmd.Flags().StringVar(&out, "out", "", "write the bundle to this file instead of standard output")
 	tokenFlag.register(cmd.Flags())
 	return cmd
+}
+
+// exportBundle reads receipts from..to-1 (to 0: up to the latest
+// checkpoint's size) with their proofs against the latest checkpoint;
+// moved reports that a newer checkpoint was published before the last was
+// read.
+func exportBundle(ctx context.Context, c *client.Client, from, to int64) (b *ledger.Bundle, moved bool, err error) {
+	cp, err := c.Checkpoint(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	if to == 0 {
+		to = cp.Size
+	}
+	if from < 0 || from > to || to > cp.Size {
+		return nil, false, fmt.Errorf("--from %d --to %d: want 0 ≤ from ≤ to ≤ %d, the latest checkpoint's size", from, to, cp.Size)
+	}
+	b = &ledger.Bundle{VerifierKey: cp.VerifierKey, Checkpoints: []string{cp.Checkpoint}, Consistency: []ledger.Proof{}}
+	for i := from; i < to; i++ {
+		raw, err := c.Receipt(ctx, uint64(i))
+		if err != nil {
+			return nil, false, fmt.Errorf("receipt %d: %w", i, err)
+		}
+		if hashOnly(raw) {
+			return nil, false, fmt.Errorf("receipt %d: the server proves it by its leaf hash only: the token may not read it (an auditor token reads a receipt that carries a tool's output only with --outputs)", i)
+		}
+		rp, err := ledger.DecodeReceiptProof(raw)
+		if err != nil {
+			return nil, false, fmt.Errorf("receipt %d: %w", i, err)
+		}
+		if rp.Checkpoint != cp.Checkpoint {
+			return nil, true, nil
+		}
+		b.Receipts = append(b.Receipts, *rp)
+	}
+	return b, false, nil
 }
 
 // hashOnly reports whether a GET /v1/receipts answer is the public one: the
