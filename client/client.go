@@ -218,9 +218,19 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 			var retry bool
 			retry, err = c.once(ctx, c.servers[i], method, path, body, out)
 			if !retry {
-				if err == nil {
+				var ae *Error
+				switch {
+				case err == nil:
 					c.mu.Lock()
 					c.cur = i
+					c.mu.Unlock()
+				case !errors.As(err, &ae) && len(c.servers) > 1:
+					// No answer (the caller's deadline passed, the
+					// connection broke after the request left): the next
+					// call starts with the next server, not again with one
+					// that may hang every request.
+					c.mu.Lock()
+					c.cur = (i + 1) % len(c.servers)
 					c.mu.Unlock()
 				}
 				return err

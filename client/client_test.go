@@ -113,3 +113,36 @@ func TestIntentResponseDecodesAsV1(t *testing.T) {
 		}
 	}
 }
+
+// TestHungServerLeftBehind: a call to a server that never answers ends at
+// the caller's deadline, and the next call starts with the next server,
+// which answers.
+func TestHungServerLeftBehind(t *testing.T) {
+	release := make(chan struct{})
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer hung.Close()
+	defer close(release)
+	var answered atomic.Int64
+	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		answered.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"intent_id":"int-1","state":"completed"}`))
+	}))
+	defer live.Close()
+	c := NewCluster([]string{hung.URL, live.URL}, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	_, err := c.Submit(ctx, []byte(`{}`), nil, 0)
+	cancel()
+	if err == nil {
+		t.Fatal("the hung server answered")
+	}
+	r, err := c.Submit(context.Background(), []byte(`{}`), nil, 0)
+	if err != nil || r.IntentID != "int-1" || answered.Load() != 1 {
+		t.Fatalf("the second call: %+v %v (the live server answered %d times)", r, err, answered.Load())
+	}
+}
