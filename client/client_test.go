@@ -141,7 +141,9 @@ func TestHungServerLeftBehind(t *testing.T) {
 	if err == nil {
 		t.Fatal("the hung server answered")
 	}
-	r, err := c.Submit(context.Background(), []byte(`{}`), nil, 0)
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := c.Submit(ctx, []byte(`{}`), nil, 0)
 	if err != nil || r.IntentID != "int-1" || answered.Load() != 1 {
 		t.Fatalf("the second call: %+v %v (the live server answered %d times)", r, err, answered.Load())
 	}
