@@ -41,7 +41,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, protocol.CodeNotFound, "no such endpoint")
 	})
-	return s.timeSubmissions(s.dashboardFront(s.forwarding(mux.mux)))
+	return s.timeSubmissions(s.dashboardFront(s.refuseWhileFull(s.forwarding(mux.mux))))
 }
 
 // readBody reads at most limit bytes; a larger body is malformed. The buffer
@@ -196,6 +196,10 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, wait
 	in, ok := s.wait(ctx, id, wait)
 	if !ok {
 		writeError(w, protocol.CodeNotFound, "no intent "+id)
+		return
+	}
+	if s.diskFull() {
+		writeError(w, protocol.CodeNoLeader, diskFullMessage)
 		return
 	}
 	resp := responseFor(in)

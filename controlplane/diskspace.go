@@ -1,6 +1,126 @@
 package controlplane
 
-import "time"
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/writhq/writ/protocol"
+)
+
+// fsmSpaceWindow is how long after the FSM's last wait for space this server
+// still counts its disk as full: the FSM tries its write again at least
+// every 2 s (fsm.spaceWaitMax) while it waits.
+const fsmSpaceWindow = 5 * time.Second
+
+// diskSpace is what this server knows of its disk: whether its Raft log
+// refused the last append for want of space (a follower then falls behind
+// the cluster: it stores nothing the leader sends until there is space), and
+// when its FSM last waited for space to write a receipt or checkpoint (it
+// applies nothing meanwhile). A server whose disk is full answers nothing
+// from its own state: it refuses requests at once, 503 no_leader, so that
+// clients go to another server instead of waiting on one that cannot catch
+// up (refuseWhileFull).
+type diskSpace struct {
+	logFull atomic.Bool
+	fsmWait atomic.Int64 // unix nanoseconds of the FSM's last wait, 0 if never
+	mu      sync.Mutex
+	filled  chan struct{} // closed, and replaced, each time the disk is found full
+}
+
+func newDiskSpace() *diskSpace { return &diskSpace{filled: make(chan struct{})} }
+
+// logAppend is raftnode's OnLogSpace: how the last append went.
+func (d *diskSpace) logAppend(full bool) {
+	if d.logFull.Swap(full) != full && full {
+		d.signal()
+	}
+}
+
+// fsmWaits records a wait of the FSM for space.
+func (d *diskSpace) fsmWaits() {
+	if prev := d.fsmWait.Swap(time.Now().UnixNano()); !within(prev) {
+		d.signal()
+	}
+}
+
+func (d *diskSpace) fsmFull() bool { return within(d.fsmWait.Load()) }
+
+// within reports whether the wait at (unix nanoseconds, 0 for none) was
+// less than fsmSpaceWindow ago.
+func within(at int64) bool {
+	return at != 0 && time.Since(time.Unix(0, at)) < fsmSpaceWindow
+}
+
+// full reports whether this server's disk is full now.
+func (d *diskSpace) full() bool { return d.logFull.Load() || d.fsmFull() }
+
+func (d *diskSpace) signal() {
+	d.mu.Lock()
+	close(d.filled)
+	d.filled = make(chan struct{})
+	d.mu.Unlock()
+}
+
+// untilFull returns ctx, ended also when the disk is next found full.
+func (d *diskSpace) untilFull(ctx context.Context) (context.Context, context.CancelFunc) {
+	d.mu.Lock()
+	filled := d.filled
+	d.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-filled:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// diskFullMessage is the refusal of a server whose disk is full.
+const diskFullMessage = "this server's disk is full: it cannot keep up with the cluster; retry at another server"
+
+// diskFull reports whether this server, one of a cluster, should refuse
+// what it is asked because its disk is full. A server alone has nowhere to
+// send its clients: it takes their requests, which wait for space.
+func (s *Server) diskFull() bool { return s.cluster != nil && s.space.full() }
+
+// refuseWhileFull answers 503 no_leader (with Retry-After) to the API
+// requests of a cluster server whose disk is full, but for health, version
+// and the endpoints between servers. A request that waits (?wait=) is cut
+// short when the disk fills during its wait, and then refused the same way
+// (respond, forward).
+func (s *Server) refuseWhileFull(next http.Handler) http.Handler {
+	if s.cluster == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/v1/") || r.URL.Path == "/v1/health" || r.URL.Path == "/v1/version" || internalPath(r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if s.space.full() {
+			writeError(w, protocol.CodeNoLeader, diskFullMessage)
+			return
+		}
+		if strings.Contains(r.URL.RawQuery, "wait=") {
+			ctx, cancel := s.space.untilFull(r.Context())
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// noteFSMNoSpace is the FSM's OnNoSpace: it is about to wait for space.
+func (s *Server) noteFSMNoSpace() {
+	s.space.fsmWaits()
+	s.yieldLeadership()
+}
 
 // yieldLeadership hands the leadership to another server while this one's
 // FSM waits for disk space to write a receipt or checkpoint (fsm.OnNoSpace).

@@ -153,6 +153,13 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 			s.answer(w, r, ir.ID, time.Until(deadline))
 			return
 		}
+		if s.diskFull() {
+			// Admitted by the leader, but this server cannot catch up to
+			// answer: the client sends it again elsewhere (the intent's
+			// key makes that safe).
+			writeError(w, protocol.CodeNoLeader, diskFullMessage+" (the intent may have been admitted; sending it again is safe)")
+			return
+		}
 	}
 	for _, k := range []string{"Content-Type", "Retry-After", "Cache-Control"} {
 		if v := header.Get(k); v != "" {

@@ -43,6 +43,9 @@ func (s *Server) unready(ctx context.Context) string {
 	if _, leader := s.node.Raft.LeaderWithID(); leader == "" {
 		return "no leader is known"
 	}
+	if s.diskFull() {
+		return "this server's disk is full"
+	}
 	if !s.caughtUp(ctx) {
 		return "this server is still applying the committed log"
 	}

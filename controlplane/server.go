@@ -31,6 +31,8 @@ import (
 type Server struct {
 	// yielding is set while yieldLeadership hands the leadership on.
 	yielding atomic.Bool
+	// space is what this server knows of its disk (diskspace.go).
+	space    *diskSpace
 	cfg      Config
 	log      *slog.Logger
 	fsm      *fsm.FSM
@@ -125,22 +127,24 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	groupSize := newGroupSize()
+	space := newDiskSpace()
 	node, err := raftnode.Start(raftnode.Config{
 		ID: cfg.ID, Dir: cfg.DataDir, Bind: cfg.RaftAddr, TLS: tlsCfg, Bootstrap: cfg.Bootstrap, Logger: log,
 		CommitTimeout: cfg.RaftCommitTimeout, LogStore: cfg.RaftLogStore,
 		HeartbeatTimeout: cfg.raftTimeouts, ElectionTimeout: cfg.raftTimeouts, LeaderLeaseTimeout: cfg.raftTimeouts,
 		GroupSizes: func(n int) { groupSize.Observe(float64(n)) },
+		OnLogSpace: space.logAppend,
 	}, f)
 	if err != nil {
 		lg.Close()
 		return nil, err
 	}
 	s := &Server{
-		cfg: cfg, log: log, fsm: f, node: node, ledger: lg, keys: kr, verifier: v, catalog: newCatalog(f), stop: make(chan struct{}),
+		space: space, cfg: cfg, log: log, fsm: f, node: node, ledger: lg, keys: kr, verifier: v, catalog: newCatalog(f), stop: make(chan struct{}),
 		gate: newAdmitGate(cfg.MaxInFlight, cfg.MaxInFlightBytes), cpu: newCPUSlots(), fails: newFailLimiter(cfg.FailuresPerSecond, cfg.FailureBurst, cfg.FailureHeld, 100_000),
 		metrics: newMetrics(node.Raft, groupSize, f.Queued),
 	}
-	f.OnNoSpace(s.yieldLeadership)
+	f.OnNoSpace(s.noteFSMNoSpace)
 	if cfg.AgentAddr != "" {
 		if cfg.AgentAddr == cfg.HTTPAddr {
 			// The same port number for UDP as the API's TCP (dev: :0 picks it).

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/writhq/writ/client"
+	"github.com/writhq/writ/protocol"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,6 +116,7 @@ func diskFull(hold time.Duration) func(context.Context, *Suite, *Load, *Report) 
 			if l.Acked.Load()-acked < 10 {
 				r.problem("the cluster answered %d submissions in 30 s while %s's disk was full", l.Acked.Load()-acked, p.Name)
 			}
+			probeFullServer(ctx, s, l, r, leader)
 		}
 		time.Sleep(time.Until(began.Add(hold)))
 		s.Logf("nemesis: %d submissions answered in %s while %s's disk was full; space again", l.Acked.Load()-acked,
@@ -137,4 +141,48 @@ func diskFullLog(p *Proc) string {
 	return fmt.Sprintf("%d Raft appends refused, %d waits for space, %d leadership hand-offs",
 		strings.Count(log, "unable to store logs within log store")+strings.Count(log, "failed to commit logs"),
 		strings.Count(log, `"msg":"the disk is full: waiting for space`), strings.Count(log, `"msg":"the disk is full: handed the leadership on"`))
+}
+
+// probeFullServer submits intents straight to server i, whose disk is full
+// and which no longer leads, each waiting up to 10 s for its final state.
+// Such a server cannot keep up with the cluster: it must refuse at once
+// (503 no_leader, so that clients go elsewhere), or answer, but never hold
+// a request until the caller gives up. It must also come to say so: at
+// least one refusal names its full disk.
+func probeFullServer(ctx context.Context, s *Suite, l *Load, r *Report, i int) {
+	cl := s.C.Client(i)
+	cl.Failover = 0
+	defer cl.CloseIdleConnections()
+	const wait, n = 10 * time.Second, 10
+	var slow, full int
+	answers := map[string]int{}
+	for k := range n {
+		key := fmt.Sprintf("%s-diskfull-%02d", l.prefix, k)
+		began := time.Now()
+		_, err := l.onceErr(ctx, cl, key, key+"-a", "", "", wait+5*time.Second, wait)
+		took := time.Since(began)
+		var ae *client.Error
+		switch {
+		case err == nil:
+			answers["answered"]++
+		case errors.As(err, &ae):
+			answers[string(ae.Code)]++
+			if ae.Code == protocol.CodeNoLeader && strings.Contains(ae.Message, "disk is full") {
+				full++
+			}
+		default:
+			answers["no answer"]++
+		}
+		if took >= wait*8/10 {
+			slow++
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	s.Logf("nemesis: %d submissions straight to %s while its disk was full: %v; %d took over %s", n, ServerNames[i], answers, slow, wait*8/10)
+	if slow > 0 {
+		r.problem("%d of %d submissions to %s, whose disk was full, took over %s (a server that cannot keep up must refuse at once): %v", slow, n, ServerNames[i], wait*8/10, answers)
+	}
+	if full == 0 {
+		r.problem("no submission to %s, whose disk was full, was refused for it: %v", ServerNames[i], answers)
+	}
 }

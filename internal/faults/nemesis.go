@@ -193,7 +193,7 @@ func isolateMinority(hold time.Duration) func(context.Context, *Suite, *Load, *R
 		for i := 0; time.Since(began) < hold; i++ {
 			key := fmt.Sprintf("%s-minority-%03d", l.prefix, i)
 			id := key + "-a"
-			answered, err := l.onceErr(ctx, cl, key, id, "", "", 5*time.Second)
+			answered, err := l.onceErr(ctx, cl, key, id, "", "", 5*time.Second, 0)
 			if answered != "" {
 				r.problem("the isolated server %s admitted %s (answered %s)", f, id, answered)
 			}
@@ -290,12 +290,13 @@ func (s *Suite) newLeader(ctx context.Context, old int, d time.Duration) (int, e
 // returns the intent id answered, "" for none. The intent runs on node
 // and lasts until waitFor exists (see signFor).
 func (l *Load) onceFor(ctx context.Context, cl *client.Client, key, id, node, waitFor string, timeout time.Duration) string {
-	answered, _ := l.onceErr(ctx, cl, key, id, node, waitFor, timeout)
+	answered, _ := l.onceErr(ctx, cl, key, id, node, waitFor, timeout, 0)
 	return answered
 }
 
-// onceErr is onceFor that also returns the submission's error.
-func (l *Load) onceErr(ctx context.Context, cl *client.Client, key, id, node, waitFor string, timeout time.Duration) (string, error) {
+// onceErr is onceFor that also returns the submission's error; the server
+// waits up to wait for the intent's final state.
+func (l *Load) onceErr(ctx context.Context, cl *client.Client, key, id, node, waitFor string, timeout, wait time.Duration) (string, error) {
 	body, expires := l.signFor(key, id, node, waitFor)
 	l.mu.Lock()
 	l.keys = append(l.keys, key)
@@ -304,7 +305,7 @@ func (l *Load) onceErr(ctx context.Context, cl *client.Client, key, id, node, wa
 	l.mu.Unlock()
 	call := l.ts()
 	c, cancel := context.WithTimeout(ctx, timeout)
-	a, err := cl.Submit(c, body, nil, 0)
+	a, err := cl.Submit(c, body, nil, wait)
 	cancel()
 	out, ret := Op{Key: key, ID: id}, l.ts()
 	if err == nil {

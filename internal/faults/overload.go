@@ -79,7 +79,7 @@ func overload(hold time.Duration) func(context.Context, *Suite, *Load, *Report) 
 				for i := 0; fctx.Err() == nil; i++ {
 					key := fmt.Sprintf("%s-flood-%03d-%05d", l.prefix, w, i)
 					start := time.Now()
-					_, err := l.onceErr(fctx, cl, key, key+"-a", "", "", 10*time.Second)
+					_, err := l.onceErr(fctx, cl, key, key+"-a", "", "", 10*time.Second, 0)
 					var ae *client.Error
 					switch {
 					case err == nil:

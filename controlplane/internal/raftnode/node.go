@@ -43,6 +43,9 @@ type Config struct {
 	// LogStoreRaftBoltDB exist only so that benchmarks can compare the
 	// stores in one run.
 	LogStore string
+	// OnLogSpace, when set, is told after each append to the log whether
+	// the store refused it for want of space (true) or stored it (false).
+	OnLogSpace func(full bool)
 }
 
 // The log stores Start can open.
@@ -122,6 +125,7 @@ func Start(cfg Config, f *fsm.FSM) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	w = watchSpace(w, cfg.OnLogSpace)
 	closeStores := func() { w.Close() }
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(filepath.Join(cfg.Dir, "raft"), 3, hl)
 	if err != nil {
