@@ -75,12 +75,12 @@ func TestReconnectToALaggingServer(t *testing.T) {
 	if err := node.connect(t, servers[x].AgentAddr(), tools); err != nil {
 		t.Fatal(err)
 	}
-	waitView(t, servers, node.id, fsm.NodeReady, localcluster.ID(servers[x]))
+	waitView(t, servers, node.ID, fsm.NodeReady, localcluster.ID(servers[x]))
 	if err := controlplane.SnapshotNow(servers[x]); err != nil {
 		t.Fatal(err)
 	}
 	node.close()
-	waitView(t, servers, node.id, fsm.NodeDown, "")
+	waitView(t, servers, node.ID, fsm.NodeDown, "")
 
 	cfgs := make([]controlplane.Config, 3)
 	for i, s := range servers {
@@ -103,7 +103,7 @@ func TestReconnectToALaggingServer(t *testing.T) {
 		return s
 	}
 	lag := start(x)
-	if status, server, _ := controlplane.LocalNodeView(lag, node.id); status != fsm.NodeReady || server != localcluster.ID(lag) {
+	if status, server, _ := controlplane.LocalNodeView(lag, node.ID); status != fsm.NodeReady || server != localcluster.ID(lag) {
 		t.Fatalf("x restarted alone shows the node %s on %q: the test needs its stale view (ready on x)", status, server)
 	}
 	connected := make(chan error, 1)
@@ -128,22 +128,22 @@ func TestReconnectToALaggingServer(t *testing.T) {
 	t.Cleanup(node.close)
 	all := []*controlplane.Server{running[0], running[1], running[2]}
 	waitCaughtUp(t, all)
-	waitView(t, all, node.id, fsm.NodeReady, localcluster.ID(lag))
+	waitView(t, all, node.ID, fsm.NodeReady, localcluster.ID(lag))
 
 	c := client.New(url(lag), "")
 	if err := c.TrustCA(caPEM); err != nil {
 		t.Fatal(err)
 	}
 	d := &devServer{creds: creds}
-	raw := d.intent(t, "echo", `{"msg":"after the restart"}`, func(in *protocol.Intent) { in.Target = &protocol.Target{Node: node.id} })
+	raw := d.intent(t, "echo", `{"msg":"after the restart"}`, func(in *protocol.Intent) { in.Target = &protocol.Target{Node: node.ID} })
 	r, err := c.Submit(ctx, raw, nil, 30*time.Second)
-	if err != nil || r.State != "completed" || r.Dispatch == nil || r.Dispatch.Node != node.id {
+	if err != nil || r.State != "completed" || r.Dispatch == nil || r.Dispatch.Node != node.ID {
 		t.Fatalf("an intent targeted at the reconnected node: %+v %v", r, err)
 	}
 	// Still ready once every server has applied everything since.
 	waitCaughtUp(t, all)
 	for _, s := range all {
-		if status, server, _ := controlplane.LocalNodeView(s, node.id); status != fsm.NodeReady || server != localcluster.ID(lag) {
+		if status, server, _ := controlplane.LocalNodeView(s, node.ID); status != fsm.NodeReady || server != localcluster.ID(lag) {
 			t.Fatalf("server %s shows the connected node %s on %q", localcluster.ID(s), status, server)
 		}
 	}
