@@ -16,6 +16,7 @@ import (
 	"github.com/writhq/writ/controlplane"
 	"github.com/writhq/writ/controlplane/internal/fsm"
 	"github.com/writhq/writ/controlplane/localcluster"
+	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -72,6 +73,12 @@ func TestReconnectToALaggingServer(t *testing.T) {
 	}
 	node := enrollSimVia(t, servers[leader], url(servers[leader]), hc)
 	tools := toolHashesVia(t, url(servers[leader]), hc)
+	// x must have applied the enrollment, or it closes the session "unknown,
+	// try again" (an agent would retry).
+	eventually.True(t, "x applies the enrollment", func() bool {
+		_, _, ok := controlplane.LocalNodeView(servers[x], node.ID)
+		return ok
+	})
 	if err := node.connect(t, servers[x].AgentAddr(), tools); err != nil {
 		t.Fatal(err)
 	}
