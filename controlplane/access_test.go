@@ -221,7 +221,7 @@ type answer struct {
 
 func (w *accessWorld) send(t *testing.T, kind string, p probe) answer {
 	target := strings.NewReplacer("{intent}", url.PathEscape(w.intent), "{receipt}", w.receipt,
-		"{node}", w.d.node.id, "{tenant}", w.d.creds.Tenant).Replace(p.path)
+		"{node}", w.d.node.ID, "{tenant}", w.d.creds.Tenant).Replace(p.path)
 	h := http.Header{}
 	w.credentials(t, kind, p.method, target, h)
 	if p.ws {

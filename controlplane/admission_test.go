@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/writhq/writ/protocol"
+
+	"github.com/writhq/writ/controlplane/localcluster"
 )
 
 // TestBudgetRaceThroughGroupCommit: concurrent submissions for the last units
@@ -25,7 +27,7 @@ func TestBudgetRaceThroughGroupCommit(t *testing.T) {
 			in.ID, in.IdempotencyKey, in.RunID = fmt.Sprintf("race-%d", i), fmt.Sprintf("race-key-%d", i), "race-run"
 		})
 	}
-	entries0, commands0 := d.s.GroupStats()
+	entries0, commands0 := localcluster.GroupStats(d.s)
 	var mu sync.Mutex
 	outcomes := map[string]int{}
 	var wg sync.WaitGroup
@@ -52,7 +54,7 @@ func TestBudgetRaceThroughGroupCommit(t *testing.T) {
 	if outcomes["admitted"] != budget || outcomes["budget_exhausted"] != n-budget || len(outcomes) != 2 {
 		t.Errorf("got %v, want %d admitted and %d budget_exhausted", outcomes, budget, n-budget)
 	}
-	entries, commands := d.s.GroupStats()
+	entries, commands := localcluster.GroupStats(d.s)
 	if commands-commands0 != n || entries-entries0 > n || entries == entries0 {
 		t.Errorf("group commit proposed %d admissions in %d entries, want all %d", commands-commands0, entries-entries0, n)
 	}

@@ -24,7 +24,7 @@ func TestBacklogBound(t *testing.T) {
 	base := "http://" + d.s.Addr().String()
 	ctx := context.Background()
 	late := enrollSim(t, d.s, base)
-	target := func(in *protocol.Intent) { in.Target = &protocol.Target{Node: late.id} }
+	target := func(in *protocol.Intent) { in.Target = &protocol.Target{Node: late.ID} }
 	for i := range 2 {
 		r, err := d.c.Submit(ctx, d.intent(t, "echo", `{"msg":"queued"}`, target), nil, 0)
 		if err != nil || r.State != "queued" {

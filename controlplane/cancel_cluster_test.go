@@ -11,6 +11,7 @@ import (
 
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/controlplane"
+	"github.com/writhq/writ/controlplane/localcluster"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -29,10 +30,11 @@ func TestCancelThroughFollower(t *testing.T) {
 	controlplane.SetRaftTimeouts(&base, 5*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	servers, creds, err := controlplane.StartLocalCluster(ctx, dir, 3, base)
+	lc, err := localcluster.Start(ctx, dir, 3, base)
 	if err != nil {
 		t.Fatal(err)
 	}
+	servers, creds := lc.Servers, lc.Creds
 	defer func() {
 		for _, s := range servers {
 			s.Close(context.Background())
@@ -40,13 +42,13 @@ func TestCancelThroughFollower(t *testing.T) {
 	}()
 	var leader, follower *controlplane.Server
 	for _, s := range servers {
-		if s.IsLeader() {
+		if localcluster.IsLeader(s) {
 			leader = s
 		} else if follower == nil {
 			follower = s
 		}
 	}
-	if err := leader.AddBenchNode(ctx); err != nil {
+	if err := localcluster.AddBenchNode(ctx, leader); err != nil {
 		t.Fatal(err)
 	}
 	caPEM, err := os.ReadFile(filepath.Join(dir, "pki", "ca.pem"))

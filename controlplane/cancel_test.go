@@ -51,10 +51,10 @@ func TestCancelWaiting(t *testing.T) {
 		}, "pending_approval"},
 		{"queued", func(t *testing.T) string {
 			// A drained node may be undrained: the intent waits for it.
-			if err := d.admin.NodeAction(ctx, d.node.id, "drain"); err != nil {
+			if err := d.admin.NodeAction(ctx, d.node.ID, "drain"); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { d.admin.NodeAction(ctx, d.node.id, "ready") })
+			t.Cleanup(func() { d.admin.NodeAction(ctx, d.node.ID, "ready") })
 			r, err := d.c.Submit(ctx, d.intent(t, "echo", `{"msg":"x"}`), nil, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -77,7 +77,7 @@ func TestCancelWaiting(t *testing.T) {
 			if outcome, status := receiptOutcome(t, r); outcome != protocol.OutcomeCanceled || status != "" {
 				t.Fatalf("receipt outcome %q, result status %q; want canceled and no result", outcome, status)
 			}
-			if n := d.node.runs.Load(); n != 0 {
+			if n := d.node.Runs.Load(); n != 0 {
 				t.Fatalf("the node was sent %d dispatches, want none", n)
 			}
 		})
@@ -91,14 +91,14 @@ func TestCancelWaiting(t *testing.T) {
 func TestCancelDispatched(t *testing.T) {
 	d := startDev(t)
 	ctx := context.Background()
-	d.node.hold.Store(true)
+	d.node.Hold.Store(true)
 	r, err := d.c.Submit(ctx, d.intent(t, "echo", `{"msg":"long"}`), nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := r.IntentID
 	deadline := time.Now().Add(10 * time.Second)
-	for d.node.runs.Load() == 0 && time.Now().Before(deadline) {
+	for d.node.Runs.Load() == 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	r, err = d.c.CancelIntent(ctx, id)

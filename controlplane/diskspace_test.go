@@ -1,33 +1,33 @@
-package controlplane
+package controlplane_test
 
 import (
 	"context"
 	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/writhq/writ/controlplane"
+	"github.com/writhq/writ/controlplane/localcluster"
 )
 
 // TestYieldLeadership: a leader told that its FSM waits for disk space
 // hands the leadership to another server of a real 3-server cluster; a
 // follower told so changes nothing.
 func TestYieldLeadership(t *testing.T) {
-	base := DefaultConfig()
+	base := controlplane.DefaultConfig()
 	base.Logger = slog.New(slog.DiscardHandler)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	servers, _, err := StartLocalCluster(ctx, t.TempDir(), 3, base)
+	lc, err := localcluster.Start(ctx, t.TempDir(), 3, base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		for _, s := range servers {
-			s.Close(context.Background())
-		}
-	}()
-	leader := func() *Server {
+	defer lc.Close()
+	servers := lc.Servers
+	leader := func() *controlplane.Server {
 		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 			for _, s := range servers {
-				if s.IsLeader() {
+				if localcluster.IsLeader(s) {
 					return s
 				}
 			}
@@ -38,13 +38,13 @@ func TestYieldLeadership(t *testing.T) {
 	old := leader()
 	for _, s := range servers {
 		if s != old {
-			s.yieldLeadership() // a follower: nothing to hand on
+			controlplane.YieldLeadership(s) // a follower: nothing to hand on
 		}
 	}
 	if leader() != old {
 		t.Fatal("a follower's yield moved the leadership")
 	}
-	old.yieldLeadership()
+	controlplane.YieldLeadership(old)
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if l := leader(); l != old {
 			break

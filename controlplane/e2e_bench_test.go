@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/writhq/writ/controlplane"
+	"github.com/writhq/writ/controlplane/localcluster"
 )
 
 // BenchmarkEndToEnd measures, on loopback, the latency from submitting an
@@ -21,7 +22,7 @@ import (
 // (measured by `writ bench sandbox`). Reported: p50 and p99 of each, in µs.
 func BenchmarkEndToEnd(b *testing.B) {
 	params := `{"msg":"` + strings.Repeat("x", 500) + `"}`
-	rtt, err := controlplane.QUICRoundTrips(context.Background(), 500, len(params)+400)
+	rtt, err := localcluster.QUICRoundTrips(context.Background(), 500, len(params)+400)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,3 +11,7 @@ func RoutePatterns(s *Server) []string {
 // SetRaftTimeouts sets Raft's heartbeat and election timeouts and its leader
 // lease for the servers of c (Config.raftTimeouts).
 func SetRaftTimeouts(c *Config, d time.Duration) { c.raftTimeouts = d }
+
+// YieldLeadership makes s hand the leadership on, as when its FSM waits for
+// disk space.
+func YieldLeadership(s *Server) { s.yieldLeadership() }

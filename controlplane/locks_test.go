@@ -18,13 +18,13 @@ import (
 func TestLocksAdmissionDispatchRunning(t *testing.T) {
 	d := startDev(t)
 	ctx := context.Background()
-	d.node.hold.Store(true)
+	d.node.Hold.Store(true)
 	running, err := d.c.Submit(ctx, d.intent(t, "echo", `{"msg":"a"}`), nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for d.node.runs.Load() == 0 && time.Now().Before(deadline) {
+	for d.node.Runs.Load() == 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	pending, err := d.c.Submit(ctx, d.intent(t, "echo_approval", `{}`), nil, 0)
@@ -78,17 +78,17 @@ func TestLocksAdmissionDispatchRunning(t *testing.T) {
 	}
 
 	// A node lock: the intent waits, queued, and runs once it is deleted.
-	d.node.hold.Store(false)
-	nl, err := d.admin.CreateLock(ctx, client.LockSpec{Node: d.node.id, TTL: time.Hour, Reason: "maintenance"})
+	d.node.Hold.Store(false)
+	nl, err := d.admin.CreateLock(ctx, client.LockSpec{Node: d.node.ID, TTL: time.Hour, Reason: "maintenance"})
 	if err != nil || nl.ExpiresAt == "" {
 		t.Fatalf("%+v %v", nl, err)
 	}
-	runs := d.node.runs.Load()
+	runs := d.node.Runs.Load()
 	queued, err := d.c.Submit(ctx, d.intent(t, "echo", `{"msg":"c"}`), nil, 500*time.Millisecond)
 	if err != nil || queued.State != "queued" {
 		t.Fatalf("under a node lock: %+v %v, want queued", queued, err)
 	}
-	if n := d.node.runs.Load(); n != runs {
+	if n := d.node.Runs.Load(); n != runs {
 		t.Fatalf("the locked node was given %d dispatches", n-runs)
 	}
 	if err := d.admin.DeleteLock(ctx, nl.ID); err != nil {

@@ -130,8 +130,8 @@ func TestNodeOutputChecked(t *testing.T) {
 		{"result v1", nil, true, protocol.CodeMalformed},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			d.node.badOutput.Store(c.output)
-			d.node.v1.Store(c.v1)
+			d.node.BadOutput.Store(c.output)
+			d.node.V1.Store(c.v1)
 			sub, err := d.c.Submit(ctx, d.intent(t, "echo", `{"msg":"x"}`), nil, 0)
 			if err != nil || sub.Dispatch == nil {
 				t.Fatalf("submit: %+v %v", sub, err)

@@ -43,15 +43,15 @@ func TestQueuedIntentExpiresUndispatched(t *testing.T) {
 	d := startDevWith(t, func(c *controlplane.Config) { c.TickInterval = time.Hour })
 	base := "http://" + d.s.Addr().String()
 	one := enrollSim(t, d.s, base)
-	one.concurrency = 1
-	one.hold.Store(true)
+	one.Concurrency = 1
+	one.Hold.Store(true)
 	if err := one.connect(t, d.s.AgentAddr(), toolHashes(t, base)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(one.close)
-	waitReady(t, d.s, one.id)
+	waitReady(t, d.s, one.ID)
 	ctx := context.Background()
-	target := func(in *protocol.Intent) { in.Target = &protocol.Target{Node: one.id} }
+	target := func(in *protocol.Intent) { in.Target = &protocol.Target{Node: one.ID} }
 	busy, err := d.c.Submit(ctx, d.intent(t, "echo", `{"msg":"busy"}`, target), nil, 0)
 	if err != nil || busy.State != "dispatched" {
 		t.Fatalf("first intent: %+v %v", busy, err)
@@ -62,11 +62,11 @@ func TestQueuedIntentExpiresUndispatched(t *testing.T) {
 	if err != nil || short.State != "queued" {
 		t.Fatalf("intent behind a busy node: %+v %v, want queued", short, err)
 	}
-	for one.runs.Load() != 1 {
+	for one.Runs.Load() != 1 {
 		time.Sleep(10 * time.Millisecond)
 	}
 	time.Sleep(2 * time.Second) // past its expiry
-	one.release()
+	one.Release()
 	got, rc := receiptWhenCovered(t, d.c, short.IntentID)
 	if got.State != "expired" || got.Error == nil || got.Error.Code != protocol.CodeExpired || got.Dispatch != nil {
 		t.Fatalf("queued past its expiry: %+v, want expired, never dispatched", got)
@@ -79,11 +79,11 @@ func TestQueuedIntentExpiresUndispatched(t *testing.T) {
 	}
 	// The slot is free: the node takes the next intent at once.
 	next, err := d.c.Submit(ctx, d.intent(t, "echo", `{"msg":"next"}`, target), nil, 10*time.Second)
-	one.release()
+	one.Release()
 	if err != nil || next.State != "dispatched" && next.State != "completed" {
 		t.Fatalf("after the expired intent: %+v %v", next, err)
 	}
-	if n := one.runs.Load(); n != 2 {
+	if n := one.Runs.Load(); n != 2 {
 		t.Fatalf("the node ran %d dispatches, want 2 (never the expired intent)", n)
 	}
 }
@@ -100,7 +100,7 @@ func TestIntentWaitsForItsNode(t *testing.T) {
 	never := enrollSim(t, d.s, base)
 
 	r, err := d.c.Submit(ctx, d.intent(t, "echo", `{"msg":"early"}`, func(in *protocol.Intent) {
-		in.Target = &protocol.Target{Node: late.id}
+		in.Target = &protocol.Target{Node: late.ID}
 	}), nil, 0)
 	if err != nil || r.State != "queued" {
 		t.Fatalf("before its node connected: %+v %v, want queued", r, err)
@@ -109,13 +109,13 @@ func TestIntentWaitsForItsNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(late.close)
-	if got, err := d.c.Intent(ctx, r.IntentID, 10*time.Second); err != nil || got.State != "completed" || got.Dispatch == nil || got.Dispatch.Node != late.id {
+	if got, err := d.c.Intent(ctx, r.IntentID, 10*time.Second); err != nil || got.State != "completed" || got.Dispatch == nil || got.Dispatch.Node != late.ID {
 		t.Fatalf("once its node connected: %+v %v", got, err)
 	}
 
 	start := time.Now()
 	r, err = d.c.Submit(ctx, d.intent(t, "echo", `{"msg":"never"}`, func(in *protocol.Intent) {
-		in.Target = &protocol.Target{Node: never.id}
+		in.Target = &protocol.Target{Node: never.ID}
 	}), nil, 30*time.Second)
 	if err != nil || r.State != "rejected" || r.Error == nil || r.Error.Code != "no_eligible_node" {
 		t.Fatalf("for a node that never comes: %+v %v", r, err)

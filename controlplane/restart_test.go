@@ -15,6 +15,8 @@ import (
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/controlplane"
 	"github.com/writhq/writ/controlplane/internal/fsm"
+	"github.com/writhq/writ/controlplane/localcluster"
+	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -39,10 +41,11 @@ func TestReconnectToALaggingServer(t *testing.T) {
 	controlplane.SetRaftTimeouts(&base, 5*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	servers, creds, err := controlplane.StartLocalCluster(ctx, dir, 3, base)
+	lc, err := localcluster.Start(ctx, dir, 3, base)
 	if err != nil {
 		t.Fatal(err)
 	}
+	servers, creds := lc.Servers, lc.Creds
 	running := map[int]*controlplane.Server{0: servers[0], 1: servers[1], 2: servers[2]}
 	defer func() {
 		for _, s := range running {
@@ -59,7 +62,7 @@ func TestReconnectToALaggingServer(t *testing.T) {
 	url := func(s *controlplane.Server) string { return "https://" + s.Addr().String() }
 	leader, x := -1, -1
 	for i, s := range servers {
-		if s.IsLeader() {
+		if localcluster.IsLeader(s) {
 			leader = i
 		} else if x < 0 {
 			x = i
@@ -70,15 +73,21 @@ func TestReconnectToALaggingServer(t *testing.T) {
 	}
 	node := enrollSimVia(t, servers[leader], url(servers[leader]), hc)
 	tools := toolHashesVia(t, url(servers[leader]), hc)
+	// x must have applied the enrollment, or it closes the session "unknown,
+	// try again" (an agent would retry).
+	eventually.True(t, "x applies the enrollment", func() bool {
+		_, _, ok := controlplane.LocalNodeView(servers[x], node.ID)
+		return ok
+	})
 	if err := node.connect(t, servers[x].AgentAddr(), tools); err != nil {
 		t.Fatal(err)
 	}
-	waitView(t, servers, node.id, fsm.NodeReady, servers[x].ID())
+	waitView(t, servers, node.ID, fsm.NodeReady, localcluster.ID(servers[x]))
 	if err := controlplane.SnapshotNow(servers[x]); err != nil {
 		t.Fatal(err)
 	}
 	node.close()
-	waitView(t, servers, node.id, fsm.NodeDown, "")
+	waitView(t, servers, node.ID, fsm.NodeDown, "")
 
 	cfgs := make([]controlplane.Config, 3)
 	for i, s := range servers {
@@ -101,7 +110,7 @@ func TestReconnectToALaggingServer(t *testing.T) {
 		return s
 	}
 	lag := start(x)
-	if status, server, _ := controlplane.LocalNodeView(lag, node.id); status != fsm.NodeReady || server != lag.ID() {
+	if status, server, _ := controlplane.LocalNodeView(lag, node.ID); status != fsm.NodeReady || server != localcluster.ID(lag) {
 		t.Fatalf("x restarted alone shows the node %s on %q: the test needs its stale view (ready on x)", status, server)
 	}
 	connected := make(chan error, 1)
@@ -126,23 +135,23 @@ func TestReconnectToALaggingServer(t *testing.T) {
 	t.Cleanup(node.close)
 	all := []*controlplane.Server{running[0], running[1], running[2]}
 	waitCaughtUp(t, all)
-	waitView(t, all, node.id, fsm.NodeReady, lag.ID())
+	waitView(t, all, node.ID, fsm.NodeReady, localcluster.ID(lag))
 
 	c := client.New(url(lag), "")
 	if err := c.TrustCA(caPEM); err != nil {
 		t.Fatal(err)
 	}
 	d := &devServer{creds: creds}
-	raw := d.intent(t, "echo", `{"msg":"after the restart"}`, func(in *protocol.Intent) { in.Target = &protocol.Target{Node: node.id} })
+	raw := d.intent(t, "echo", `{"msg":"after the restart"}`, func(in *protocol.Intent) { in.Target = &protocol.Target{Node: node.ID} })
 	r, err := c.Submit(ctx, raw, nil, 30*time.Second)
-	if err != nil || r.State != "completed" || r.Dispatch == nil || r.Dispatch.Node != node.id {
+	if err != nil || r.State != "completed" || r.Dispatch == nil || r.Dispatch.Node != node.ID {
 		t.Fatalf("an intent targeted at the reconnected node: %+v %v", r, err)
 	}
 	// Still ready once every server has applied everything since.
 	waitCaughtUp(t, all)
 	for _, s := range all {
-		if status, server, _ := controlplane.LocalNodeView(s, node.id); status != fsm.NodeReady || server != lag.ID() {
-			t.Fatalf("server %s shows the connected node %s on %q", s.ID(), status, server)
+		if status, server, _ := controlplane.LocalNodeView(s, node.ID); status != fsm.NodeReady || server != localcluster.ID(lag) {
+			t.Fatalf("server %s shows the connected node %s on %q", localcluster.ID(s), status, server)
 		}
 	}
 }
@@ -157,7 +166,7 @@ func waitView(t *testing.T, servers []*controlplane.Server, id, status, server s
 		for _, s := range servers {
 			st, sv, _ := controlplane.LocalNodeView(s, id)
 			if st != status || sv != server {
-				ok, got = false, s.ID()+": "+st+" on "+sv
+				ok, got = false, localcluster.ID(s)+": "+st+" on "+sv
 			}
 		}
 		if ok {
@@ -178,8 +187,8 @@ func waitCaughtUp(t *testing.T, servers []*controlplane.Server) {
 	var target uint64
 	for target == 0 {
 		for _, s := range servers {
-			if s.IsLeader() {
-				target = s.AppliedIndex()
+			if localcluster.IsLeader(s) {
+				target = localcluster.AppliedIndex(s)
 			}
 		}
 		if time.Now().After(deadline) {
@@ -188,9 +197,9 @@ func waitCaughtUp(t *testing.T, servers []*controlplane.Server) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	for _, s := range servers {
-		for s.AppliedIndex() < target {
+		for localcluster.AppliedIndex(s) < target {
 			if time.Now().After(deadline) {
-				t.Fatalf("server %s applied %d, the leader %d", s.ID(), s.AppliedIndex(), target)
+				t.Fatalf("server %s applied %d, the leader %d", localcluster.ID(s), localcluster.AppliedIndex(s), target)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}

@@ -57,8 +57,6 @@ type Server struct {
 	cluster *cluster
 	ready   readiness // what /v1/health checks beyond leader and log (ready.go)
 	hooks   *webhooks // approval notifications (webhooks.go); nil without any
-	// localToken is the admin token StartLocalCluster registers with.
-	localToken string
 
 	stop      chan struct{}
 	done      sync.WaitGroup

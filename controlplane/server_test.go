@@ -63,7 +63,7 @@ func startDevWith(t testing.TB, mutate func(*controlplane.Config)) *devServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(d.node.close)
-	waitReady(t, s, d.node.id)
+	waitReady(t, s, d.node.ID)
 	return d
 }
 
@@ -156,7 +156,7 @@ func TestSubmitAndIdempotency(t *testing.T) {
 		t.Fatalf("same key, other params: got %v, want idempotency_conflict", err)
 	}
 	got, err := d.c.Intent(ctx, r.IntentID, 10*time.Second)
-	if err != nil || got.State != "completed" || got.Dispatch == nil || got.Dispatch.Node != d.node.id {
+	if err != nil || got.State != "completed" || got.Dispatch == nil || got.Dispatch.Node != d.node.ID {
 		t.Fatalf("GET: %+v %v", got, err)
 	}
 	res, err := protocol.DecodeResult(got.Result, 0)
@@ -166,8 +166,8 @@ func TestSubmitAndIdempotency(t *testing.T) {
 	if out, ok, err := client.ResponseOutput(got); !ok || err != nil || string(out) != `{"msg":"hi"}` || res.CheckCaptured(out) != nil {
 		t.Fatalf("output: %q %v %v", out, ok, err)
 	}
-	if d.node.runs.Load() != 1 {
-		t.Fatalf("the node ran %d times, want once", d.node.runs.Load())
+	if d.node.Runs.Load() != 1 {
+		t.Fatalf("the node ran %d times, want once", d.node.Runs.Load())
 	}
 	if _, err := d.c.Intent(ctx, "nope", 0); apiCode(err) != "not_found" {
 		t.Fatalf("GET unknown: %v", err)
@@ -188,7 +188,7 @@ func TestIntentTarget(t *testing.T) {
 	}{
 		{protocol.Target{Node: "elsewhere"}, "rejected"},
 		{protocol.Target{Labels: map[string]string{"zone": "b"}}, "rejected"},
-		{protocol.Target{Node: d.node.id}, "completed"},
+		{protocol.Target{Node: d.node.ID}, "completed"},
 		{protocol.Target{Node: "sim"}, "completed"},
 		{protocol.Target{Labels: map[string]string{"zone": "a"}}, "completed"},
 	} {

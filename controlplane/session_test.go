@@ -45,9 +45,9 @@ func servedStream(t *testing.T, addr, node string, tlsConf *tls.Config) bool {
 // served. A session that is served proves the test can tell.
 func TestSessionNeedsANodeCertificate(t *testing.T) {
 	d := startDev(t)
-	pool := d.node.ca
+	pool := d.node.CAPool()
 	base := &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", NextProtos: []string{protocol.ALPN}, MinVersion: tls.VersionTLS13}
-	if servedStream(t, d.s.AgentAddr(), d.node.id, base) {
+	if servedStream(t, d.s.AgentAddr(), d.node.ID, base) {
 		t.Error("a client without a certificate was served")
 	}
 	other, _, err := pki.NewCA("another CA", time.Now(), time.Hour)
@@ -55,15 +55,15 @@ func TestSessionNeedsANodeCertificate(t *testing.T) {
 		t.Fatal(err)
 	}
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	der, _ := other.Sign(pki.RoleNode, d.node.id, key.Public(), nil, true, time.Now(), time.Hour)
+	der, _ := other.Sign(pki.RoleNode, d.node.ID, key.Public(), nil, true, time.Now(), time.Hour)
 	foreign := base.Clone()
 	foreign.Certificates = []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}
-	if servedStream(t, d.s.AgentAddr(), d.node.id, foreign) {
+	if servedStream(t, d.s.AgentAddr(), d.node.ID, foreign) {
 		t.Error("a certificate from another CA, naming an enrolled node, was served")
 	}
 	mine := base.Clone()
-	mine.Certificates = []tls.Certificate{{Certificate: d.node.chain, PrivateKey: d.node.tlsKey}}
-	if !servedStream(t, d.s.AgentAddr(), d.node.id, mine) {
+	mine.Certificates = []tls.Certificate{d.node.Certificate()}
+	if !servedStream(t, d.s.AgentAddr(), d.node.ID, mine) {
 		t.Error("the enrolled node's own certificate was not served: the test cannot tell")
 	}
 }
@@ -90,7 +90,7 @@ func TestUnknownNodeMayRetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conf := &tls.Config{RootCAs: d.node.ca, ServerName: "127.0.0.1", NextProtos: []string{protocol.ALPN}, MinVersion: tls.VersionTLS13,
+	conf := &tls.Config{RootCAs: d.node.CAPool(), ServerName: "127.0.0.1", NextProtos: []string{protocol.ALPN}, MinVersion: tls.VersionTLS13,
 		Certificates: []tls.Certificate{{Certificate: [][]byte{der, ca.Cert.Raw}, PrivateKey: key}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -110,17 +110,17 @@ func TestUnknownNodeMayRetry(t *testing.T) {
 // once, and a new connection with its still-valid certificate is refused.
 func TestRevokedNodeIsDisconnected(t *testing.T) {
 	d := startDev(t)
-	if err := d.admin.NodeAction(context.Background(), d.node.id, "revoke"); err != nil {
+	if err := d.admin.NodeAction(context.Background(), d.node.ID, "revoke"); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-d.node.conn.Context().Done():
+	case <-d.node.Done():
 	case <-time.After(5 * time.Second):
 		t.Fatal("the revoked node's session stayed open")
 	}
-	mine := &tls.Config{RootCAs: d.node.ca, ServerName: "127.0.0.1", NextProtos: []string{protocol.ALPN}, MinVersion: tls.VersionTLS13,
-		Certificates: []tls.Certificate{{Certificate: d.node.chain, PrivateKey: d.node.tlsKey}}}
-	if servedStream(t, d.s.AgentAddr(), d.node.id, mine) {
+	mine := &tls.Config{RootCAs: d.node.CAPool(), ServerName: "127.0.0.1", NextProtos: []string{protocol.ALPN}, MinVersion: tls.VersionTLS13,
+		Certificates: []tls.Certificate{d.node.Certificate()}}
+	if servedStream(t, d.s.AgentAddr(), d.node.ID, mine) {
 		t.Error("a revoked node was served again")
 	}
 }
@@ -140,8 +140,8 @@ func TestSilentNodeThenLateResult(t *testing.T) {
 	if err := d.node.connect(t, d.s.AgentAddr(), toolHashes(t, "http://"+d.s.Addr().String())); err != nil {
 		t.Fatal(err)
 	}
-	waitReady(t, d.s, d.node.id)
-	d.node.hold.Store(true)
+	waitReady(t, d.s, d.node.ID)
+	d.node.Hold.Store(true)
 	r, err := d.c.Submit(ctx, d.intent(t, "quick", `{"msg":"late"}`), nil, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -150,8 +150,8 @@ func TestSilentNodeThenLateResult(t *testing.T) {
 	if err != nil || got.State != "unknown" || got.Error == nil || got.Error.Code != "node_silent" || got.ReceiptIndex == nil {
 		t.Fatalf("silent node: %+v %v", got, err)
 	}
-	d.node.hold.Store(false)
-	d.node.release()
+	d.node.Hold.Store(false)
+	d.node.Release()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		got, err = d.c.Intent(ctx, r.IntentID, 0)
 		if err == nil && got.SupersededBy != nil {
@@ -178,15 +178,15 @@ func TestTargetedIntentsRunOnTheirNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(other.close)
-	waitReady(t, d.s, other.id)
-	for i, target := range []*protocol.Target{{Node: other.id}, {Node: d.node.id}, {Node: other.id}} {
+	waitReady(t, d.s, other.ID)
+	for i, target := range []*protocol.Target{{Node: other.ID}, {Node: d.node.ID}, {Node: other.ID}} {
 		raw := d.intent(t, "echo", `{"msg":"targeted"}`, func(in *protocol.Intent) { in.Target = target })
 		r, err := d.c.Submit(ctx, raw, nil, 10*time.Second)
 		if err != nil || r.State != "completed" {
 			t.Fatalf("intent %d targeted at %s: %+v %v", i, target.Node, r, err)
 		}
 	}
-	if o, n := other.runs.Load(), d.node.runs.Load(); o != 2 || n != 1 {
+	if o, n := other.Runs.Load(), d.node.Runs.Load(); o != 2 || n != 1 {
 		t.Fatalf("runs: %d on the node targeted twice, %d on the one targeted once", o, n)
 	}
 	raw := d.intent(t, "echo", `{"msg":"nowhere"}`, func(in *protocol.Intent) { in.Target = &protocol.Target{Node: "no-such-node"} })

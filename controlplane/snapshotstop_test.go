@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/writhq/writ/controlplane/localcluster"
 )
 
 // TestSnapshotOnStop: a graceful stop leaves a snapshot of everything the
@@ -18,7 +20,7 @@ func TestSnapshotOnStop(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	applied := d.s.AppliedIndex()
+	applied := localcluster.AppliedIndex(d.s)
 	if err := d.s.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}

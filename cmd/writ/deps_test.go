@@ -90,3 +90,30 @@ func hasPrefix(s string, prefixes []string) bool {
 	}
 	return false
 }
+
+// TestServerLinksNoHarness: the control plane's own code links no test
+// machinery and none of the in-process cluster of tests and benches, which
+// live in controlplane/localcluster and reach into a server only through
+// controlplane/internal/harness (docs/development.md).
+func TestServerLinksNoHarness(t *testing.T) {
+	list := func(pattern string) []string {
+		out, err := exec.Command("go", "list", "-deps", pattern).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pattern, err)
+		}
+		return strings.Fields(string(out))
+	}
+	server := list(module + "/controlplane")
+	for _, f := range []string{"net/http/httptest", module + "/internal/freeport", module + "/controlplane/localcluster"} {
+		if contains(server, f) {
+			t.Errorf("controlplane links %s, which is for tests and in-process clusters only", f)
+		}
+	}
+	// The listing sees these edges where they exist.
+	harness := list(module + "/controlplane/localcluster")
+	for _, want := range []string{module + "/internal/freeport", module + "/controlplane/internal/harness", module + "/controlplane"} {
+		if !contains(harness, want) {
+			t.Errorf("go list -deps of controlplane/localcluster does not show %s", want)
+		}
+	}
+}

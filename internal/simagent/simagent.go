@@ -5,11 +5,14 @@
 // certified key, and answers each with a signed result that echoes the
 // params. It runs no tool and keeps nothing on disk: the real agent is
 // nodeagent. Many agents share a few UDP sockets (quic.Transport), so that
-// ten thousand of them are cheap on the client side.
+// ten thousand of them are cheap on the client side. Control-plane tests
+// make it misbehave as a node may: hold results back, send an output that
+// does not match its result, sign the older result format.
 package simagent
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -41,11 +44,11 @@ type Agent struct {
 	cert tls.Certificate
 	pool *x509.CertPool
 
+	wmu    sync.Mutex // guards conn and stream, and writes to stream
 	conn   *quic.Conn
 	stream *quic.Stream
-	wmu    sync.Mutex
 	keys   *ServerKeys
-	// Runs counts the dispatches that verified; Results the acks of
+	// Runs counts the dispatches that verified; Acks the acks of
 	// committed results.
 	Runs, Acks atomic.Int64
 	// OnAck, if set before Connect, is called with each acknowledged dispatch.
@@ -53,6 +56,26 @@ type Agent struct {
 	// OnDispatch, if set before Connect, is called as each dispatch frame
 	// arrives, before it is verified.
 	OnDispatch func()
+	// OnRefused, if set before Connect, is called with each ack that
+	// refuses a result.
+	OnRefused func(protocol.Ack)
+	// OnCancel, if set before Connect, is called with the dispatch id of
+	// each cancel frame, after a held dispatch it names is answered
+	// canceled.
+	OnCancel func(dispatchID string)
+	// Concurrency is the hello's concurrency (0: 64), set before Connect.
+	Concurrency int
+	// Hold, while set, keeps verified dispatches unanswered (a node that
+	// runs and goes silent) until Release.
+	Hold atomic.Bool
+	// BadOutput, when set, is sent beside each result in place of the
+	// output the result commits to.
+	BadOutput atomic.Pointer[[]byte]
+	// V1, when set, signs writ.result/v1 results with the output inside.
+	V1 atomic.Bool
+
+	mu   sync.Mutex
+	held []*protocol.Dispatch
 }
 
 // Enroll generates the node's Ed25519 result key and ECDSA TLS key, and
@@ -165,9 +188,11 @@ func (a *Agent) Connect(ctx context.Context, tr *quic.Transport, addr *net.UDPAd
 		conn.CloseWithError(0, "")
 		return err
 	}
+	a.wmu.Lock()
 	a.conn, a.stream, a.keys = conn, stream, keys
+	a.wmu.Unlock()
 	if err := a.write(protocol.FrameHello, protocol.Hello{Node: a.ID, Version: "sim", OS: "linux", Arch: "amd64",
-		Tiers: []string{"wasm"}, Tools: tools, Concurrency: 64}); err != nil {
+		Tiers: []string{"wasm"}, Tools: tools, Concurrency: cmp.Or(a.Concurrency, 64)}); err != nil {
 		a.Close()
 		return err
 	}
@@ -200,22 +225,40 @@ func (a *Agent) Connect(ctx context.Context, tr *quic.Transport, addr *net.UDPAd
 		})
 		context.AfterFunc(conn.Context(), func() { t.Stop() })
 	}
-	go a.serve()
+	go a.serve(conn, stream)
 	return nil
 }
 
 // Done is closed when the session ends.
-func (a *Agent) Done() <-chan struct{} { return a.conn.Context().Done() }
+func (a *Agent) Done() <-chan struct{} {
+	a.wmu.Lock()
+	defer a.wmu.Unlock()
+	return a.conn.Context().Done()
+}
 
-// Heartbeat reports the agent alive and idle.
+// Certificate is the node's TLS certificate chain and key, as the CA issued
+// it at enrollment.
+func (a *Agent) Certificate() tls.Certificate { return a.cert }
+
+// CAPool holds the cluster CA the agent learnt at enrollment, which it
+// trusts for the server's certificate.
+func (a *Agent) CAPool() *x509.CertPool { return a.pool }
+
+// Heartbeat reports the agent alive, with the dispatches it holds in flight.
 func (a *Agent) Heartbeat() error {
-	return a.write(protocol.FrameHeartbeat, protocol.Heartbeat{})
+	a.mu.Lock()
+	n := len(a.held)
+	a.mu.Unlock()
+	return a.write(protocol.FrameHeartbeat, protocol.Heartbeat{InFlight: n})
 }
 
 // Close ends the session.
 func (a *Agent) Close() {
-	if a.conn != nil {
-		a.conn.CloseWithError(0, "")
+	a.wmu.Lock()
+	conn := a.conn
+	a.wmu.Unlock()
+	if conn != nil {
+		conn.CloseWithError(0, "")
 	}
 }
 
@@ -226,11 +269,44 @@ func (a *Agent) write(typ string, body any) error {
 	return protocol.WriteFrame(a.stream, typ, body)
 }
 
-func (a *Agent) serve() {
+// Release answers the dispatches held back while Hold was set.
+func (a *Agent) Release() {
+	a.mu.Lock()
+	held := a.held
+	a.held = nil
+	a.mu.Unlock()
+	for _, d := range held {
+		a.answer(d, protocol.StatusOK)
+	}
+}
+
+// cancel answers a held dispatch with status canceled, as an agent that
+// stopped its tool does.
+func (a *Agent) cancel(id string) {
+	a.mu.Lock()
+	var d *protocol.Dispatch
+	for i, h := range a.held {
+		if h.ID == id {
+			d = h
+			a.held = append(a.held[:i:i], a.held[i+1:]...)
+			break
+		}
+	}
+	a.mu.Unlock()
+	if d != nil {
+		a.answer(d, protocol.StatusCanceled)
+	}
+	if a.OnCancel != nil {
+		a.OnCancel(id)
+	}
+}
+
+// serve reads one session's frames until it ends, then closes it.
+func (a *Agent) serve(conn *quic.Conn, stream *quic.Stream) {
 	for {
-		f, err := protocol.ReadFrame(a.stream)
+		f, err := protocol.ReadFrame(stream)
 		if err != nil {
-			a.Close()
+			conn.CloseWithError(0, "")
 			return
 		}
 		switch f.Type {
@@ -247,28 +323,57 @@ func (a *Agent) serve() {
 				continue
 			}
 			a.Runs.Add(1)
-			if err := a.answer(d); err != nil {
-				a.Close()
+			if a.Hold.Load() {
+				a.mu.Lock()
+				a.held = append(a.held, d)
+				a.mu.Unlock()
+				continue
+			}
+			if err := a.answer(d, protocol.StatusOK); err != nil {
+				conn.CloseWithError(0, "")
 				return
+			}
+		case protocol.FrameCancel:
+			var c protocol.CancelDispatch
+			if f.DecodeBody(&c) == nil {
+				a.cancel(c.DispatchID)
 			}
 		case protocol.FrameAck:
 			var ack protocol.Ack
-			if f.DecodeBody(&ack) == nil && ack.Error == nil {
-				a.Acks.Add(1)
-				if a.OnAck != nil {
-					a.OnAck(ack.DispatchID)
+			if f.DecodeBody(&ack) != nil {
+				continue
+			}
+			if ack.Error != nil {
+				if a.OnRefused != nil {
+					a.OnRefused(ack)
 				}
+				continue
+			}
+			a.Acks.Add(1)
+			if a.OnAck != nil {
+				a.OnAck(ack.DispatchID)
 			}
 		}
 	}
 }
 
-func (a *Agent) answer(d *protocol.Dispatch) error {
+// answer sends d's signed result with status, its output the params.
+func (a *Agent) answer(d *protocol.Dispatch, status string) error {
 	now := protocol.FormatTime(time.Now())
 	sum := sha256.Sum256(d.Params)
 	r := &protocol.Result{Type: protocol.ResultTypeV2, DispatchID: d.ID, IntentID: d.IntentID, Node: a.ID,
-		Status: protocol.StatusOK, Sandbox: "wasm", StartedAt: now, FinishedAt: now, KeyID: a.ID}
+		Status: status, Sandbox: "wasm", StartedAt: now, FinishedAt: now, KeyID: a.ID}
+	if status == protocol.StatusCanceled {
+		r.Error = "canceled: stopped"
+	}
 	r.SetCaptured(protocol.FormatHash(sum), int64(len(d.Params)), d.Params, false)
+	output := []byte(d.Params)
+	if b := a.BadOutput.Load(); b != nil {
+		output = *b
+	}
+	if a.V1.Load() {
+		r.Type, r.CapturedHash, r.CapturedBytes, r.Output = protocol.ResultTypeV1, "", nil, string(d.Params)
+	}
 	if err := r.Sign(a.key); err != nil {
 		return err
 	}
@@ -276,5 +381,5 @@ func (a *Agent) answer(d *protocol.Dispatch) error {
 	if err != nil {
 		return err
 	}
-	return a.write(protocol.FrameResult, protocol.ResultFrame{Result: raw, Output: d.Params})
+	return a.write(protocol.FrameResult, protocol.ResultFrame{Result: raw, Output: output})
 }

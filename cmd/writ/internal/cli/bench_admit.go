@@ -26,6 +26,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/controlplane"
+	"github.com/writhq/writ/controlplane/localcluster"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -169,20 +170,21 @@ func startBenchCluster(dir, store string, paramBytes int) (*benchCluster, error)
 	base.MaxInFlightBytes = 1 << 30
 	base.RaftLogStore = store
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	servers, creds, err := controlplane.StartLocalCluster(ctx, c.dir, 3, base)
+	lc, err := localcluster.Start(ctx, c.dir, 3, base)
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("log store %s: %w", store, err)
 	}
+	servers, creds := lc.Servers, lc.Creds
 	c.servers = servers
 	for _, s := range servers {
-		if s.IsLeader() {
+		if localcluster.IsLeader(s) {
 			c.leader = s
 		}
 		c.urls = append(c.urls, "https://"+s.Addr().String())
 	}
 	c.leaderURL = "https://" + c.leader.Addr().String()
-	if err := c.leader.AddBenchNode(context.Background()); err != nil {
+	if err := localcluster.AddBenchNode(context.Background(), c.leader); err != nil {
 		c.close()
 		return nil, err
 	}
@@ -249,7 +251,7 @@ func benchAdmit(e *env, n, paramBytes int, concs []int, modes, stores []string) 
 		clusters = append(clusters, c)
 	}
 	first := clusters[0]
-	size, err := controlplane.AdmitEntrySize(first.sign(0, "size"))
+	size, err := localcluster.AdmitEntrySize(first.sign(0, "size"))
 	if err != nil {
 		return err
 	}
@@ -316,9 +318,9 @@ func benchCluster1(e *env, c *benchCluster, n, conc, size int, modes []string, r
 		if err := settle(c.servers, c.leader); err != nil {
 			return err
 		}
-		e0, c0 := c.leader.GroupStats()
-		*m.out = measure(n, conc, func(int) error { return c.leader.ApplyNoop(context.Background(), size, m.grouped) })
-		e1, c1 := c.leader.GroupStats()
+		e0, c0 := localcluster.GroupStats(c.leader)
+		*m.out = measure(n, conc, func(int) error { return localcluster.ApplyNoop(context.Background(), c.leader, size, m.grouped) })
+		e1, c1 := localcluster.GroupStats(c.leader)
 		if m.grouped {
 			m.out.perEntry = float64(c1-c0) / float64(max(e1-e0, 1))
 		}
@@ -358,9 +360,9 @@ func benchCluster1(e *env, c *benchCluster, n, conc, size int, modes []string, r
 		if err := settle(c.servers, c.leader); err != nil {
 			return err
 		}
-		e0, c0 := c.leader.GroupStats()
+		e0, c0 := localcluster.GroupStats(c.leader)
 		r := measure(n, conc, func(i int) error { return submit(warm + i) })
-		e1, c1 := c.leader.GroupStats()
+		e1, c1 := localcluster.GroupStats(c.leader)
 		r.perEntry = float64(c1-c0) / float64(max(e1-e0, 1))
 		row(e, conc, c.store, "admit-"+mode, r, raw, grouped)
 		results["admit-"+mode] = append(results["admit-"+mode], r)
@@ -395,12 +397,12 @@ func storeSummary(e *env, concs []int, modes, stores []string, results map[int]m
 // that a measurement does not pay for the end of the one before: a follower
 // left behind, catching up, takes the CPU the next one would have.
 func settle(servers []*controlplane.Server, leader *controlplane.Server) error {
-	last := leader.AppliedIndex()
+	last := localcluster.AppliedIndex(leader)
 	deadline := time.Now().Add(time.Minute)
 	for _, s := range servers {
-		for s.AppliedIndex() < last {
+		for localcluster.AppliedIndex(s) < last {
 			if time.Now().After(deadline) {
-				return fmt.Errorf("server %s did not apply the log up to %d within a minute", s.ID(), last)
+				return fmt.Errorf("server %s did not apply the log up to %d within a minute", localcluster.ID(s), last)
 			}
 			time.Sleep(5 * time.Millisecond)
 		}

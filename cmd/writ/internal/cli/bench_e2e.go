@@ -21,6 +21,7 @@ import (
 
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/controlplane"
+	"github.com/writhq/writ/controlplane/localcluster"
 	"github.com/writhq/writ/internal/secretfile"
 	"github.com/writhq/writ/internal/simagent"
 	"github.com/writhq/writ/nodeagent"
@@ -125,7 +126,7 @@ func benchE2E(e *env, o e2eOptions) (*e2eReport, error) {
 	ctx := context.Background()
 	r := &e2eReport{N: o.n, ParamBytes: o.paramBytes, Procs: runtimeProcs(), Tier: sandbox.TierWasm}
 	params := `{"msg":"` + strings.Repeat("x", o.paramBytes-10) + `"}`
-	rtt, err := controlplane.QUICRoundTrips(ctx, max(o.n, 200), len(params)+400)
+	rtt, err := localcluster.QUICRoundTrips(ctx, max(o.n, 200), len(params)+400)
 	if err != nil {
 		return nil, fmt.Errorf("raw QUIC round trips: %w", err)
 	}
@@ -159,21 +160,21 @@ func benchE2E(e *env, o e2eOptions) (*e2eReport, error) {
 		}
 		c.NoProofWait = true
 		clients = append(clients, c)
-		if v, ok := s.Node(node); ok && s.IsLeader() {
-			r.SessionOnLeader = v.Server == s.ID()
+		if v, ok := s.Node(node); ok && localcluster.IsLeader(s) {
+			r.SessionOnLeader = v.Server == localcluster.ID(s)
 		}
 	}
 	if r.Fsync, err = fsyncLatency(dir, max(o.n/2, 50)); err != nil {
 		return nil, err
 	}
-	entry, err := controlplane.AdmitEntrySize(signBenchIntent(creds.Tenant, creds.Orchestrator.KeyID, secret, "e2e-size", params, nil))
+	entry, err := localcluster.AdmitEntrySize(signBenchIntent(creds.Tenant, creds.Orchestrator.KeyID, secret, "e2e-size", params, nil))
 	if err != nil {
 		return nil, err
 	}
 	var applies []time.Duration
 	for range max(o.n/2, 50) {
 		t := time.Now()
-		if err := leader.ApplyNoop(ctx, entry, false); err != nil {
+		if err := localcluster.ApplyNoop(ctx, leader, entry, false); err != nil {
 			return nil, err
 		}
 		applies = append(applies, time.Since(t))
@@ -217,7 +218,7 @@ func benchE2E(e *env, o e2eOptions) (*e2eReport, error) {
 				return all, viaLeader, viaFollower, err
 			}
 			a = append(a, d)
-			if servers[i%len(servers)].IsLeader() {
+			if localcluster.IsLeader(servers[i%len(servers)]) {
 				l = append(l, d)
 			} else {
 				f = append(f, d)
@@ -260,7 +261,7 @@ func startSimAgent(ctx context.Context, leader *controlplane.Server, servers []*
 	}
 	var follower *controlplane.Server
 	for _, s := range servers {
-		if !s.IsLeader() {
+		if !localcluster.IsLeader(s) {
 			follower = s
 		}
 	}
@@ -320,7 +321,7 @@ func fsyncLatency(dir string, n int) (latency, error) {
 }
 
 // startBenchAgent enrolls and runs a node agent whose allowlist holds the
-// dev tools as StartLocalCluster registered them, and returns its node id
+// dev tools as localcluster.Start registered them, and returns its node id
 // once a server has it ready.
 func startBenchAgent(ctx context.Context, leader *controlplane.Server, dir string, servers []string, log *slog.Logger, done chan error) (string, error) {
 	allow := filepath.Join(dir, "agent-tools")
@@ -432,15 +433,16 @@ func startEchoCluster(ctx context.Context, e *env, dir, echoWasm string) (*echoC
 	base.Logger = quiet
 	base.AgentAddr = "on" // each server takes node sessions on its API port
 	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	servers, creds, err := controlplane.StartLocalCluster(startCtx, dir, 3, base)
+	lc, err := localcluster.Start(startCtx, dir, 3, base)
 	cancel()
 	if err != nil {
 		return nil, nil, err
 	}
+	servers, creds := lc.Servers, lc.Creds
 	c := &echoCluster{servers: servers, creds: creds}
 	var agentAddrs []string
 	for _, s := range servers {
-		if s.IsLeader() {
+		if localcluster.IsLeader(s) {
 			c.leader = s
 		}
 		agentAddrs = append(agentAddrs, s.AgentAddr())

@@ -1,4 +1,4 @@
-package controlplane
+package localcluster
 
 import (
 	"context"
@@ -88,7 +88,7 @@ func QUICRoundTrips(ctx context.Context, n, size int) ([]time.Duration, error) {
 			return nil, err
 		}
 		if _, err := protocol.ReadFrame(s); err != nil {
-			return nil, fmt.Errorf("controlplane: round trip %d: %w", i, err)
+			return nil, fmt.Errorf("localcluster: round trip %d: %w", i, err)
 		}
 		out = append(out, time.Since(start))
 	}
