@@ -128,7 +128,12 @@ type mcpBenchReport struct {
 	// InProcessOwnOverFloorP50 InProcessOwn's minus FloorInMemory's: what
 	// Writ adds to an MCP round trip of the same SDK over the same
 	// transport.
-	FloorInMemory            latency       `json:"floor_in_memory_echo"`
+	FloorInMemory latency `json:"floor_in_memory_echo"`
+	// MCPRequests and InProcessRequests are the other part of each call:
+	// the time its requests to the control plane were in flight, the same
+	// requests DirectOutput times from the bench's process.
+	MCPRequests              latency       `json:"mcp_control_plane_requests"`
+	InProcessRequests        latency       `json:"mcp_in_process_control_plane_requests"`
 	OwnOverFloorP50          time.Duration `json:"mcp_own_over_floor_p50_ns"`
 	InProcessOwnOverFloorP50 time.Duration `json:"mcp_in_process_own_over_floor_p50_ns"`
 }
@@ -263,7 +268,7 @@ func benchMCP(e *env, o mcpBenchOptions) (*mcpBenchReport, error) {
 			return nil, err
 		}
 	}
-	var subs, outs, calls, mem, floor, floorMem, own, memOwn []time.Duration
+	var subs, outs, calls, mem, floor, floorMem, own, memOwn, reqs, memReqs []time.Duration
 	var directTotal, mcpTotal, memTotal time.Duration
 	stopProf, err := o.prof.start()
 	if err != nil {
@@ -277,12 +282,12 @@ func benchMCP(e *env, o mcpBenchOptions) (*mcpBenchReport, error) {
 		if err != nil {
 			return nil, err
 		}
-		calls, mcpTotal, own = append(calls, d), mcpTotal+d, append(own, d-cp)
+		calls, mcpTotal, own, reqs = append(calls, d), mcpTotal+d, append(own, d-cp), append(reqs, cp)
 		m, cp, err := viaInProcess(i)
 		if err != nil {
 			return nil, err
 		}
-		mem, memTotal, memOwn = append(mem, m), memTotal+m, append(memOwn, m-cp)
+		mem, memTotal, memOwn, memReqs = append(mem, m), memTotal+m, append(memOwn, m-cp), append(memReqs, cp)
 		f, _, err := viaFloor(i)
 		if err != nil {
 			return nil, err
@@ -300,7 +305,8 @@ func benchMCP(e *env, o mcpBenchOptions) (*mcpBenchReport, error) {
 	}
 	r := &mcpBenchReport{N: o.n, Procs: runtimeProcs(), Direct: percentiles(subs), DirectOutput: percentiles(outs),
 		MCP: percentiles(calls), InProcess: percentiles(mem), Floor: percentiles(floor),
-		MCPOwn: percentiles(own), InProcessOwn: percentiles(memOwn), FloorInMemory: percentiles(floorMem)}
+		MCPOwn: percentiles(own), InProcessOwn: percentiles(memOwn), FloorInMemory: percentiles(floorMem),
+		MCPRequests: percentiles(reqs), InProcessRequests: percentiles(memReqs)}
 	r.OwnOverFloorP50 = r.MCPOwn.P50 - r.Floor.P50
 	r.InProcessOwnOverFloorP50 = r.InProcessOwn.P50 - r.FloorInMemory.P50
 	if cpu1, ok := childCPU(mcpCmd.Process.Pid); ok && cpuOK {
@@ -369,6 +375,8 @@ func printMCPBench(e *env, r *mcpBenchReport) {
 	row("  in process, in memory", r.InProcessOwn, "")
 	w("%-44s %10s", "  own time over the stdio floor, at p50", r.OwnOverFloorP50.Round(time.Microsecond))
 	w("%-44s %10s", "  in process, over the in-memory floor", r.InProcessOwnOverFloorP50.Round(time.Microsecond))
+	row("writ mcp's requests to the control plane", r.MCPRequests, "")
+	row("  in process", r.InProcessRequests, "")
 	if r.MCPProcessCPU > 0 {
 		w("%-44s %10s", "writ mcp process CPU per tools/call", r.MCPProcessCPU.Round(time.Microsecond))
 	}
