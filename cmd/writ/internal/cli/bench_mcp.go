@@ -136,6 +136,11 @@ type mcpBenchReport struct {
 	InProcessRequests        latency       `json:"mcp_in_process_control_plane_requests"`
 	OwnOverFloorP50          time.Duration `json:"mcp_own_over_floor_p50_ns"`
 	InProcessOwnOverFloorP50 time.Duration `json:"mcp_in_process_own_over_floor_p50_ns"`
+	// OwnOverFloorPaired and InProcessOwnOverFloorPaired are the medians
+	// of the same differences taken call by call (own time i minus the
+	// floor's call i, made in the same round of calls).
+	OwnOverFloorPaired          time.Duration `json:"mcp_own_over_floor_paired_median_ns"`
+	InProcessOwnOverFloorPaired time.Duration `json:"mcp_in_process_own_over_floor_paired_median_ns"`
 }
 
 func benchMCP(e *env, o mcpBenchOptions) (*mcpBenchReport, error) {
@@ -309,6 +314,7 @@ func benchMCP(e *env, o mcpBenchOptions) (*mcpBenchReport, error) {
 		MCPRequests: percentiles(reqs), InProcessRequests: percentiles(memReqs)}
 	r.OwnOverFloorP50 = r.MCPOwn.P50 - r.Floor.P50
 	r.InProcessOwnOverFloorP50 = r.InProcessOwn.P50 - r.FloorInMemory.P50
+	r.OwnOverFloorPaired, r.InProcessOwnOverFloorPaired = pairedMedian(own, floor), pairedMedian(memOwn, floorMem)
 	if cpu1, ok := childCPU(mcpCmd.Process.Pid); ok && cpuOK {
 		r.MCPProcessCPU = (cpu1 - cpu0) / time.Duration(o.n)
 	}
@@ -375,6 +381,8 @@ func printMCPBench(e *env, r *mcpBenchReport) {
 	row("  in process, in memory", r.InProcessOwn, "")
 	w("%-44s %10s", "  own time over the stdio floor, at p50", r.OwnOverFloorP50.Round(time.Microsecond))
 	w("%-44s %10s", "  in process, over the in-memory floor", r.InProcessOwnOverFloorP50.Round(time.Microsecond))
+	w("%-44s %10s", "  paired: median of (own i - floor i)", r.OwnOverFloorPaired.Round(time.Microsecond))
+	w("%-44s %10s", "  paired, in process", r.InProcessOwnOverFloorPaired.Round(time.Microsecond))
 	row("writ mcp's requests to the control plane", r.MCPRequests, "")
 	row("  in process", r.InProcessRequests, "")
 	if r.MCPProcessCPU > 0 {
