@@ -344,7 +344,13 @@ func mcpCall(ctx context.Context, cs *mcp.ClientSession, msg string, writ bool) 
 		return 0, 0, fmt.Errorf("tools/call %s: %w", msg, err)
 	}
 	if len(res.Content) != 1 || res.IsError {
-		return 0, 0, fmt.Errorf("tools/call %s: isError %v, %d contents", msg, res.IsError, len(res.Content))
+		text := ""
+		if len(res.Content) > 0 {
+			if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+				text = tc.Text
+			}
+		}
+		return 0, 0, fmt.Errorf("tools/call %s: isError %v, %d contents: %q", msg, res.IsError, len(res.Content), text)
 	}
 	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != `{"msg":"`+msg+`"}` {
 		return 0, 0, fmt.Errorf("tools/call %s: not echoed", msg)
