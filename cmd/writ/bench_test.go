@@ -185,10 +185,19 @@ func TestBenchMCP(t *testing.T) {
 		DirectOutput benchLatency `json:"direct_submit_and_output"`
 		MCPRate      float64      `json:"mcp_calls_per_second"`
 		Floor        benchLatency `json:"floor_stdio_echo"`
+		FloorMem     benchLatency `json:"floor_in_memory_echo"`
+		Own          benchLatency `json:"mcp_own_time"`
+		InProcessOwn benchLatency `json:"mcp_in_process_own_time"`
 	}
 	benchRun(t, &r, "mcp", "--n", "5", "--echo-wasm", filepath.Join(toolsDir, "echo.wasm"))
-	if r.MCP.N != 5 || r.InProcess.N != 5 || r.DirectOutput.N != 5 || r.MCP.P50 <= 0 || r.MCPRate <= 0 || r.Floor.N != 5 || r.Floor.P50 <= 0 {
+	if r.MCP.N != 5 || r.InProcess.N != 5 || r.DirectOutput.N != 5 || r.MCP.P50 <= 0 || r.MCPRate <= 0 || r.Floor.N != 5 || r.Floor.P50 <= 0 || r.FloorMem.N != 5 {
 		t.Fatalf("writ bench mcp: %+v", r)
+	}
+	// Each call's own time is its latency less its requests' time, which
+	// is never nothing: so each order statistic is below the call's.
+	if r.Own.N != 5 || r.Own.P50 <= 0 || r.Own.P50 >= r.MCP.P50 || r.Own.P99 >= r.MCP.P99 ||
+		r.InProcessOwn.N != 5 || r.InProcessOwn.P50 <= 0 || r.InProcessOwn.P50 >= r.InProcess.P50 || r.InProcessOwn.P99 >= r.InProcess.P99 {
+		t.Fatalf("writ bench mcp own times: %+v", r)
 	}
 }
 

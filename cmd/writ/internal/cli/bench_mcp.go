@@ -115,6 +115,32 @@ type mcpBenchReport struct {
 	Floor                latency       `json:"floor_stdio_echo"`
 	AddedOverFloor       float64       `json:"mcp_added_p50_over_floor_p50"`
 	FloorProcessCPU      time.Duration `json:"floor_process_cpu_per_call_ns"`
+	// MCPOwn and InProcessOwn are each tools/call's latency minus the
+	// time its requests to the control plane were in flight, as writ mcp
+	// measured it (_meta writ/control_plane_ns): the part of a call a
+	// direct client does not have, call by call, so that the cluster's
+	// variations, which dwarf it, cancel. They hold the SDK on both ends,
+	// the transport, signing the intent and building the answer.
+	MCPOwn       latency `json:"mcp_own_time"`
+	InProcessOwn latency `json:"mcp_in_process_own_time"`
+	// FloorInMemory is the floor's echo server in this process over an
+	// in-memory transport. OwnOverFloorP50 is MCPOwn's p50 minus Floor's,
+	// InProcessOwnOverFloorP50 InProcessOwn's minus FloorInMemory's: what
+	// Writ adds to an MCP round trip of the same SDK over the same
+	// transport.
+	FloorInMemory latency `json:"floor_in_memory_echo"`
+	// MCPRequests and InProcessRequests are the other part of each call:
+	// the time its requests to the control plane were in flight, the same
+	// requests DirectOutput times from the bench's process.
+	MCPRequests              latency       `json:"mcp_control_plane_requests"`
+	InProcessRequests        latency       `json:"mcp_in_process_control_plane_requests"`
+	OwnOverFloorP50          time.Duration `json:"mcp_own_over_floor_p50_ns"`
+	InProcessOwnOverFloorP50 time.Duration `json:"mcp_in_process_own_over_floor_p50_ns"`
+	// OwnOverFloorPaired and InProcessOwnOverFloorPaired are the medians
+	// of the same differences taken call by call (own time i minus the
+	// floor's call i, made in the same round of calls).
+	OwnOverFloorPaired          time.Duration `json:"mcp_own_over_floor_paired_median_ns"`
+	InProcessOwnOverFloorPaired time.Duration `json:"mcp_in_process_own_over_floor_paired_median_ns"`
 }
 
 func benchMCP(e *env, o mcpBenchOptions) (*mcpBenchReport, error) {
@@ -155,7 +181,7 @@ func benchMCP(e *env, o mcpBenchOptions) (*mcpBenchReport, error) {
 	direct.SignReads(creds.Tenant, creds.Orchestrator.KeyID, secret)
 
 	mcpCmd := exec.Command(exe, "mcp", "--server", api, "--ca", ca, "--key", creds.Orchestrator.KeyID+"="+keyFile,
-		"--tenant", creds.Tenant, "--principal", "bench", "--run", "bench-mcp")
+		"--tenant", creds.Tenant, "--principal", "bench", "--run", "bench-mcp", "--report-control-plane-time")
 	if o.mcpCPUProfile != "" {
 		mcpCmd.Args = append(mcpCmd.Args, "--cpuprofile", o.mcpCPUProfile)
 	}
@@ -182,6 +208,7 @@ func benchMCP(e *env, o mcpBenchOptions) (*mcpBenchReport, error) {
 		return nil, err
 	}
 	inCfg.Client, inCfg.Tenant, inCfg.Principal, inCfg.KeyID, inCfg.Secret, inCfg.Run = inClient, creds.Tenant, "bench", creds.Orchestrator.KeyID, secret, "bench-mcp"
+	inCfg.ReportControlPlaneTime = true
 	inServer, err := mcpserver.New(inCfg)
 	if err != nil {
 		return nil, err
@@ -198,10 +225,27 @@ func benchMCP(e *env, o mcpBenchOptions) (*mcpBenchReport, error) {
 		return nil, err
 	}
 	defer inCS.Close()
+	// The floor's server in this process, over an in-memory transport.
+	floorServerEnd, floorClientEnd := mcp.NewInMemoryTransports()
+	go echoMCPServer().Run(inCtx, floorServerEnd)
+	floorMemCS, err := mcp.NewClient(&mcp.Implementation{Name: "writ-bench", Version: "1"}, nil).Connect(ctx, floorClientEnd, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer floorMemCS.Close()
 
-	viaMCP := func(i int) (time.Duration, error) { return mcpCall(ctx, cs, fmt.Sprintf("mcp-%d", i)) }
-	viaInProcess := func(i int) (time.Duration, error) { return mcpCall(ctx, inCS, fmt.Sprintf("mem-%d", i)) }
-	viaFloor := func(i int) (time.Duration, error) { return mcpCall(ctx, floorCS, fmt.Sprintf("floor-%d", i)) }
+	viaMCP := func(i int) (time.Duration, time.Duration, error) {
+		return mcpCall(ctx, cs, fmt.Sprintf("mcp-%d", i), true)
+	}
+	viaInProcess := func(i int) (time.Duration, time.Duration, error) {
+		return mcpCall(ctx, inCS, fmt.Sprintf("mem-%d", i), true)
+	}
+	viaFloor := func(i int) (time.Duration, time.Duration, error) {
+		return mcpCall(ctx, floorCS, fmt.Sprintf("floor-%d", i), false)
+	}
+	viaFloorMem := func(i int) (time.Duration, time.Duration, error) {
+		return mcpCall(ctx, floorMemCS, fmt.Sprintf("floormem-%d", i), false)
+	}
 	viaClient := func(i int) (submit, withOutput time.Duration, err error) {
 		id := fmt.Sprintf("direct-%d-%d", time.Now().UnixNano(), i)
 		raw := signBenchIntent(creds.Tenant, creds.Orchestrator.KeyID, secret, id, fmt.Sprintf(`{"msg":"direct-%d"}`, i), nil)
@@ -220,20 +264,16 @@ func benchMCP(e *env, o mcpBenchOptions) (*mcpBenchReport, error) {
 		return submit, time.Since(start), nil
 	}
 	for i := range 10 { // warm up: connections, the module cache
-		if _, err := viaMCP(-1 - i); err != nil {
-			return nil, err
-		}
-		if _, err := viaInProcess(-1 - i); err != nil {
-			return nil, err
-		}
-		if _, err := viaFloor(-1 - i); err != nil {
-			return nil, err
+		for _, via := range []func(int) (time.Duration, time.Duration, error){viaMCP, viaInProcess, viaFloor, viaFloorMem} {
+			if _, _, err := via(-1 - i); err != nil {
+				return nil, err
+			}
 		}
 		if _, _, err := viaClient(-1 - i); err != nil {
 			return nil, err
 		}
 	}
-	var subs, outs, calls, mem, floor []time.Duration
+	var subs, outs, calls, mem, floor, floorMem, own, memOwn, reqs, memReqs []time.Duration
 	var directTotal, mcpTotal, memTotal time.Duration
 	stopProf, err := o.prof.start()
 	if err != nil {
@@ -243,21 +283,25 @@ func benchMCP(e *env, o mcpBenchOptions) (*mcpBenchReport, error) {
 	cpu0, cpuOK := childCPU(mcpCmd.Process.Pid)
 	floorCPU0, floorOK := childCPU(floorCmd.Process.Pid)
 	for i := range o.n {
-		d, err := viaMCP(i)
+		d, cp, err := viaMCP(i)
 		if err != nil {
 			return nil, err
 		}
-		calls, mcpTotal = append(calls, d), mcpTotal+d
-		m, err := viaInProcess(i)
+		calls, mcpTotal, own, reqs = append(calls, d), mcpTotal+d, append(own, d-cp), append(reqs, cp)
+		m, cp, err := viaInProcess(i)
 		if err != nil {
 			return nil, err
 		}
-		mem, memTotal = append(mem, m), memTotal+m
-		f, err := viaFloor(i)
+		mem, memTotal, memOwn, memReqs = append(mem, m), memTotal+m, append(memOwn, m-cp), append(memReqs, cp)
+		f, _, err := viaFloor(i)
 		if err != nil {
 			return nil, err
 		}
 		floor = append(floor, f)
+		if f, _, err = viaFloorMem(i); err != nil {
+			return nil, err
+		}
+		floorMem = append(floorMem, f)
 		s, w, err := viaClient(i)
 		if err != nil {
 			return nil, err
@@ -265,7 +309,12 @@ func benchMCP(e *env, o mcpBenchOptions) (*mcpBenchReport, error) {
 		subs, outs, directTotal = append(subs, s), append(outs, w), directTotal+w
 	}
 	r := &mcpBenchReport{N: o.n, Procs: runtimeProcs(), Direct: percentiles(subs), DirectOutput: percentiles(outs),
-		MCP: percentiles(calls), InProcess: percentiles(mem), Floor: percentiles(floor)}
+		MCP: percentiles(calls), InProcess: percentiles(mem), Floor: percentiles(floor),
+		MCPOwn: percentiles(own), InProcessOwn: percentiles(memOwn), FloorInMemory: percentiles(floorMem),
+		MCPRequests: percentiles(reqs), InProcessRequests: percentiles(memReqs)}
+	r.OwnOverFloorP50 = r.MCPOwn.P50 - r.Floor.P50
+	r.InProcessOwnOverFloorP50 = r.InProcessOwn.P50 - r.FloorInMemory.P50
+	r.OwnOverFloorPaired, r.InProcessOwnOverFloorPaired = pairedMedian(own, floor), pairedMedian(memOwn, floorMem)
 	if cpu1, ok := childCPU(mcpCmd.Process.Pid); ok && cpuOK {
 		r.MCPProcessCPU = (cpu1 - cpu0) / time.Duration(o.n)
 	}
@@ -284,20 +333,36 @@ func benchMCP(e *env, o mcpBenchOptions) (*mcpBenchReport, error) {
 	return r, nil
 }
 
-// mcpCall makes one echo call of msg and checks its answer.
-func mcpCall(ctx context.Context, cs *mcp.ClientSession, msg string) (time.Duration, error) {
+// mcpCall makes one echo call of msg and checks its answer. With writ, the
+// answer must say how long the call's requests to the control plane took
+// (writ mcp --report-control-plane-time), which is returned as cp.
+func mcpCall(ctx context.Context, cs *mcp.ClientSession, msg string, writ bool) (took, cp time.Duration, err error) {
 	start := time.Now()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"msg": msg}})
-	took := time.Since(start)
+	took = time.Since(start)
 	if err != nil {
-		return 0, fmt.Errorf("tools/call %s: %w", msg, err)
+		return 0, 0, fmt.Errorf("tools/call %s: %w", msg, err)
 	}
-	if len(res.Content) == 1 && !res.IsError {
-		if tc, ok := res.Content[0].(*mcp.TextContent); ok && tc.Text == `{"msg":"`+msg+`"}` {
-			return took, nil
+	if len(res.Content) != 1 || res.IsError {
+		text := ""
+		if len(res.Content) > 0 {
+			if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+				text = tc.Text
+			}
 		}
+		return 0, 0, fmt.Errorf("tools/call %s: isError %v, %d contents: %q", msg, res.IsError, len(res.Content), text)
 	}
-	return 0, fmt.Errorf("tools/call %s: isError %v, %d contents", msg, res.IsError, len(res.Content))
+	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != `{"msg":"`+msg+`"}` {
+		return 0, 0, fmt.Errorf("tools/call %s: not echoed", msg)
+	}
+	if writ {
+		ns, ok := res.Meta[mcpserver.MetaControlPlaneTime].(float64)
+		if !ok || ns <= 0 || time.Duration(ns) > took {
+			return 0, 0, fmt.Errorf("tools/call %s: _meta writ/control_plane_ns is %v, not a time within the call's %v", msg, res.Meta[mcpserver.MetaControlPlaneTime], took)
+		}
+		cp = time.Duration(ns)
+	}
+	return took, cp, nil
 }
 
 func printMCPBench(e *env, r *mcpBenchReport) {
@@ -312,11 +377,20 @@ func printMCPBench(e *env, r *mcpBenchReport) {
 	row("writ mcp: tools/call over stdio", r.MCP, fmt.Sprintf("%.0f", r.MCPRate))
 	row("  the same server in process, in memory", r.InProcess, fmt.Sprintf("%.0f", r.InProcessRate))
 	row("floor: MCP echo server over stdio, no Writ", r.Floor, "")
+	row("  the same echo server in process, in memory", r.FloorInMemory, "")
 	w("%-44s %10s %10s", "the MCP layer's own cost (stdio)", r.AddedP50.Round(time.Microsecond), r.AddedP99.Round(time.Microsecond))
 	w("%-44s %10s", "  in process, in memory", r.InProcessAddedP50.Round(time.Microsecond))
 	w("%-44s %10s", "  paired: median of (call i - direct i)", r.PairedAdded.Round(time.Microsecond))
 	w("%-44s %10s", "  paired, in process", r.InProcessPairedAdded.Round(time.Microsecond))
 	w("%-44s %9.1fx", "  stdio cost over the floor, at p50", r.AddedOverFloor)
+	row("writ mcp's own time: call - its requests", r.MCPOwn, "")
+	row("  in process, in memory", r.InProcessOwn, "")
+	w("%-44s %10s", "  own time over the stdio floor, at p50", r.OwnOverFloorP50.Round(time.Microsecond))
+	w("%-44s %10s", "  in process, over the in-memory floor", r.InProcessOwnOverFloorP50.Round(time.Microsecond))
+	w("%-44s %10s", "  paired: median of (own i - floor i)", r.OwnOverFloorPaired.Round(time.Microsecond))
+	w("%-44s %10s", "  paired, in process", r.InProcessOwnOverFloorPaired.Round(time.Microsecond))
+	row("writ mcp's requests to the control plane", r.MCPRequests, "")
+	row("  in process", r.InProcessRequests, "")
 	if r.MCPProcessCPU > 0 {
 		w("%-44s %10s", "writ mcp process CPU per tools/call", r.MCPProcessCPU.Round(time.Microsecond))
 	}

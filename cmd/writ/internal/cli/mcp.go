@@ -108,6 +108,8 @@ address: the token travels in clear.`,
 	fl.StringVar(&f.tokenFile, "http-token-file", "", "the bearer token of --http (created when missing)")
 	fl.StringArrayVar(&f.origins, "http-allow-origin", nil, "a browser origin allowed to call --http, such as http://localhost:3000 (repeatable)")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of this process, until it ends, to this file (writ bench mcp --mcp-cpuprofile)")
+	fl.BoolVar(&cfg.ReportControlPlaneTime, "report-control-plane-time", false, "add to each tools/call result's _meta the time its requests to the control plane took (writ/control_plane_ns; writ bench mcp sets it)")
+	_ = fl.MarkHidden("report-control-plane-time")
 	return cmd
 }
 

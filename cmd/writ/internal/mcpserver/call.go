@@ -58,21 +58,35 @@ func (s *Server) callHandler(t protocol.ToolView) mcp.ToolHandler {
 		if err != nil {
 			return toolError("", protocol.CodeMalformed, err.Error()), nil
 		}
+		var cp *cpTime
+		if s.cfg.ReportControlPlaneTime {
+			cp = &cpTime{}
+		}
 		w := waiter{s: s, req: req}
+		done := cp.begin()
 		r, err := s.c.Submit(ctx, raw, nil, first)
+		done()
 		for err == nil && !final(r.State) {
 			// A retried request is answered with the first intent, whose
 			// id is the one to follow.
 			id = r.IntentID
 			var step time.Duration
 			if step, err = w.next(ctx, r); err == nil {
+				done = cp.begin()
 				r, err = s.c.Intent(ctx, id, step)
+				done()
 			}
 		}
+		var res *mcp.CallToolResult
 		if err != nil {
-			return w.failed(ctx, id, err), nil
+			res = w.failed(ctx, id, err)
+		} else {
+			res = s.answer(ctx, r, cp)
 		}
-		return s.answer(ctx, r), nil
+		if cp != nil {
+			res.Meta[MetaControlPlaneTime] = cp.Total().Nanoseconds()
+		}
+		return res, nil
 	}
 }
 

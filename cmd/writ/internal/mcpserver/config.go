@@ -38,6 +38,10 @@ type Config struct {
 	Now func() time.Time
 	// Version is what the server announces to clients as its version.
 	Version string
+	// ReportControlPlaneTime adds to each tools/call result's _meta how
+	// long its requests to the control plane took (writ/control_plane_ns),
+	// for writ bench mcp to take out of the call's latency.
+	ReportControlPlaneTime bool
 }
 
 // DefaultConfig is a Config with the default waits; the caller fills in the

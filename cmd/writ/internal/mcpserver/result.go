@@ -30,7 +30,9 @@ const (
 // any other end; _meta names the intent and its receipt. The receipt's leaf
 // hash (which may need a read of the receipt) and the output are read at
 // the same time: two round trips to the control plane cost one.
-func (s *Server) answer(ctx context.Context, r *client.IntentResponse) *mcp.CallToolResult {
+//
+// cp, when not nil, measures the time of the requests to the control plane.
+func (s *Server) answer(ctx context.Context, r *client.IntentResponse, cp *cpTime) *mcp.CallToolResult {
 	meta := mcp.Meta{metaIntentID: r.IntentID, metaState: r.State}
 	type leaf struct {
 		hash string
@@ -41,11 +43,11 @@ func (s *Server) answer(ctx context.Context, r *client.IntentResponse) *mcp.Call
 		meta[metaReceiptIndex] = *r.ReceiptIndex
 		leafc = make(chan leaf, 1)
 		go func() {
-			h, err := s.leafHash(ctx, r)
+			h, err := s.leafHash(ctx, r, cp)
 			leafc <- leaf{h, err}
 		}()
 	}
-	res := s.outcome(ctx, r, meta)
+	res := s.outcome(ctx, r, meta, cp)
 	if leafc != nil {
 		if l := <-leafc; l.err == nil {
 			res.Meta[metaLeafHash] = l.hash
@@ -57,7 +59,7 @@ func (s *Server) answer(ctx context.Context, r *client.IntentResponse) *mcp.Call
 }
 
 // outcome is answer's result without the leaf hash.
-func (s *Server) outcome(ctx context.Context, r *client.IntentResponse, meta mcp.Meta) *mcp.CallToolResult {
+func (s *Server) outcome(ctx context.Context, r *client.IntentResponse, meta mcp.Meta, cp *cpTime) *mcp.CallToolResult {
 	if r.State != "completed" {
 		code, msg := protocol.Code(r.State), "the intent ended "+r.State
 		if r.Error != nil {
@@ -70,7 +72,9 @@ func (s *Server) outcome(ctx context.Context, r *client.IntentResponse, meta mcp
 		return res
 	}
 	res := &mcp.CallToolResult{Meta: meta, Content: []mcp.Content{}}
+	done := cp.begin()
 	out, err := s.c.Output(ctx, r.IntentID)
+	done()
 	var ae *client.Error
 	switch {
 	case errors.As(err, &ae) && ae.Code == "not_found":
@@ -108,10 +112,12 @@ func toolError(id string, code protocol.Code, msg string) *mcp.CallToolResult {
 // leafHash is the RFC 6962 leaf hash of an intent's receipt, as GET
 // /v1/receipts/{index} names it: from the receipt the answer carries, or
 // read from the ledger.
-func (s *Server) leafHash(ctx context.Context, r *client.IntentResponse) (string, error) {
+func (s *Server) leafHash(ctx context.Context, r *client.IntentResponse, cp *cpTime) (string, error) {
 	leaf := []byte(r.Receipt)
 	if len(leaf) == 0 {
+		done := cp.begin()
 		raw, err := s.c.Receipt(ctx, *r.ReceiptIndex)
+		done()
 		if err != nil {
 			return "", err
 		}

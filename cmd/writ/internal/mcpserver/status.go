@@ -32,7 +32,7 @@ func (s *Server) addStatusTool() {
 			return (&waiter{s: s, req: req}).failed(ctx, args.IntentID, err), nil
 		}
 		if final(r.State) {
-			return s.answer(ctx, r), nil
+			return s.answer(ctx, r, nil), nil
 		}
 		text := "intent " + r.IntentID + " is " + r.State
 		if r.State == "pending_approval" {
