@@ -16,6 +16,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/writhq/writ/client"
+	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/internal/faults"
 )
 
@@ -321,22 +322,19 @@ func TestClusterPausedLeader(t *testing.T) {
 		}
 	}
 	var newLeader int
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	eventually.True(t, "the others to elect a new leader", func() bool {
 		h, err := c.health(others[0])
-		if l, _ := h["leader"].(string); err == nil && l != "" && l != c.srv[old].id {
-			for i, s := range c.srv {
-				if s.id == l {
-					newLeader = i
-				}
+		l, _ := h["leader"].(string)
+		if err != nil || l == "" || l == c.srv[old].id {
+			return false
+		}
+		for i, s := range c.srv {
+			if s.id == l {
+				newLeader = i
 			}
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the others elected no new leader")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return true
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for i := 0; i < 10; i++ {

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/internal/freeport"
 )
 
@@ -162,13 +164,9 @@ func TestClusterScript(t *testing.T) {
 	for n, pid := range started {
 		// Reaped by init, not by us: a stopped process is gone, or a zombie
 		// for an instant.
-		deadline := time.Now().Add(10 * time.Second)
-		for syscall.Kill(pid, 0) == nil && !zombie(pid) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s (pid %d) still runs after down", n, pid)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		eventually.True(t, fmt.Sprintf("%s (pid %d) to stop after down", n, pid), func() bool {
+			return syscall.Kill(pid, 0) != nil || zombie(pid)
+		})
 	}
 	if left := pids(); len(left) != 0 {
 		t.Fatalf("pid files left after down: %v", left)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/internal/freeport"
 )
 
@@ -379,23 +380,17 @@ func devReadyOnce(t *testing.T) {
 		cmd.Wait()
 	}()
 	hc := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if time.Now().After(deadline) {
-			t.Fatal("/v1/health did not answer 200 within 60s")
-		}
+	eventually.Within(t, 60*time.Second, "/v1/health to answer 200", func() bool {
 		resp, err := hc.Get("http://" + addr + "/v1/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-			if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
-				t.Fatalf("/v1/health: %d (Retry-After %q), want 200 or 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
-			}
+		if err != nil {
+			return false
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK && (resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "") {
+			t.Fatalf("/v1/health: %d (Retry-After %q), want 200 or 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+		return resp.StatusCode == http.StatusOK
+	})
 	var creds struct {
 		Tenant       string `json:"tenant"`
 		Orchestrator struct {
