@@ -27,6 +27,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/writhq/writ/client"
+	"github.com/writhq/writ/internal/testtier"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -408,6 +409,7 @@ func TestBatchToOlderLeader(t *testing.T) {
 // bad signature refused and counted against its source at the follower), and
 // the followers forwarded them in batches.
 func TestForwardedInBatches(t *testing.T) {
+	testtier.Slow(t, "a cluster of three servers")
 	dir := t.TempDir()
 	base := DefaultConfig()
 	base.Logger = slog.New(slog.DiscardHandler)
