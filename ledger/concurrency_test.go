@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/writhq/writ/internal/testtier"
 	"github.com/writhq/writ/ledger"
 )
 
@@ -38,7 +39,7 @@ func testConcurrentProve(t *testing.T, f *fixture) {
 			}
 		}()
 	}
-	for i := 1; i < 400; i++ {
+	for i := 1; i < testtier.Rounds(400, 100); i++ {
 		if _, err := f.log.Append(receipt(i)); err != nil {
 			t.Fatal(err)
 		}

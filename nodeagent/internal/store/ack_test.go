@@ -3,8 +3,8 @@ package store
 import (
 	"path/filepath"
 	"testing"
-	"time"
 
+	"github.com/writhq/writ/internal/eventually"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -104,15 +104,10 @@ func TestAcksFlushedInBackgroundAndAtClose(t *testing.T) {
 		}
 	}
 	s.Ack("a")
-	for deadline := time.Now().Add(20 * AckFlushInterval); ; {
-		if ids := outboxIDs(t, open(t, snapshot(t, s))); len(ids) == 1 && ids[0] == "b" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the ack of a was not written in the background")
-		}
-		time.Sleep(AckFlushInterval / 4)
-	}
+	eventually.True(t, "the ack of a to be written in the background", func() bool {
+		ids := outboxIDs(t, open(t, snapshot(t, s)))
+		return len(ids) == 1 && ids[0] == "b"
+	})
 	s.Ack("b")
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
