@@ -17,6 +17,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/internal/eventually"
+	"github.com/writhq/writ/internal/testtier"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -31,9 +32,7 @@ import (
 // receipt for each (the held runs' results reach it through the outbox,
 // resent on the new session).
 func TestAgentsSessionServerKilled(t *testing.T) {
-	if testing.Short() {
-		t.Skip("not in -short: three writ servers and two agents")
-	}
+	testtier.Slow(t, "three writ servers and two agents")
 	c := startTestCluster(t)
 	leader := c.waitLeader(10 * time.Second)
 	var followers []int
@@ -165,9 +164,7 @@ func TestAgentsSessionServerKilled(t *testing.T) {
 // enrollment). Once the other two are back, the agent's node is ready again
 // and runs an intent.
 func TestAgentsClusterRestart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("not in -short: three writ servers and two agents")
-	}
+	testtier.Slow(t, "three writ servers and two agents")
 	c := startTestCluster(t)
 	c.startAgents([]int{0})
 	a := c.agents[0]

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/writhq/writ/internal/eventually"
+	"github.com/writhq/writ/internal/testtier"
 )
 
 // TestClusterDashboardSessions signs in to the dashboard on a follower of a
@@ -25,9 +26,7 @@ import (
 // admin's lock made on a follower's dashboard is on the record, the same
 // leaf on every server.
 func TestClusterDashboardSessions(t *testing.T) {
-	if testing.Short() {
-		t.Skip("not in -short: three writ servers")
-	}
+	testtier.Slow(t, "three writ servers")
 	c := startTestCluster(t)
 	leader := c.waitLeader(30 * time.Second)
 	var f []int

@@ -14,6 +14,7 @@ import (
 
 	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/internal/freeport"
+	"github.com/writhq/writ/internal/testtier"
 )
 
 // TestClusterScript runs `make cluster`'s script, deploy/cluster.sh, as a
@@ -21,9 +22,7 @@ import (
 // intents its printed instructions describe run on the agents (any one, and
 // one named), a second `up` changes nothing, and `down` stops every process.
 func TestClusterScript(t *testing.T) {
-	if testing.Short() {
-		t.Skip("not in -short: make cluster's three servers and two agents")
-	}
+	testtier.Slow(t, "make cluster's three servers and two agents")
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Fatal("bash is needed to run deploy/cluster.sh")

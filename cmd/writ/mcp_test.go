@@ -699,6 +699,7 @@ func docSnippet(t *testing.T, path, heading, fence string) string {
 // reaches any server: --http on an address that is not loopback, a token
 // file others can read, a token too short, missing identity flags.
 func TestMCPFlags(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	key := writeFile(t, dir, "orch.key", base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))+"\n")
 	os.Chmod(key, 0o600)
