@@ -12,6 +12,7 @@ import (
 // Readers prove and verify receipts while the log is appended to and new
 // checkpoints are published; run with -race.
 func TestConcurrentProveWhileAppending(t *testing.T) {
+	t.Parallel()
 	stores := map[string]ledger.Store{"mem": ledger.NewMemStore(), "disk": newDiskStore(t, t.TempDir())}
 	for name, store := range stores {
 		t.Run(name, func(t *testing.T) { testConcurrentProve(t, newFixtureOn(t, "writ.test/a", 1, store)) })
