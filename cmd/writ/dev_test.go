@@ -15,6 +15,7 @@ import (
 
 	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/internal/freeport"
+	"github.com/writhq/writ/internal/testtier"
 )
 
 // freePort returns a loopback address whose port is free for both TCP and
@@ -353,10 +354,7 @@ func TestDevFromLoneBinary(t *testing.T) {
 // and submits an intent at the first moment /v1/health answers 200: dev.json
 // is there by then, and every submission is admitted and completes.
 func TestDevReadyMeansReady(t *testing.T) {
-	starts, parallel := 100, 4
-	if testing.Short() {
-		starts = 4
-	}
+	starts, parallel := testtier.Rounds(100, 4), 4
 	sem := make(chan struct{}, parallel)
 	for i := range starts {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
