@@ -37,6 +37,7 @@ func outboxIDs(t *testing.T, s *Store) []string {
 // the outbox, to be sent (and acked) again; after it, the result is gone
 // from the file too. Acks of unknown ids and repeated acks change nothing.
 func TestAckDurableLater(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "agent.db"))
 	close(s.stop) // no background flush in this test: it decides when
 	<-s.done
@@ -93,6 +94,7 @@ func TestAckDurableLater(t *testing.T) {
 // TestAcksFlushedInBackgroundAndAtClose: without FlushAcks, an ack reaches
 // the file within a few AckFlushIntervals, and Close writes the rest.
 func TestAcksFlushedInBackgroundAndAtClose(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "agent.db")
 	s, err := Open(path)
 	if err != nil {
