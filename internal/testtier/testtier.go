@@ -19,7 +19,7 @@ func Slow(t testing.TB, why string) {
 		return
 	}
 	if os.Getenv("CI") == "true" {
-		t.Fatalf("-short under CI=true would leave out %s: CI runs every test", why)
+		t.Fatalf("-short under CI=true: CI runs every test, and this one is not in -short (%s)", why)
 	}
 	t.Skip("not in -short: " + why)
 }
