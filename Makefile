@@ -73,10 +73,12 @@ test: deps rootfs ## run every test, then each fuzz target for 30,000 executions
 	WRIT_TEST_ROOTFS=$(ROOTFS) $(GO) test -race -count=1 -timeout 30m ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=30000x FUZZTIME_DISK=2000x
 
-# The fast tier: -short leaves out the clusters, the browser, the escape
-# suite, the bench runs and the fault suite, and runs fewer crashes and
-# starts; no -race and no fuzzing. make test still runs everything.
-test-short: deps rootfs ## run the fast tier: go test -short (no clusters, browser, escape suite or fuzzing)
+# The fast tier: -short leaves out the clusters, the browser, the sandbox
+# conformance and escape suites, runsc sandboxes, the bench runs and the
+# fault suite (each a testtier.Slow line), and runs fewer crashes and
+# starts; no -race and no fuzzing. make test still runs everything; under
+# CI=true a -short run fails rather than leave tests out.
+test-short: deps rootfs ## run the fast tier: go test -short (no clusters, browser, conformance and escape suites, or fuzzing)
 	WRIT_TEST_ROOTFS=$(ROOTFS) $(GO) test -short -count=1 ./...
 
 # The fault suite (internal/faults, docs/reliability.md): its short run is

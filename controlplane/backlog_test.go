@@ -11,6 +11,7 @@ import (
 
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/controlplane"
+	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -53,13 +54,7 @@ func TestBacklogBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(late.close)
-	deadline := time.Now().Add(10 * time.Second)
-	for queuedMetric(t, base) != "0" {
-		if time.Now().After(deadline) {
-			t.Fatal("the queue did not drain once its node connected")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually.True(t, "the queue to drain once its node connected", func() bool { return queuedMetric(t, base) == "0" })
 	r, err := d.c.Submit(ctx, raw, nil, 10*time.Second)
 	if err != nil || r.State != "completed" {
 		t.Fatalf("the refused intent sent again once the queue drained: %+v %v, want completed", r, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/controlplane"
 	"github.com/writhq/writ/controlplane/localcluster"
+	"github.com/writhq/writ/internal/testtier"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -19,9 +20,7 @@ import (
 // to a follower, with ?wait=, is forwarded to the leader with its target as
 // signed, and answered canceled; so is a run's cancel.
 func TestCancelThroughFollower(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a cluster: left out of -short")
-	}
+	testtier.Slow(t, "a cluster of three servers")
 	dir := t.TempDir()
 	base := controlplane.DefaultConfig()
 	base.Logger = slog.New(slog.DiscardHandler)

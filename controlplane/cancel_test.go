@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/writhq/writ/client"
+	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -97,10 +98,7 @@ func TestCancelDispatched(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := r.IntentID
-	deadline := time.Now().Add(10 * time.Second)
-	for d.node.Runs.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually.True(t, "the node to run the intent", func() bool { return d.node.Runs.Load() > 0 })
 	r, err = d.c.CancelIntent(ctx, id)
 	if err != nil || r.State != "dispatched" {
 		t.Fatalf("cancel: %+v %v, want still dispatched until the node reports", r, err)

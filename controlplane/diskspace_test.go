@@ -8,12 +8,14 @@ import (
 
 	"github.com/writhq/writ/controlplane"
 	"github.com/writhq/writ/controlplane/localcluster"
+	"github.com/writhq/writ/internal/testtier"
 )
 
 // TestYieldLeadership: a leader told that its FSM waits for disk space
 // hands the leadership to another server of a real 3-server cluster; a
 // follower told so changes nothing.
 func TestYieldLeadership(t *testing.T) {
+	testtier.Slow(t, "a cluster of three servers")
 	base := controlplane.DefaultConfig()
 	base.Logger = slog.New(slog.DiscardHandler)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -24,6 +24,7 @@ import (
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/controlplane"
 	"github.com/writhq/writ/controlplane/localcluster"
+	"github.com/writhq/writ/internal/testtier"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -33,6 +34,7 @@ import (
 // bad signature refused and counted against its source at the follower), and
 // the followers forwarded them in batches.
 func TestForwardedInBatches(t *testing.T) {
+	testtier.Slow(t, "a cluster of three servers")
 	dir := t.TempDir()
 	base := controlplane.DefaultConfig()
 	base.Logger = slog.New(slog.DiscardHandler)

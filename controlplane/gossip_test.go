@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/memberlist"
 	"github.com/writhq/writ/controlplane/internal/keyring"
 	"github.com/writhq/writ/internal/freeport"
+	"github.com/writhq/writ/internal/testtier"
 )
 
 type countEvents struct{ joins, leaves, updates chan string }
@@ -113,9 +114,7 @@ func (t *cutTransport) DialAddressTimeout(a memberlist.Address, d time.Duration)
 // dead must still reach its API). Once healed, memberlist alone never
 // probes a dead server again; rejoin brings both views back.
 func TestGossipRejoin(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits for memberlist's suspicion timeout")
-	}
+	testtier.Slow(t, "waits for memberlist's suspicion timeout")
 	kr, err := keyring.New(make([]byte, 32))
 	if err != nil {
 		t.Fatal(err)

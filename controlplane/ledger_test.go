@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/writhq/writ/controlplane"
+	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/ledger"
 	"github.com/writhq/writ/protocol"
 )
@@ -142,19 +143,16 @@ func TestReceiptsSyncedInTheBackground(t *testing.T) {
 		t.Fatalf("checkpoint: %d %+v; want one over fewer than %d receipts", code, cp, n)
 	}
 	head := filepath.Join(d.dir, "ledger", "head")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually.NoError(t, fmt.Sprintf("the head on disk to say %d receipts", n), func() error {
 		b, err := os.ReadFile(head)
+		if err != nil {
+			return err
+		}
 		var size int64
-		if err == nil {
-			fmt.Sscanf(string(b), "writ-ledger-head v1\n%d\n", &size)
+		fmt.Sscanf(string(b), "writ-ledger-head v1\n%d\n", &size)
+		if size < n {
+			return fmt.Errorf("it says %d (%q)", size, b)
 		}
-		if size >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the head on disk says %d receipts (%q, %v), want %d", size, b, err, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }

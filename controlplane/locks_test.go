@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/writhq/writ/client"
+	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -23,10 +24,7 @@ func TestLocksAdmissionDispatchRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for d.node.Runs.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually.True(t, "the node to run the intent", func() bool { return d.node.Runs.Load() > 0 })
 	pending, err := d.c.Submit(ctx, d.intent(t, "echo_approval", `{}`), nil, 0)
 	if err != nil || pending.State != "pending_approval" {
 		t.Fatalf("%+v %v", pending, err)

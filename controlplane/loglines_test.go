@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/writhq/writ/controlplane"
+	"github.com/writhq/writ/internal/eventually"
 )
 
 // lockedBuffer is a log sink many goroutines write.
@@ -44,7 +45,7 @@ func TestOneLogLinePerAdmissionAndResult(t *testing.T) {
 	}
 	id := "intent_id=" + r.IntentID
 	var admitted, recorded string
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && recorded == ""; time.Sleep(20 * time.Millisecond) {
+	eventually.True(t, "the result's log line", func() bool {
 		for _, line := range strings.Split(logs.String(), "\n") {
 			switch {
 			case strings.Contains(line, `msg="intent admitted"`) && strings.Contains(line, id):
@@ -53,7 +54,8 @@ func TestOneLogLinePerAdmissionAndResult(t *testing.T) {
 				recorded = line
 			}
 		}
-	}
+		return recorded != ""
+	})
 	if !strings.Contains(admitted, "allow=true") || !strings.Contains(admitted, "tool=echo") {
 		t.Errorf("admission line: %q", admitted)
 	}

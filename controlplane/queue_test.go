@@ -2,11 +2,13 @@ package controlplane_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/controlplane"
+	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -14,24 +16,22 @@ import (
 // checkpoint and returns it decoded.
 func receiptWhenCovered(t *testing.T, c *client.Client, id string) (*client.IntentResponse, *protocol.Receipt) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		r, err := c.Intent(context.Background(), id, 0)
-		if err != nil {
+	var r *client.IntentResponse
+	eventually.NoError(t, "intent "+id+"'s receipt covered by a checkpoint", func() error {
+		var err error
+		if r, err = c.Intent(context.Background(), id, 0); err != nil {
 			t.Fatal(err)
 		}
-		if r.ReceiptIndex != nil && r.Receipt != nil {
-			rc, err := protocol.DecodeReceipt(r.Receipt, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return r, rc
+		if r.ReceiptIndex == nil || r.Receipt == nil {
+			return fmt.Errorf("state %s, no receipt", r.State)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("intent %s (%s) has no receipt covered by a checkpoint", id, r.State)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return nil
+	})
+	rc, err := protocol.DecodeReceipt(r.Receipt, 0)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return r, rc
 }
 
 // TestQueuedIntentExpiresUndispatched: through a real server and node, an
@@ -62,9 +62,7 @@ func TestQueuedIntentExpiresUndispatched(t *testing.T) {
 	if err != nil || short.State != "queued" {
 		t.Fatalf("intent behind a busy node: %+v %v, want queued", short, err)
 	}
-	for one.Runs.Load() != 1 {
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually.True(t, "the node to run the first intent", func() bool { return one.Runs.Load() == 1 })
 	time.Sleep(2 * time.Second) // past its expiry
 	one.Release()
 	got, rc := receiptWhenCovered(t, d.c, short.IntentID)

@@ -17,6 +17,7 @@ import (
 	"github.com/writhq/writ/controlplane/internal/fsm"
 	"github.com/writhq/writ/controlplane/localcluster"
 	"github.com/writhq/writ/internal/eventually"
+	"github.com/writhq/writ/internal/testtier"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -30,6 +31,7 @@ import (
 // applies its log. The node must end ready with its session on x in every
 // server's view, and an intent targeted at it must run there.
 func TestReconnectToALaggingServer(t *testing.T) {
+	testtier.Slow(t, "a cluster of three servers")
 	dir := t.TempDir()
 	base := controlplane.DefaultConfig()
 	base.Logger = slog.New(slog.DiscardHandler)

@@ -17,6 +17,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/controlplane"
+	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -71,14 +72,10 @@ func startDevWith(t testing.TB, mutate func(*controlplane.Config)) *devServer {
 // committed before welcome, so this is at once).
 func waitReady(t testing.TB, s *controlplane.Server, id string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if n, ok := s.Node(id); ok && n.Status == "ready" {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("node %s never became ready", id)
+	eventually.True(t, "node "+id+" to become ready", func() bool {
+		n, ok := s.Node(id)
+		return ok && n.Status == "ready"
+	})
 }
 
 func (d *devServer) intent(t testing.TB, tool, params string, mod ...func(*protocol.Intent)) []byte {

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/writhq/writ/controlplane"
 	"github.com/writhq/writ/controlplane/internal/pki"
+	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -152,15 +154,13 @@ func TestSilentNodeThenLateResult(t *testing.T) {
 	}
 	d.node.Hold.Store(false)
 	d.node.Release()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	eventually.NoError(t, "the late result to supersede", func() error {
 		got, err = d.c.Intent(ctx, r.IntentID, 0)
-		if err == nil && got.SupersededBy != nil {
-			break
+		if err == nil && got.SupersededBy == nil {
+			return fmt.Errorf("intent %+v", got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the late result never superseded: %+v %v", got, err)
-		}
-	}
+		return err
+	})
 	if got.State != "unknown" || *got.SupersededBy <= *got.ReceiptIndex {
 		t.Fatalf("after the late result: %+v", got)
 	}

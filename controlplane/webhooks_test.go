@@ -3,6 +3,7 @@ package controlplane_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/writhq/writ/controlplane"
+	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/ledger"
 	"github.com/writhq/writ/protocol"
 )
@@ -54,16 +56,14 @@ func (h *hookReceiver) handler(t *testing.T, secret []byte) http.HandlerFunc {
 
 func (h *hookReceiver) wait(t *testing.T, n int) []protocol.WebhookPayload {
 	t.Helper()
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	var got []protocol.WebhookPayload
+	eventually.True(t, fmt.Sprintf("%d deliveries", n), func() bool {
 		h.mu.Lock()
-		got := append([]protocol.WebhookPayload(nil), h.bodies...)
+		got = append([]protocol.WebhookPayload(nil), h.bodies...)
 		h.mu.Unlock()
-		if len(got) >= n {
-			return got
-		}
-	}
-	t.Fatalf("fewer than %d deliveries arrived", n)
-	return nil
+		return len(got) >= n
+	})
+	return got
 }
 
 // An intent waiting for approval is announced to the webhook, signed, and
@@ -101,14 +101,12 @@ func TestWebhooksAnnounceApprovals(t *testing.T) {
 	// The receiver has the delivery before its sender has read the answer
 	// and logged it: the log is read until it holds both.
 	var view protocol.WebhooksView
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	eventually.Within(t, 30*time.Second, "both deliveries in the log", func() bool {
 		if err := d.admin.AdminJSON(ctx, "GET", "webhooks", nil, &view); err != nil {
 			t.Fatal(err)
 		}
-		if len(view.Deliveries) >= 2 || time.Now().After(deadline) {
-			break
-		}
-	}
+		return len(view.Deliveries) >= 2
+	})
 	if len(view.Webhooks) != 1 || view.Webhooks[0].URL != srv.URL || len(view.Deliveries) != 2 || view.Deliveries[0].URL != srv.URL {
 		t.Fatalf("webhooks view: %+v", view)
 	}
@@ -199,11 +197,12 @@ func TestWebhookRedactsAndRefusesRedirects(t *testing.T) {
 		t.Fatal(err)
 	}
 	var view protocol.WebhooksView
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && len(view.Deliveries) == 0; time.Sleep(50 * time.Millisecond) {
+	eventually.True(t, "a delivery in the log", func() bool {
 		if err := d.admin.AdminJSON(ctx, "GET", "webhooks", nil, &view); err != nil {
 			t.Fatal(err)
 		}
-	}
+		return len(view.Deliveries) > 0
+	})
 	if len(view.Deliveries) != 1 || view.Deliveries[0].OK || view.Deliveries[0].Status != http.StatusTemporaryRedirect || view.Deliveries[0].Attempts != 2 {
 		t.Fatalf("deliveries: %+v", view.Deliveries)
 	}

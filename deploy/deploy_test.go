@@ -23,6 +23,7 @@ func agent(t *testing.T) deploy.Agent {
 }
 
 func TestSystemdUnit(t *testing.T) {
+	t.Parallel()
 	a := agent(t)
 	unit, err := deploy.AgentSystemdUnit(a)
 	if err != nil {
@@ -81,6 +82,7 @@ type plist struct {
 }
 
 func TestLaunchdPlist(t *testing.T) {
+	t.Parallel()
 	a := agent(t)
 	b, err := deploy.AgentLaunchdPlist(a)
 	if err != nil {
@@ -117,6 +119,7 @@ func TestLaunchdPlist(t *testing.T) {
 }
 
 func TestPathsThatCannotBeCarriedVerbatimAreRefused(t *testing.T) {
+	t.Parallel()
 	for _, p := range []string{"relative/writ", "/opt/my writ", "/opt/100%", "/opt/$HOME", `/opt/"q"`, "/opt/a\nExecStartPre=/bin/sh", "/opt/<x>", "/opt/../etc"} {
 		a := agent(t)
 		a.Binary = p
@@ -130,6 +133,7 @@ func TestPathsThatCannotBeCarriedVerbatimAreRefused(t *testing.T) {
 }
 
 func TestExamplesLoad(t *testing.T) {
+	t.Parallel()
 	b, err := deploy.Example("agent.example.json")
 	if err != nil {
 		t.Fatal(err)

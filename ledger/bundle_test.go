@@ -35,6 +35,7 @@ func bundleFixture(t testing.TB) (*fixture, *ledger.Bundle) {
 }
 
 func TestBundleRoundTrip(t *testing.T) {
+	t.Parallel()
 	f, b := bundleFixture(t)
 	data, err := json.MarshalIndent(b, "", "  ")
 	if err != nil {
@@ -54,6 +55,7 @@ func TestBundleRoundTrip(t *testing.T) {
 }
 
 func TestVerifyBundleErrors(t *testing.T) {
+	t.Parallel()
 	other := newFixture(t, "writ.test/b", 3)
 	tests := []struct {
 		name   string

@@ -9,6 +9,7 @@ import (
 )
 
 func TestCode(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		err  error
 		want string

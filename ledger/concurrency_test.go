@@ -5,12 +5,14 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/writhq/writ/internal/testtier"
 	"github.com/writhq/writ/ledger"
 )
 
 // Readers prove and verify receipts while the log is appended to and new
 // checkpoints are published; run with -race.
 func TestConcurrentProveWhileAppending(t *testing.T) {
+	t.Parallel()
 	stores := map[string]ledger.Store{"mem": ledger.NewMemStore(), "disk": newDiskStore(t, t.TempDir())}
 	for name, store := range stores {
 		t.Run(name, func(t *testing.T) { testConcurrentProve(t, newFixtureOn(t, "writ.test/a", 1, store)) })
@@ -38,7 +40,7 @@ func testConcurrentProve(t *testing.T, f *fixture) {
 			}
 		}()
 	}
-	for i := 1; i < 400; i++ {
+	for i := 1; i < testtier.Rounds(400, 100); i++ {
 		if _, err := f.log.Append(receipt(i)); err != nil {
 			t.Fatal(err)
 		}

@@ -133,6 +133,7 @@ func sameAsFresh(t *testing.T, store ledger.Store, n int) {
 // reached the disk, the store opens as exactly the synced prefix, and
 // appending the lost leaves again makes the same tree as never losing them.
 func TestDeferSyncCrashKeepsSyncedPrefix(t *testing.T) {
+	t.Parallel()
 	const synced, appended = 30, 50
 	for _, tc := range []struct {
 		name  string
@@ -206,6 +207,7 @@ func TestDeferSyncCrashKeepsSyncedPrefix(t *testing.T) {
 // appends makes them durable first, so a crash right after it leaves a store
 // that opens with the checkpoint and every leaf it commits to.
 func TestDeferSyncCheckpointSurvivesCrash(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	_, publish := testKey(t)
 	store, l := openDeferred(t, dir)
@@ -232,6 +234,7 @@ func TestDeferSyncCheckpointSurvivesCrash(t *testing.T) {
 
 // TestDeferSyncCloseSyncs: a store closed without a crash keeps every append.
 func TestDeferSyncCloseSyncs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	store, l := openDeferred(t, dir)
 	appendRange(t, l, 0, 10, 3)
@@ -248,6 +251,7 @@ func TestDeferSyncCloseSyncs(t *testing.T) {
 // TestDeferSyncConcurrent: Sync runs alongside appends, reads and
 // checkpoints (run with -race); what it made durable reopens intact.
 func TestDeferSyncConcurrent(t *testing.T) {
+	t.Parallel()
 	const n = 600
 	dir := t.TempDir()
 	_, publish := testKey(t)
@@ -303,6 +307,7 @@ func TestDeferSyncConcurrent(t *testing.T) {
 // dropped the pages it could not write, and a head moved over them would
 // commit to data that is not there.
 func TestDeferSyncFailedFsyncStops(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	store, l := openDeferred(t, dir)
 	appendRange(t, l, 0, 5, 5)
@@ -334,6 +339,7 @@ func TestDeferSyncFailedFsyncStops(t *testing.T) {
 // A store with DeferSync is still a Store, and Close makes it durable for
 // the suite's reopen.
 func TestDeferSyncConformance(t *testing.T) {
+	t.Parallel()
 	ledgertest.TestDurableStore(t, func(t *testing.T, dir string) ledger.Store {
 		cfg := ledger.DefaultDiskConfig(dir)
 		cfg.DeferSync = true

@@ -17,6 +17,7 @@ var update = flag.Bool("update", false, "rewrite testdata/bundle.json")
 // TestBundleGolden keeps testdata/bundle.json, a sample bundle for readers and
 // a fuzz seed, equal to what Export writes for the bundle fixture.
 func TestBundleGolden(t *testing.T) {
+	t.Parallel()
 	f, b := bundleFixture(t)
 	got, err := json.MarshalIndent(b, "", "  ")
 	if err != nil {

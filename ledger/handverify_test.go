@@ -66,6 +66,7 @@ func verifyByHand(vkey string, body []byte) (string, error) {
 }
 
 func TestVerifyByHand(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(filepath.Join("testdata", "bundle.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 // its roots for every size, and every inclusion and consistency proof it
 // produces, verified by the other library.
 func TestInteropTransparencyDev(t *testing.T) {
+	t.Parallel()
 	const n = 70
 	l, err := ledger.Open(context.Background(), newDiskStore(t, t.TempDir()), ledger.DefaultConfig())
 	if err != nil {

@@ -28,6 +28,7 @@ func vectorLog(t *testing.T, v *ledgerVectors, store ledger.Store) *ledger.Log {
 }
 
 func TestVectorLeafHashes(t *testing.T) {
+	t.Parallel()
 	v := loadVectors(t)
 	for i, l := range v.Leaves {
 		got := ledger.LeafHash([]byte(l.Leaf))
@@ -38,6 +39,7 @@ func TestVectorLeafHashes(t *testing.T) {
 }
 
 func TestVectorRoots(t *testing.T) {
+	t.Parallel()
 	v := loadVectors(t)
 	stores := map[string]ledger.Store{"mem": ledger.NewMemStore(), "disk": newDiskStore(t, t.TempDir())}
 	for name, store := range stores {
@@ -57,6 +59,7 @@ func TestVectorRoots(t *testing.T) {
 }
 
 func TestVectorInclusion(t *testing.T) {
+	t.Parallel()
 	v := loadVectors(t)
 	l := vectorLog(t, v, ledger.NewMemStore())
 	in := v.Inclusion
@@ -82,6 +85,7 @@ func TestVectorInclusion(t *testing.T) {
 }
 
 func TestVectorConsistency(t *testing.T) {
+	t.Parallel()
 	v := loadVectors(t)
 	l := vectorLog(t, v, ledger.NewMemStore())
 	cs := v.Consistency
@@ -106,6 +110,7 @@ func TestVectorConsistency(t *testing.T) {
 }
 
 func TestVectorCheckpoint(t *testing.T) {
+	t.Parallel()
 	v := loadVectors(t)
 	signer, vkey, err := ledger.NewSigner(v.origin(), v.seed(t))
 	if err != nil {

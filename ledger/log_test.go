@@ -10,6 +10,7 @@ import (
 
 // A replica appends the same leaves and takes the leader's checkpoints.
 func TestReplicaSetCheckpoint(t *testing.T) {
+	t.Parallel()
 	leader := newFixture(t, "writ.test/a", 12)
 	replica, err := ledger.Open(context.Background(), ledger.NewMemStore(), ledger.Config{VerifierKey: leader.vkey})
 	if err != nil {
@@ -71,6 +72,7 @@ func TestReplicaSetCheckpoint(t *testing.T) {
 }
 
 func TestProveReceiptBounds(t *testing.T) {
+	t.Parallel()
 	l, err := ledger.Open(context.Background(), ledger.NewMemStore(), ledger.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)

@@ -8,10 +8,12 @@ import (
 )
 
 func TestMemStoreConformance(t *testing.T) {
+	t.Parallel()
 	ledgertest.TestStore(t, func(t *testing.T, dir string) ledger.Store { return ledger.NewMemStore() })
 }
 
 func TestDiskStoreConformance(t *testing.T) {
+	t.Parallel()
 	ledgertest.TestDurableStore(t, func(t *testing.T, dir string) ledger.Store {
 		s, err := ledger.OpenDisk(ledger.DefaultDiskConfig(dir))
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 // leaf is refused when read, the log then refuses everything, and Scrub and
 // a full check find it.
 func TestTamperOldLeafFoundOnReadAndScrub(t *testing.T) {
+	t.Parallel()
 	dir := buildStore(t, 100)
 	flip(t, dir, "leaves.dat", 10*int64(len(receipt(10)))+3) // leaves 10..99 have one length
 	full, err := reopen(t, dir, 16, true)
@@ -63,6 +64,7 @@ func errText(err error) string {
 // Restoring an old copy of the files while the newer checkpoint survives (as
 // when a server restores an old snapshot) is refused.
 func TestTamperOldSnapshot(t *testing.T) {
+	t.Parallel()
 	dir := buildStore(t, 50)
 	snap := t.TempDir()
 	copyDir(t, dir, snap)
@@ -89,6 +91,7 @@ func TestTamperOldSnapshot(t *testing.T) {
 // An append that wrote its data but not its head is ignored on open and cut
 // back by the next append.
 func TestTornAppendRecovered(t *testing.T) {
+	t.Parallel()
 	dir := buildStore(t, 20)
 	for _, name := range []string{"leaves.dat", "leaves.idx", "hashes.dat"} {
 		f, err := os.OpenFile(filepath.Join(dir, name), os.O_APPEND|os.O_WRONLY, 0)
@@ -141,6 +144,7 @@ func copyFile(t *testing.T, from, to string) {
 // A flipped interior hash off the root path and outside the tail is not seen
 // on open, but the log refuses to serve the proof it would spoil.
 func TestTamperInteriorHashNotServed(t *testing.T) {
+	t.Parallel()
 	dir := buildStore(t, 100)
 	flip(t, dir, "hashes.dat", tlog.StoredHashIndex(1, 5)*ledger.HashSize) // node over leaves 10 and 11
 	l, err := reopen(t, dir, 16, false)

@@ -108,6 +108,7 @@ func truncate(t *testing.T, dir, name string, by int64) {
 }
 
 func TestTamperDetectedOnOpen(t *testing.T) {
+	t.Parallel()
 	const n = 100
 	leafLen := int64(len(receipt(99))) // the last leaves all have this length
 	tests := []struct {

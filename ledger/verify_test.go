@@ -54,6 +54,7 @@ func newFixtureOn(t testing.TB, origin string, n int, store ledger.Store) *fixtu
 }
 
 func TestVerifyInclusionErrors(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "writ.test/a", 21)
 	other := newFixture(t, "writ.test/b", 21)
 	proof, err := f.log.InclusionProof(7, 21)
@@ -100,6 +101,7 @@ func TestVerifyInclusionErrors(t *testing.T) {
 }
 
 func TestVerifyConsistencyErrors(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "writ.test/a", 10)
 	first := f.signed
 	for i := 10; i < 30; i++ {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/writhq/writ/internal/testtier"
 	"github.com/writhq/writ/protocol"
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/gvisor"
@@ -18,6 +19,7 @@ import (
 // gVisor, and its signed result names the gvisor tier and the digest of
 // the executable that ran.
 func TestDispatchRunsInGvisor(t *testing.T) {
+	testtier.Slow(t, "a runsc sandbox")
 	cfg := gvisor.DefaultConfig()
 	cfg.OCI.RootFS, cfg.OCI.StateDir = sandboxtest.BusyboxRootfs(t), t.TempDir()
 	g, err := gvisor.New(cfg)

@@ -84,6 +84,7 @@ func generateAdminVectors(t *testing.T) adminVectors {
 func ptr[T any](v T) *T { return &v }
 
 func TestAdminVectors(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join("testdata", "admin_v1.json")
 	want, err := json.Marshal(generateAdminVectors(t), json.Deterministic(true), jsontext.Multiline(true))
 	if err != nil {
@@ -134,6 +135,7 @@ func TestAdminVectors(t *testing.T) {
 
 // TestReceiptIsNotAdminEntry: a receipt's leaf is refused as an admin entry.
 func TestReceiptIsNotAdminEntry(t *testing.T) {
+	t.Parallel()
 	r := []byte(`{"type":"writ.receipt/v1","index":0,"intent_id":"i","tenant":"t","principal":"p","tool":"echo","payload_hash":"sha256:00","idempotency_key":"k","outcome":"denied","policy":null,"approval":null,"dispatch":null,"result":null,"recorded_at":"2026-11-22T10:00:00Z"}`)
 	if _, err := protocol.DecodeReceipt(r, 0); err != nil {
 		t.Fatalf("the receipt does not decode: %v", err)

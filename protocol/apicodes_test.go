@@ -14,6 +14,7 @@ import (
 // is declared in this package, each value once, and no other package
 // declares a code of its own.
 func TestCodesDeclaredOnce(t *testing.T) {
+	t.Parallel()
 	decl := regexp.MustCompile(`(?m)^\s*(?:const\s+)?(\w+)\s+(?:protocol\.)?Code\s*=\s*"([a-z_]+)"`)
 	seen := map[string]string{} // value → constant
 	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
@@ -51,6 +52,7 @@ func TestCodesDeclaredOnce(t *testing.T) {
 }
 
 func TestHTTPStatus(t *testing.T) {
+	t.Parallel()
 	for code, want := range map[Code]int{
 		CodeMalformed:        http.StatusBadRequest,
 		CodeUnauthorized:     http.StatusUnauthorized,

@@ -26,6 +26,7 @@ type policyFunc func(*protocol.Intent, *protocol.Approval) bool
 func (f policyFunc) MayApprove(in *protocol.Intent, a *protocol.Approval) bool { return f(in, a) }
 
 func TestApprovalChecks(t *testing.T) {
+	t.Parallel()
 	in := newIntent()
 	signedIntent(t, in)
 	keys := approverKeys{
@@ -89,6 +90,7 @@ func TestApprovalChecks(t *testing.T) {
 }
 
 func TestApprovalSignRoundTrip(t *testing.T) {
+	t.Parallel()
 	in := newIntent()
 	signedIntent(t, in)
 	a := newApproval(in)

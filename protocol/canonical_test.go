@@ -23,6 +23,7 @@ var canonicalCases = []struct{ in, want string }{
 }
 
 func TestCanonicalize(t *testing.T) {
+	t.Parallel()
 	for _, c := range canonicalCases {
 		got, err := protocol.Canonicalize([]byte(c.in))
 		if err != nil {
@@ -47,6 +48,7 @@ func TestCanonicalize(t *testing.T) {
 }
 
 func TestCanonicalizeRejects(t *testing.T) {
+	t.Parallel()
 	for _, in := range []string{
 		`{"a":1,"a":2}`,           // duplicate member
 		`{"a":{"b":1,"b":1}}`,     // duplicate, nested
@@ -100,6 +102,7 @@ func FuzzCanonical(f *testing.F) {
 }
 
 func TestCanonicalizeLargeIntegers(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		in string
 		ok bool

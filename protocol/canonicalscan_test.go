@@ -8,6 +8,7 @@ import (
 )
 
 func TestScanCanonical(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		in   string
 		want bool
@@ -38,6 +39,7 @@ func TestScanCanonical(t *testing.T) {
 }
 
 func TestScanCanonicalSpans(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ in, body, params, tool string }{
 		{`{"params":{"a":[1]},"sig":"S","tool":"echo"}`, `{"params":{"a":[1]},"tool":"echo"}`, `{"a":[1]}`, `"echo"`},
 		{`{"sig":"S","tool":"t"}`, `{"tool":"t"}`, ``, `"t"`},

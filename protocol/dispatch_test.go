@@ -34,6 +34,7 @@ func signDispatch(t *testing.T, d *protocol.Dispatch, priv ed25519.PrivateKey) [
 }
 
 func TestDispatchChecks(t *testing.T) {
+	t.Parallel()
 	servers := signerKeys{"server-1": serverPriv.Public().(ed25519.PublicKey)}
 	v := verifierAt(t, t0.Add(10*time.Second))
 	for _, c := range []struct {
@@ -98,6 +99,7 @@ func newResult(mod ...func(*protocol.Result)) *protocol.Result {
 }
 
 func TestResultChecks(t *testing.T) {
+	t.Parallel()
 	nodes := signerKeys{"node-1": nodePriv.Public().(ed25519.PublicKey)}
 	v := verifierAt(t, t0)
 	for _, c := range []struct {
@@ -136,6 +138,7 @@ func TestResultChecks(t *testing.T) {
 
 // TestDomainSeparation: a valid signature of one kind never verifies as another.
 func TestDomainSeparation(t *testing.T) {
+	t.Parallel()
 	r := newResult()
 	if err := r.Sign(nodePriv); err != nil {
 		t.Fatal(err)

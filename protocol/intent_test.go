@@ -11,6 +11,7 @@ import (
 )
 
 func TestIntentRoundTrip(t *testing.T) {
+	t.Parallel()
 	raw := signedIntent(t, newIntent(func(in *protocol.Intent) {
 		in.Target = &protocol.Target{Labels: map[string]string{"region": "eu"}}
 		in.Context = jsontext.Value(`{"channel":"slack"}`)
@@ -27,6 +28,7 @@ func TestIntentRoundTrip(t *testing.T) {
 // TestIntentErrorOrder breaks several things at once and checks that the first
 // failing check in the protocol's order is the one reported.
 func TestIntentErrorOrder(t *testing.T) {
+	t.Parallel()
 	v := verifierAt(t, t0.Add(time.Minute))
 	expired := func(in *protocol.Intent) { in.ExpiresAt = protocol.FormatTime(t0.Add(30 * time.Second)) }
 	longTTL := func(in *protocol.Intent) { in.ExpiresAt = protocol.FormatTime(t0.Add(20 * time.Minute)) }
@@ -85,6 +87,7 @@ func TestIntentErrorOrder(t *testing.T) {
 }
 
 func TestIntentMalformed(t *testing.T) {
+	t.Parallel()
 	v := verifierAt(t, t0.Add(time.Minute))
 	good := string(signedIntent(t, newIntent()))
 	replace := func(old, new string) string {
@@ -128,6 +131,7 @@ func TestIntentMalformed(t *testing.T) {
 }
 
 func TestIntentSizeLimit(t *testing.T) {
+	t.Parallel()
 	big := `{"pad":"` + strings.Repeat("x", 2048) + `"}`
 	raw := signedIntent(t, newIntent(func(in *protocol.Intent) { in.Params = jsontext.Value(big) }))
 	cfg := protocol.DefaultConfig()
@@ -152,6 +156,7 @@ func TestIntentSizeLimit(t *testing.T) {
 // TestIntentWireForms: the same intent verifies however it is laid out on the
 // wire, because only its canonical form is signed.
 func TestIntentWireForms(t *testing.T) {
+	t.Parallel()
 	raw := signedIntent(t, newIntent(func(in *protocol.Intent) {
 		in.Params = jsontext.Value(`{"b":[1.0,2e0],"a":"\u00e9"}`)
 	}))
@@ -176,6 +181,7 @@ func TestIntentWireForms(t *testing.T) {
 }
 
 func TestHMACSignatureForms(t *testing.T) {
+	t.Parallel()
 	v := verifierAt(t, t0.Add(time.Minute))
 	good := string(signedIntent(t, newIntent()))
 	in, _ := protocol.DecodeIntent([]byte(good), 0)
@@ -198,6 +204,7 @@ func TestHMACSignatureForms(t *testing.T) {
 // TestIntentNamesOutsideASCII: member names the fast canonical scanner leaves
 // to the library — non-ASCII, escaped — verify like any others.
 func TestIntentNamesOutsideASCII(t *testing.T) {
+	t.Parallel()
 	v := verifierAt(t, t0.Add(time.Minute))
 	for _, params := range []string{`{"naïve":1}`, `{"a\nb":1}`, `{"q\"":1}`, `{"msg":{"ключ":"v"}}`, `{"\u20ac":[1,{"é":2}]}`} {
 		raw := signedIntent(t, newIntent(func(in *protocol.Intent) { in.Params = jsontext.Value(params) }))

@@ -7,6 +7,7 @@ import (
 )
 
 func TestCheckLabels(t *testing.T) {
+	t.Parallel()
 	many := map[string]string{}
 	for i := range MaxLabels + 1 {
 		many[strings.Repeat("k", i+1)] = "v"

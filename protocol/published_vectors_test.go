@@ -13,6 +13,7 @@ import (
 // vectors the repository publishes for client implementers (`make vectors`
 // refreshes it), is byte for byte the normative set the tests load.
 func TestPublishedVectors(t *testing.T) {
+	t.Parallel()
 	shared := protocoltest.Dir(t)
 	names, err := filepath.Glob(filepath.Join(shared, "*.json"))
 	if err != nil || len(names) == 0 {

@@ -8,6 +8,7 @@ import (
 )
 
 func TestSignedReads(t *testing.T) {
+	t.Parallel()
 	v := verifierAt(t, t0)
 	at := protocol.ReadTime(t0)
 	sig := protocol.SignRead(testSecret, "GET", "/v1/intents/int-1?wait=1s", "acme", "orch-1", at)

@@ -12,6 +12,7 @@ import (
 )
 
 func TestReceiptLeaf(t *testing.T) {
+	t.Parallel()
 	r := newResult()
 	if err := r.Sign(nodePriv); err != nil {
 		t.Fatal(err)
@@ -59,6 +60,7 @@ func TestReceiptLeaf(t *testing.T) {
 }
 
 func TestCheckpointBody(t *testing.T) {
+	t.Parallel()
 	var v struct {
 		CheckpointNote string            `json:"checkpoint_note"`
 		Roots          map[string]string `json:"roots"`

@@ -21,6 +21,7 @@ func attested(r *protocol.Result) {
 // verifies and decodes to what was signed; every malformed member is
 // refused as malformed; a result without them encodes neither.
 func TestResultAttest(t *testing.T) {
+	t.Parallel()
 	nodes := signerKeys{"node-1": nodePriv.Public().(ed25519.PublicKey)}
 	v := verifierAt(t, t0)
 	for _, c := range []struct {

@@ -12,6 +12,7 @@ import (
 // TestResultMCP: a result of the mcp tier names the server and tool, and
 // survives signing and verifying; a malformed member is refused.
 func TestResultMCP(t *testing.T) {
+	t.Parallel()
 	nodes := signerKeys{"node-1": nodePriv.Public().(ed25519.PublicKey)}
 	v := verifierAt(t, t0)
 	withMCP := func(r *protocol.Result) {

@@ -121,6 +121,7 @@ func generateResultV2(t *testing.T) resultV2Vectors {
 }
 
 func TestResultV2Vectors(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join("testdata", "result_v2.json")
 	gen := generateResultV2(t)
 	want, err := json.Marshal(gen, json.Deterministic(true), jsontext.Multiline(true))
@@ -211,6 +212,7 @@ func mustB64(t *testing.T, s string) []byte {
 // TestResultV1Output: a v1 result's output member is checked as its
 // captured output, and v2 members are refused in a v1.
 func TestResultV1Output(t *testing.T) {
+	t.Parallel()
 	r := &protocol.Result{Type: protocol.ResultTypeV1, DispatchID: "d-1", IntentID: "i-1", Node: "n-1",
 		Status: protocol.StatusOK, Sandbox: "wasm", KeyID: "n-1", Output: "aGk=", OutputEncoding: "base64",
 		OutputHash: protocol.HashBytes([]byte("hi")), OutputBytes: 2,
@@ -237,6 +239,7 @@ func TestResultV1Output(t *testing.T) {
 // and its Raft entry) weighs does not grow with the output: a 64 KiB output
 // makes a v1 of over 64 KiB and a v2 under 1 KiB.
 func TestResultV2SizeIndependentOfOutput(t *testing.T) {
+	t.Parallel()
 	out := bytes.Repeat([]byte("x"), 64<<10)
 	size := func(typ string, out []byte) int {
 		r := &protocol.Result{Type: typ, DispatchID: "dsp-0123456789abcdef", IntentID: "int-0123456789abcdef",

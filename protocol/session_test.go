@@ -9,6 +9,7 @@ import (
 )
 
 func TestFrameRoundTrip(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	h := Hello{Node: "n1", Version: "v", OS: "linux", Arch: "amd64", Tiers: []string{"wasm"}, Tools: []ToolRef{{Name: "echo", Hash: "sha256:00"}}, Concurrency: 4}
 	if err := WriteFrame(&buf, FrameHello, h); err != nil {
@@ -38,6 +39,7 @@ func TestFrameRoundTrip(t *testing.T) {
 }
 
 func TestFrameRefusals(t *testing.T) {
+	t.Parallel()
 	frame := func(s string) *bytes.Reader {
 		b := binary.BigEndian.AppendUint32(nil, uint32(len(s)))
 		return bytes.NewReader(append(b, s...))

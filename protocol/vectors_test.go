@@ -50,6 +50,7 @@ func at(t *testing.T, s string) func() time.Time {
 }
 
 func TestVectorsPayloadHash(t *testing.T) {
+	t.Parallel()
 	var v protocoltest.PayloadHashVectors
 	protocoltest.Load(t, "payload_hash.json", &v)
 	if len(v.Cases) == 0 {
@@ -88,6 +89,7 @@ func mustJSON(t *testing.T, v any) string {
 }
 
 func TestVectorsIntent(t *testing.T) {
+	t.Parallel()
 	var v protocoltest.IntentVectors
 	protocoltest.Load(t, "intent.json", &v)
 	keys := hmacKeys{}
@@ -139,6 +141,7 @@ func TestVectorsIntent(t *testing.T) {
 }
 
 func TestVectorsApproval(t *testing.T) {
+	t.Parallel()
 	var v protocoltest.ApprovalVectors
 	protocoltest.Load(t, "approval.json", &v)
 	keys := approverKeys{}
@@ -204,6 +207,7 @@ func TestVectorsApproval(t *testing.T) {
 }
 
 func TestVectorsDispatchResult(t *testing.T) {
+	t.Parallel()
 	var v protocoltest.DispatchResultVectors
 	protocoltest.Load(t, "dispatch_result.json", &v)
 	servers := signerKeys{v.ServerKey.KeyID: b64(t, v.ServerKey.Public)}

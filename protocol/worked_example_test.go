@@ -13,6 +13,7 @@ import (
 // TestWorkedExample: the intent and the signed read docs/protocol.md works
 // by hand are right, and the document shows each value it claims.
 func TestWorkedExample(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile("../docs/protocol.md")
 	if err != nil {
 		t.Fatal(err)

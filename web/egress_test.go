@@ -10,6 +10,7 @@ import (
 // intent page, refusals with their code and the host escaped, opened when
 // something was refused; the digest of what ran is shown.
 func TestIntentPageShowsEgress(t *testing.T) {
+	t.Parallel()
 	_, fb, srv := testServer(t, nil)
 	fb.put(IntentDetail{IntentSummary: IntentSummary{ID: "e1", Tenant: "acme", State: "completed"}, Params: `{}`,
 		Result: &ResultInfo{Status: "ok", Sandbox: "gvisor", ExecDigest: "sha256:" + strings.Repeat("ab", 32),

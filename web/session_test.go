@@ -29,6 +29,7 @@ func signIn(t *testing.T, base, token, origin string) *http.Response {
 }
 
 func TestSignInCookie(t *testing.T) {
+	t.Parallel()
 	for _, secure := range []bool{false, true} {
 		_, _, srv := testServer(t, func(c *Config) { c.Secure = secure })
 		resp := signIn(t, srv.URL, "tok-viewer", srv.URL)
@@ -51,6 +52,7 @@ func TestSignInCookie(t *testing.T) {
 }
 
 func TestPagesNeedASession(t *testing.T) {
+	t.Parallel()
 	_, _, srv := testServer(t, nil)
 	for _, p := range []string{"/ui/", "/ui/fleet", "/ui/approvals", "/ui/intents", "/ui/intents/x", "/ui/ledger"} {
 		resp, err := noRedirect.Get(srv.URL + p)
@@ -86,6 +88,7 @@ func request(t *testing.T, method, u, cookie, csrf, origin, body string) (int, s
 const approvalBody = `{"type":"writ.approval/v1","id":"apr-1","intent_id":"%s","payload_hash":"sha256:9d9f1d35f5366bc9623cfc78c6bd8f392224d80f0e7a1495223adcace4ccd89b","tenant":"%s","approver":"%s","decision":"approve","nonce":"6818L1ppolDzHaL5bZKJBg==","issued_at":"2026-11-22T10:02:00Z","expires_at":"2026-11-22T10:12:00Z","key_id":"k1","sig":"nTvK8oe8uKd6kLqE0TP22chhyptpax4Hw2VbT4egEAKWtpewE7Jqct433ltQFOSl/HeFS/bt2LjnuralI2n5Cg=="}`
 
 func TestApprovalGuard(t *testing.T) {
+	t.Parallel()
 	_, fb, srv := testServer(t, nil)
 	fb.put(IntentDetail{IntentSummary: IntentSummary{ID: "i1", Tenant: "acme", Principal: "bot", State: "pending_approval"}})
 	fb.put(IntentDetail{IntentSummary: IntentSummary{ID: "own", Tenant: "acme", Principal: "alice", State: "pending_approval"}})
@@ -125,6 +128,7 @@ func TestApprovalGuard(t *testing.T) {
 }
 
 func TestSignOutNeedsCSRF(t *testing.T) {
+	t.Parallel()
 	_, fb, srv := testServer(t, nil)
 	fb.SignIn(t.Context(), "tok-viewer", time.Hour)
 	s := "secret-tok-viewer"
@@ -143,6 +147,7 @@ func TestSignOutNeedsCSRF(t *testing.T) {
 }
 
 func TestViewerIsNotOfferedApproval(t *testing.T) {
+	t.Parallel()
 	_, fb, srv := testServer(t, nil)
 	fb.put(IntentDetail{IntentSummary: IntentSummary{ID: "i1", Tenant: "acme", Principal: "bot", State: "pending_approval"}, Params: `{"a":1}`})
 	fb.put(IntentDetail{IntentSummary: IntentSummary{ID: "own", Tenant: "acme", Principal: "alice", State: "pending_approval"}, Params: `{}`})
@@ -170,6 +175,7 @@ func TestViewerIsNotOfferedApproval(t *testing.T) {
 }
 
 func TestSafeNext(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"/ui/intents?state=x": "/ui/intents?state=x", "": "/ui/", "https://evil.example/ui/": "/ui/",
 		"//evil.example/ui/": "/ui/", "/ui/\\evil": "/ui/", "/v1/admin": "/ui/",
@@ -210,6 +216,7 @@ func FuzzFormTime(f *testing.F) {
 // TestSignInTableFull: a full session table is told apart from a wrong
 // token, with a page that says what an admin can do.
 func TestSignInTableFull(t *testing.T) {
+	t.Parallel()
 	_, _, srv := testServer(t, nil)
 	req, _ := http.NewRequest("POST", srv.URL+"/ui/signin", strings.NewReader(url.Values{"token": {"tok-full"}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")

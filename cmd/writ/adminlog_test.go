@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/writhq/writ/internal/eventually"
 )
 
 // TestAdminEntriesOffline: writ dev's own setup and an admin's lock are on
@@ -54,13 +56,10 @@ func TestAdminEntriesOffline(t *testing.T) {
 
 	// The entry is proved once a checkpoint covers it.
 	var entry string
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	eventually.Within(t, 30*time.Second, "a checkpoint over the admin entry", func() bool {
 		entry, code = run(t, "", append([]string{"receipt", "get", fmt.Sprint(newest.Index)}, token...)...)
-		if code == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return code == 0
+	})
 	if code != 0 || !strings.Contains(entry, `"type":"writ.admin/v1"`) {
 		t.Fatalf("receipt get %d: %q exit %d", newest.Index, entry, code)
 	}

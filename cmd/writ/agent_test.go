@@ -3,6 +3,7 @@ package main_test
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -129,17 +131,28 @@ func (c *cluster) startAgent(t *testing.T, a *agent, manifests map[string]string
 // waitNode waits until the (only) node has status.
 func (c *cluster) waitNode(t *testing.T, status string, a *agent) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	a.waitFor(t, "the node to become "+status, func() bool {
 		var out struct {
 			Nodes []struct{ Status string } `json:"nodes"`
 		}
 		json.Unmarshal([]byte(c.admin(t, "nodes", "list")), &out)
-		if len(out.Nodes) == 1 && out.Nodes[0].Status == status {
-			return
+		return len(out.Nodes) == 1 && out.Nodes[0].Status == status
+	})
+}
+
+// waitFor is eventually.True that logs the agent's log when the wait fails
+// the test.
+func (a *agent) waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	waited := false
+	defer func() {
+		if !waited {
+			b, _ := os.ReadFile(a.log.Name())
+			t.Logf("agent log:\n%s", b)
 		}
-	}
-	b, _ := os.ReadFile(a.log.Name())
-	t.Fatalf("the node never became %s; agent log:\n%s", status, b)
+	}()
+	eventually.True(t, what, cond)
+	waited = true
 }
 
 func echoManifest(name string) string {
@@ -225,15 +238,10 @@ func TestAgentKilledMidRun(t *testing.T) {
 	params, _ := json.Marshal(map[string]string{"file": runs, "wait_for": release})
 	r := c.submit(t, "witness", string(params), "0s")
 	id, _ := r["intent_id"].(string)
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if b, _ := os.ReadFile(runs); len(b) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(a.log.Name())
-			t.Fatalf("the tool never started; intent %v; agent log:\n%s", r, log)
-		}
-	}
+	a.waitFor(t, fmt.Sprintf("the tool to start (intent %v)", r), func() bool {
+		b, _ := os.ReadFile(runs)
+		return len(b) > 0
+	})
 	a.cmd.Process.Signal(syscall.SIGKILL)
 	a.cmd.Wait()
 	os.WriteFile(release, nil, 0o644) // a tool that survived its agent would finish now

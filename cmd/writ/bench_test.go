@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/writhq/writ/internal/testtier"
 )
 
 // benchRun runs the built binary's `writ bench …` with args and decodes its
@@ -104,9 +106,7 @@ func BenchmarkFleet(b *testing.B) {
 // holds its session, and every dispatch, targeted or not, completes (the
 // command fails otherwise). Figures are not judged here.
 func TestBenchFleet(t *testing.T) {
-	if testing.Short() {
-		t.Skip("not in -short: a benchmark")
-	}
+	testtier.Slow(t, "a benchmark")
 	var r fleetFigures
 	benchRun(t, &r, "fleet", "--agents", "20", "--dispatches", "20", "--settle", "1s", "--rewarm", "0s")
 	if r.Agents != 20 || r.After.Sessions != 20 || r.Random.N != 20 || r.Untargeted.N != 20 || r.One.N != 20 {
@@ -120,9 +120,7 @@ func TestBenchFleet(t *testing.T) {
 // TestBenchE2E runs `writ bench e2e` small: 3 servers, the writ agent and a
 // simulated one, every intent completed.
 func TestBenchE2E(t *testing.T) {
-	if testing.Short() {
-		t.Skip("not in -short: a benchmark")
-	}
+	testtier.Slow(t, "a benchmark")
 	var r e2eFigures
 	benchRun(t, &r, "e2e", "--n", "6", "--sandbox-n", "3", "--echo-wasm", filepath.Join(toolsDir, "echo.wasm"))
 	if r.All.N != 6 || r.Sim.N != 6 || r.Leader.N+r.Follower.N != 6 || r.Follower.N == 0 || r.SandboxStart <= 0 {
@@ -135,9 +133,7 @@ func TestBenchE2E(t *testing.T) {
 // them; no operation failed (a failed submission or bare post prints an
 // errors line).
 func TestBenchAdmit(t *testing.T) {
-	if testing.Short() {
-		t.Skip("not in -short: a benchmark")
-	}
+	testtier.Slow(t, "a benchmark")
 	cmd := exec.Command(writBin, "bench", "admit", "--n", "300", "--concurrency", "8", "--log-stores", "bolt,raft-wal", "-o", "text")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -176,9 +172,7 @@ func TestBenchAdmit(t *testing.T) {
 // stdio and in process) and every direct submission completed with its
 // output.
 func TestBenchMCP(t *testing.T) {
-	if testing.Short() {
-		t.Skip("not in -short: a benchmark")
-	}
+	testtier.Slow(t, "a benchmark")
 	var r struct {
 		MCP          benchLatency `json:"mcp_tools_call"`
 		InProcess    benchLatency `json:"mcp_in_process_tools_call"`
@@ -235,9 +229,7 @@ type loadFigures struct {
 // otherwise), and the CPU is counted for the Writ processes of the setup
 // and no others. Figures are not judged here.
 func TestBenchLoad(t *testing.T) {
-	if testing.Short() {
-		t.Skip("not in -short: a benchmark")
-	}
+	testtier.Slow(t, "a benchmark")
 	var r loadFigures
 	benchRun(t, &r, "load", "--concurrency", "1,2", "--duration", "1s", "--echo-wasm", filepath.Join(toolsDir, "echo.wasm"))
 	procs := map[string][]string{"dev": {"dev"}, "cluster": {"agent", "s1", "s2", "s3"}}

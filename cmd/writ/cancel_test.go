@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/writhq/writ/internal/eventually"
 )
 
 // procsWith returns the pids of the live processes whose command line holds
@@ -88,12 +90,7 @@ func TestCancelRunningUnderBwrap(t *testing.T) {
 	c, a, tag, start := sleeperCluster(t)
 	key := "orch=" + filepath.Join(c.dir, "orch.key")
 	first, second := start("run-1"), start("run-2")
-	for deadline := time.Now().Add(20 * time.Second); len(procsWith(t, tag)) < 2; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(a.log.Name())
-			t.Fatalf("the tools never started; agent log:\n%s", log)
-		}
-	}
+	a.waitFor(t, "both tools to start", func() bool { return len(procsWith(t, tag)) >= 2 })
 	began := time.Now()
 	out, code := run(t, "", "intent", "cancel", first, "--server", c.server, "--ca", c.ca, "--tenant", "acme", "--key", key, "--wait", "20s")
 	var got struct {
@@ -151,11 +148,7 @@ func TestLockStopsRunningUnderBwrap(t *testing.T) {
 	c, _, tag, start := sleeperCluster(t)
 	key := "orch=" + filepath.Join(c.dir, "orch.key")
 	id := start("run-1")
-	for deadline := time.Now().Add(20 * time.Second); len(procsWith(t, tag)) == 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the tool never started")
-		}
-	}
+	eventually.True(t, "the tool to start", func() bool { return len(procsWith(t, tag)) > 0 })
 	var lock struct {
 		Lock struct{ ID, Tool, Reason string }
 	}

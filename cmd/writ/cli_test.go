@@ -99,6 +99,7 @@ func checkVerdict(t *testing.T, out string, code int, valid bool, wantErr string
 }
 
 func TestVectorsIntentVerifyCLI(t *testing.T) {
+	t.Parallel()
 	var v protocoltest.IntentVectors
 	protocoltest.Load(t, "intent.json", &v)
 	dir := t.TempDir()
@@ -116,6 +117,7 @@ func TestVectorsIntentVerifyCLI(t *testing.T) {
 }
 
 func TestVectorsApprovalVerifyCLI(t *testing.T) {
+	t.Parallel()
 	var v protocoltest.ApprovalVectors
 	protocoltest.Load(t, "approval.json", &v)
 	dir := t.TempDir()
@@ -137,6 +139,7 @@ func TestVectorsApprovalVerifyCLI(t *testing.T) {
 // TestSignVerifyRoundTrip: keys from keygen sign an intent and an approval that
 // the verify commands accept, and reject once tampered with.
 func TestSignVerifyRoundTrip(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var hk, ek struct {
 		PrivateFile string `json:"private_file"`
@@ -230,6 +233,7 @@ func mustKey(t *testing.T, path string) []byte {
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"intent", "verify", "--now", "yesterday"},
 		{"intent", "verify", "--key", "nofile"},
@@ -266,6 +270,7 @@ func exitFor(state string, waited bool) int {
 // exact signing inputs, and the signature it expects is the intent's own
 // for every valid vector and differs for a bad signature.
 func TestVectorsIntentExplain(t *testing.T) {
+	t.Parallel()
 	var v protocoltest.IntentVectors
 	protocoltest.Load(t, "intent.json", &v)
 	dir := t.TempDir()

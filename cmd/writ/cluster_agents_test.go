@@ -16,6 +16,8 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/writhq/writ/client"
+	"github.com/writhq/writ/internal/eventually"
+	"github.com/writhq/writ/internal/testtier"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -30,9 +32,7 @@ import (
 // receipt for each (the held runs' results reach it through the outbox,
 // resent on the new session).
 func TestAgentsSessionServerKilled(t *testing.T) {
-	if testing.Short() {
-		t.Skip("not in -short: three writ servers and two agents")
-	}
+	testtier.Slow(t, "three writ servers and two agents")
 	c := startTestCluster(t)
 	leader := c.waitLeader(10 * time.Second)
 	var followers []int
@@ -53,17 +53,13 @@ func TestAgentsSessionServerKilled(t *testing.T) {
 		t.Fatalf("a1 knows only the followers, yet its session is with %q", nodes["a1"].Server)
 	}
 	for i := range c.srv {
-		var beat string
-		for deadline := time.Now().Add(10 * time.Second); beat == "" && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		eventually.True(t, fmt.Sprintf("%s to know a1's last heartbeat (its session is with %s)", c.srv[i].id, nodes["a1"].Server), func() bool {
 			n, err := c.nodes(i)
 			if err != nil {
 				t.Fatal(err)
 			}
-			beat = n["a1"].LastHeartbeat
-		}
-		if beat == "" {
-			t.Errorf("%s does not know a1's last heartbeat (its session is with %s)", c.srv[i].id, nodes["a1"].Server)
-		}
+			return n["a1"].LastHeartbeat != ""
+		})
 	}
 
 	var (
@@ -113,11 +109,9 @@ func TestAgentsSessionServerKilled(t *testing.T) {
 	for i := range 3 {
 		submit(cl, fmt.Sprintf("held-%d", i), release, "a1")
 	}
-	for deadline := time.Now().Add(20 * time.Second); c.runs("held-0")+c.runs("held-1")+c.runs("held-2") < 3; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the held runs never started on a1")
-		}
-	}
+	eventually.True(t, "the held runs to start on a1", func() bool {
+		return c.runs("held-0")+c.runs("held-1")+c.runs("held-2") >= 3
+	})
 	for before := acked.Load(); acked.Load() < before+20; {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -170,9 +164,7 @@ func TestAgentsSessionServerKilled(t *testing.T) {
 // enrollment). Once the other two are back, the agent's node is ready again
 // and runs an intent.
 func TestAgentsClusterRestart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("not in -short: three writ servers and two agents")
-	}
+	testtier.Slow(t, "three writ servers and two agents")
 	c := startTestCluster(t)
 	c.startAgents([]int{0})
 	a := c.agents[0]
@@ -181,17 +173,13 @@ func TestAgentsClusterRestart(t *testing.T) {
 	}
 	c.start(0)
 	// The agent notices within three heartbeats, dials s1 and is refused.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	eventually.Within(t, 30*time.Second, "the agent to reach the restarted server", func() bool {
 		if exited(a.cmd) {
 			t.Fatal("the agent stopped")
 		}
-		if b, _ := os.ReadFile(c.srv[0].log); strings.Contains(string(b), "does not know the node") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the agent never reached the restarted server")
-		}
-	}
+		b, _ := os.ReadFile(c.srv[0].log)
+		return strings.Contains(string(b), "does not know the node")
+	})
 	time.Sleep(time.Second) // an agent told it is revoked exits at once
 	if exited(a.cmd) {
 		t.Fatal("the agent stopped")
@@ -336,17 +324,17 @@ func (c *testCluster) nodes(i int) (map[string]protocol.NodeView, error) {
 func (c *testCluster) waitNodes(what string, ok func(map[string]protocol.NodeView) bool) map[string]protocol.NodeView {
 	c.t.Helper()
 	var last map[string]protocol.NodeView
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	eventually.NoError(c.t, what, func() error {
 		nodes, err := c.nodes(c.waitLeader(10 * time.Second))
 		if err != nil {
-			continue
+			return err
 		}
-		if last = nodes; ok(nodes) {
-			return nodes
+		if last = nodes; !ok(nodes) {
+			return fmt.Errorf("nodes %+v", nodes)
 		}
-	}
-	c.t.Fatalf("waiting for %s: nodes %+v", what, last)
-	return nil
+		return nil
+	})
+	return last
 }
 
 // signIntent signs an intent of tenant acme for tool, optionally for one node.
@@ -458,18 +446,19 @@ func (c *testCluster) receiptsByIntent(i int, size uint64) map[string][]protocol
 	c.t.Helper()
 	cl := c.client(i)
 	var have int64
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	eventually.NoError(c.t, fmt.Sprintf("%s: a checkpoint over %d receipts", c.srv[i].id, size), func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		cp, err := cl.Checkpoint(ctx)
 		cancel()
-		if err == nil && uint64(cp.Size) >= size {
-			have = cp.Size
-			break
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("%s: no checkpoint covers %d receipts (%v, %v)", c.srv[i].id, size, cp, err)
+		if uint64(cp.Size) < size {
+			return fmt.Errorf("the newest checkpoint %v", cp)
 		}
-	}
+		have = cp.Size
+		return nil
+	})
 	receipts := make([]protocol.Receipt, have)
 	var wg sync.WaitGroup
 	var failed error

@@ -8,11 +8,15 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/writhq/writ/internal/eventually"
+	"github.com/writhq/writ/internal/testtier"
 )
 
 // TestClusterDashboardSessions signs in to the dashboard on a follower of a
@@ -22,9 +26,7 @@ import (
 // admin's lock made on a follower's dashboard is on the record, the same
 // leaf on every server.
 func TestClusterDashboardSessions(t *testing.T) {
-	if testing.Short() {
-		t.Skip("not in -short: three writ servers")
-	}
+	testtier.Slow(t, "three writ servers")
 	c := startTestCluster(t)
 	leader := c.waitLeader(30 * time.Second)
 	var f []int
@@ -61,24 +63,23 @@ func TestClusterDashboardSessions(t *testing.T) {
 	}
 	var cookie *http.Cookie
 	// The follower may not have applied the token yet: retry briefly.
-	for deadline := time.Now().Add(10 * time.Second); cookie == nil && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	eventually.True(t, "sign-in on follower "+c.srv[f[0]].id, func() bool {
 		resp := do(f[0], "POST", "/ui/signin", "", url.Values{"token": {tok.Token}})
 		if resp.StatusCode == http.StatusSeeOther && len(resp.Cookies()) > 0 {
 			cookie = resp.Cookies()[0]
 		}
-	}
+		return cookie != nil
+	})
 	if cookie == nil || cookie.Name != "__Host-writ_session" || !cookie.Secure || !cookie.HttpOnly {
 		t.Fatalf("sign-in on follower %s: cookie %+v", c.srv[f[0]].id, cookie)
 	}
 	var status int
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if status = do(f[1], "GET", "/ui/intents", cookie.Value, nil).StatusCode; status == http.StatusOK {
-			break
+	eventually.NoError(t, "the session on the other follower", func() error {
+		if status = do(f[1], "GET", "/ui/intents", cookie.Value, nil).StatusCode; status != http.StatusOK {
+			return fmt.Errorf("status %d", status)
 		}
-	}
-	if status != http.StatusOK {
-		t.Fatalf("the session on the other follower: %d", status)
-	}
+		return nil
+	})
 	// An admin's lock made on a follower's dashboard is relayed to the
 	// leader and on the record, the same leaf on every server.
 	lockOnFollower(t, c, f[1], base(f[1]), hc)
@@ -100,12 +101,12 @@ func TestClusterDashboardSessions(t *testing.T) {
 	if out := do(f[1], "POST", "/ui/signout", cookie.Value, url.Values{"csrf": {csrf}}); out.StatusCode != http.StatusSeeOther {
 		t.Fatalf("sign-out on a follower: %d", out.StatusCode)
 	}
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if status = do(f[0], "GET", "/ui/intents", cookie.Value, nil).StatusCode; status == http.StatusSeeOther {
-			return
+	eventually.NoError(t, "signed out, the session to stop showing pages on "+c.srv[f[0]].id, func() error {
+		if status = do(f[0], "GET", "/ui/intents", cookie.Value, nil).StatusCode; status != http.StatusSeeOther {
+			return fmt.Errorf("status %d", status)
 		}
-	}
-	t.Fatalf("signed out, the session still shows pages on %s: %d", c.srv[f[0]].id, status)
+		return nil
+	})
 }
 
 // lockOnFollower signs the admin in on server i (a follower), makes a lock
@@ -151,19 +152,20 @@ func lockOnFollower(t *testing.T, c *testCluster, i int, base string, hc *http.C
 	var leaves []string
 	for j := range c.srv {
 		var leaf string
-		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		eventually.NoError(t, fmt.Sprintf("%s to prove admin entry %d", c.srv[j].id, e.Index), func() error {
 			raw, err := c.client(j).Receipt(ctx, e.Index)
+			if err != nil {
+				return err
+			}
 			var rp struct {
 				Receipt json.RawMessage `json:"receipt"`
 			}
-			if err == nil && json.Unmarshal(raw, &rp) == nil && len(rp.Receipt) > 0 {
-				leaf = string(rp.Receipt)
-				break
+			if err := json.Unmarshal(raw, &rp); err != nil || len(rp.Receipt) == 0 {
+				return fmt.Errorf("no receipt in %q", raw)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s does not prove admin entry %d: %v", c.srv[j].id, e.Index, err)
-			}
-		}
+			leaf = string(rp.Receipt)
+			return nil
+		})
 		leaves = append(leaves, leaf)
 	}
 	for j := 1; j < len(leaves); j++ {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/writhq/writ/client"
+	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/ledger"
 )
 
@@ -183,9 +184,9 @@ func (c *testCluster) health(i int) (map[string]any, error) {
 // returns its index.
 func (c *testCluster) waitLeader(d time.Duration) int {
 	c.t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		leader, agree := "", true
+	index := -1
+	eventually.Within(c.t, d, "an agreed leader", func() bool {
+		leader := ""
 		for i, s := range c.srv {
 			if s.cmd == nil {
 				continue
@@ -193,22 +194,19 @@ func (c *testCluster) waitLeader(d time.Duration) int {
 			h, err := c.health(i)
 			l, _ := h["leader"].(string)
 			if err != nil || l == "" || (leader != "" && l != leader) {
-				agree = false
-				break
+				return false
 			}
 			leader = l
 		}
-		if agree && leader != "" {
-			for i, s := range c.srv {
-				if s.id == leader {
-					return i
-				}
+		for i, s := range c.srv {
+			if leader != "" && s.id == leader {
+				index = i
+				return true
 			}
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	c.t.Fatalf("no agreed leader within %s", d)
-	return -1
+		return false
+	})
+	return index
 }
 
 // kill stops server i with SIGKILL.
@@ -247,18 +245,15 @@ func (c *testCluster) waitCaughtUp(leader int) {
 		c.t.Fatal(err)
 	}
 	want, _ := h["raft_index"].(float64)
-	deadline := time.Now().Add(20 * time.Second)
 	for i, s := range c.srv {
-		for s.cmd != nil {
-			h, err := c.health(i)
-			if got, _ := h["raft_index"].(float64); err == nil && got >= want {
-				break
-			}
-			if time.Now().After(deadline) {
-				c.t.Fatalf("%s did not catch up to index %v", s.id, want)
-			}
-			time.Sleep(50 * time.Millisecond)
+		if s.cmd == nil {
+			continue
 		}
+		eventually.True(c.t, fmt.Sprintf("%s to catch up to index %v", s.id, want), func() bool {
+			h, err := c.health(i)
+			got, _ := h["raft_index"].(float64)
+			return err == nil && got >= want
+		})
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/writhq/writ/client"
+	"github.com/writhq/writ/internal/testtier"
 	"github.com/writhq/writ/ledger"
 	"github.com/writhq/writ/protocol"
 )
@@ -20,9 +21,7 @@ import (
 // the attempt had, every receipt verifies against the latest checkpoint with
 // the cluster's key, and the three servers hold the same log.
 func TestClusterReceiptsEqualAttempts(t *testing.T) {
-	if testing.Short() {
-		t.Skip("not in -short: three writ servers")
-	}
+	testtier.Slow(t, "three writ servers")
 	c := startTestCluster(t)
 	c.waitLeader(10 * time.Second)
 	c.startAgents([]int{0, 1, 2})

@@ -16,7 +16,9 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/writhq/writ/client"
+	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/internal/faults"
+	"github.com/writhq/writ/internal/testtier"
 )
 
 // TestClusterOneKeyConcurrently: 64 concurrent submissions of one idempotency
@@ -25,9 +27,7 @@ import (
 // (for the submissions whose params differ from the winner's). The winner
 // runs once on one of the two agents.
 func TestClusterOneKeyConcurrently(t *testing.T) {
-	if testing.Short() {
-		t.Skip("not in -short: three writ servers and two agents")
-	}
+	testtier.Slow(t, "three writ servers and two agents")
 	c := startTestCluster(t)
 	c.startAgents([]int{0, 1, 2}, []int{0, 1, 2})
 	const n = 64
@@ -141,9 +141,7 @@ func TestClusterOneKeyConcurrently(t *testing.T) {
 // each has exactly one receipt. Then the killed server comes back, catches
 // up, and all three servers' checkpoints are consistent.
 func TestClusterLeaderKilled(t *testing.T) {
-	if testing.Short() {
-		t.Skip("not in -short: three writ servers and two agents")
-	}
+	testtier.Slow(t, "three writ servers and two agents")
 	c := startTestCluster(t)
 	const n, workers = 1000, 16
 	leader := c.waitLeader(10 * time.Second)
@@ -281,9 +279,7 @@ func TestClusterLeaderKilled(t *testing.T) {
 // new leader, and all servers hold the same intents. Every admitted intent
 // ran once, completed and has one receipt.
 func TestClusterPausedLeader(t *testing.T) {
-	if testing.Short() {
-		t.Skip("not in -short: three writ servers and two agents")
-	}
+	testtier.Slow(t, "three writ servers and two agents")
 	c := startTestCluster(t)
 	old := c.waitLeader(10 * time.Second)
 	c.startAgents([]int{0, 1, 2}, []int{0, 1, 2})
@@ -321,22 +317,19 @@ func TestClusterPausedLeader(t *testing.T) {
 		}
 	}
 	var newLeader int
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	eventually.True(t, "the others to elect a new leader", func() bool {
 		h, err := c.health(others[0])
-		if l, _ := h["leader"].(string); err == nil && l != "" && l != c.srv[old].id {
-			for i, s := range c.srv {
-				if s.id == l {
-					newLeader = i
-				}
+		l, _ := h["leader"].(string)
+		if err != nil || l == "" || l == c.srv[old].id {
+			return false
+		}
+		for i, s := range c.srv {
+			if s.id == l {
+				newLeader = i
 			}
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the others elected no new leader")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return true
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for i := 0; i < 10; i++ {

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/internal/freeport"
+	"github.com/writhq/writ/internal/testtier"
 )
 
 // TestClusterScript runs `make cluster`'s script, deploy/cluster.sh, as a
@@ -19,9 +22,7 @@ import (
 // intents its printed instructions describe run on the agents (any one, and
 // one named), a second `up` changes nothing, and `down` stops every process.
 func TestClusterScript(t *testing.T) {
-	if testing.Short() {
-		t.Skip("not in -short: make cluster's three servers and two agents")
-	}
+	testtier.Slow(t, "make cluster's three servers and two agents")
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Fatal("bash is needed to run deploy/cluster.sh")
@@ -162,13 +163,9 @@ func TestClusterScript(t *testing.T) {
 	for n, pid := range started {
 		// Reaped by init, not by us: a stopped process is gone, or a zombie
 		// for an instant.
-		deadline := time.Now().Add(10 * time.Second)
-		for syscall.Kill(pid, 0) == nil && !zombie(pid) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s (pid %d) still runs after down", n, pid)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		eventually.True(t, fmt.Sprintf("%s (pid %d) to stop after down", n, pid), func() bool {
+			return syscall.Kill(pid, 0) != nil || zombie(pid)
+		})
 	}
 	if left := pids(); len(left) != 0 {
 		t.Fatalf("pid files left after down: %v", left)

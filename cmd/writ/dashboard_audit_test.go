@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"github.com/writhq/writ/internal/testtier"
 )
 
 // TestDashboardAuditInChromium: an admin's Audit page shows writ dev's
@@ -13,9 +14,7 @@ import (
 // too); the entry opens on the ledger page and its inclusion verifies in
 // the browser; a viewer is offered no Audit page and is refused it.
 func TestDashboardAuditInChromium(t *testing.T) {
-	if testing.Short() {
-		t.Skip("not in -short: a browser")
-	}
+	testtier.Slow(t, "a browser")
 	b := startBrowser(t)
 	d := startDevDashboard(t)
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	"github.com/writhq/writ/internal/testtier"
 )
 
 // devDashboard is `writ dev` with dashboard tokens for each role.
@@ -108,9 +109,7 @@ func (b *browser) post(path, body string, csrf bool) (int, string) {
 // receipt verified in the browser, a replayed approval, a request without the
 // CSRF token, and a viewer who is not offered approval and is refused.
 func TestDashboardInChromium(t *testing.T) {
-	if testing.Short() {
-		t.Skip("not in -short: a browser")
-	}
+	testtier.Slow(t, "a browser")
 	b := startBrowser(t)
 	d := startDevDashboard(t)
 	start := time.Now()

@@ -24,6 +24,7 @@ func deps(t *testing.T, pattern string) []string {
 // plane never links the agent, the protocol stays pure, and the sandbox stands
 // alone.
 func TestDependencyBoundaries(t *testing.T) {
+	t.Parallel()
 	for _, r := range []struct {
 		pattern   string
 		forbidden []string // import path prefixes
@@ -65,6 +66,7 @@ func TestDependencyBoundaries(t *testing.T) {
 // TestDependencyListSeesEdges keeps the boundary test honest: the listing it
 // relies on must show edges that do exist.
 func TestDependencyListSeesEdges(t *testing.T) {
+	t.Parallel()
 	got := deps(t, module+"/cmd/writ")
 	for _, want := range []string{module + "/protocol", module + "/cmd/writ/internal/cli", "github.com/spf13/cobra"} {
 		if !contains(got, want) {

@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/internal/freeport"
+	"github.com/writhq/writ/internal/testtier"
 )
 
 // freePort returns a loopback address whose port is free for both TCP and
@@ -352,10 +354,7 @@ func TestDevFromLoneBinary(t *testing.T) {
 // and submits an intent at the first moment /v1/health answers 200: dev.json
 // is there by then, and every submission is admitted and completes.
 func TestDevReadyMeansReady(t *testing.T) {
-	starts, parallel := 100, 4
-	if testing.Short() {
-		starts = 4
-	}
+	starts, parallel := testtier.Rounds(100, 4), 4
 	sem := make(chan struct{}, parallel)
 	for i := range starts {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
@@ -379,23 +378,17 @@ func devReadyOnce(t *testing.T) {
 		cmd.Wait()
 	}()
 	hc := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if time.Now().After(deadline) {
-			t.Fatal("/v1/health did not answer 200 within 60s")
-		}
+	eventually.Within(t, 60*time.Second, "/v1/health to answer 200", func() bool {
 		resp, err := hc.Get("http://" + addr + "/v1/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-			if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
-				t.Fatalf("/v1/health: %d (Retry-After %q), want 200 or 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
-			}
+		if err != nil {
+			return false
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK && (resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "") {
+			t.Fatalf("/v1/health: %d (Retry-After %q), want 200 or 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+		return resp.StatusCode == http.StatusOK
+	})
 	var creds struct {
 		Tenant       string `json:"tenant"`
 		Orchestrator struct {

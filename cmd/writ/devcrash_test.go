@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/writhq/writ/client"
+	"github.com/writhq/writ/internal/testtier"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -25,9 +26,7 @@ import (
 // this round or any before, is still there: its Raft log store came up
 // after every kill with every entry it had acknowledged.
 func TestDevKilledUnderLoad(t *testing.T) {
-	if testing.Short() {
-		t.Skip("not in -short: writ dev killed and restarted under load, five times")
-	}
+	testtier.Slow(t, "writ dev killed and restarted under load, five times")
 	dir := t.TempDir()
 	addr, raftAddr := freePort(t), freePort(t)
 	server := "http://" + addr

@@ -12,6 +12,7 @@ import (
 // deploy scripts show passes a secret as a flag value, where a process
 // listing would show it: they use --token-file or the environment.
 func TestDocsPassNoSecretOnCommandLine(t *testing.T) {
+	t.Parallel()
 	files := []string{"../../README.md", "../../Makefile", "../../deploy/cluster.sh", "../../deploy/README.md"}
 	docs, _ := filepath.Glob("../../docs/*.md")
 	files = append(files, docs...)

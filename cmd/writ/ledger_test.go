@@ -69,6 +69,7 @@ func (f *fakeLedgerServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // TestLedgerWatch: watch accepts a log that grows, and exits 1 on a rollback
 // and on a split view (another history of the same size).
 func TestLedgerWatch(t *testing.T) {
+	t.Parallel()
 	signer, vkey, err := ledger.NewSigner("writ.test/watch", make([]byte, 32))
 	if err != nil {
 		t.Fatal(err)

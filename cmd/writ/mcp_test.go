@@ -22,6 +22,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/writhq/writ/client"
+	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -231,14 +232,15 @@ func checkEcho(t *testing.T, d *mcpDev, r *mcp.CallToolResult, msg string) strin
 	var public struct {
 		LeafHash string `json:"leaf_hash"`
 	}
-	for deadline := time.Now().Add(30 * time.Second); public.LeafHash == "" && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	eventually.Within(t, 30*time.Second, fmt.Sprintf("receipt %d to be public", int64(index)), func() bool {
 		resp, err := http.Get(fmt.Sprintf("%s/v1/receipts/%d", d.server, int64(index)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		json.NewDecoder(resp.Body).Decode(&public)
 		resp.Body.Close()
-	}
+		return public.LeafHash != ""
+	})
 	if public.LeafHash != leaf {
 		t.Errorf("echo %s: receipt %d has leaf hash %q, _meta says %q", msg, int64(index), public.LeafHash, leaf)
 	}
@@ -470,14 +472,10 @@ func TestMCPApprovalWait(t *testing.T) {
 		t.Fatalf("status while pending: %v %q %v", s.IsError, text(s), s.Meta)
 	}
 	d.decide(t, id, "echo_approval", `{"msg":"later"}`, protocol.DecisionApprove)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	eventually.Within(t, 30*time.Second, "the approved intent to complete", func() bool {
 		s = call(t, c, "writ_intent_status", map[string]any{"intent_id": id}, nil)
-		if s.Meta["writ/state"] == "completed" || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return s.Meta["writ/state"] == "completed"
+	})
 	if s.IsError || text(s) != `{"msg":"later"}` || s.Meta["writ/receipt_index"] == nil {
 		t.Fatalf("status once approved: %v %q %v", s.IsError, text(s), s.Meta)
 	}
@@ -514,12 +512,13 @@ func TestMCPApprovalWait(t *testing.T) {
 		want = "canceled"
 	}
 	var state any
-	for deadline := time.Now().Add(20 * time.Second); state != want && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	eventually.NoError(t, "the intent of a cancelled call to be "+want, func() error {
 		state = call(t, c, "writ_intent_status", map[string]any{"intent_id": cancelled}, nil).Meta["writ/state"]
-	}
-	if state != want {
-		t.Errorf("the intent %s of a cancelled call is %v, want %s", cancelled, state, want)
-	}
+		if state != want {
+			return fmt.Errorf("the intent %s is %v", cancelled, state)
+		}
+		return nil
+	})
 }
 
 // TestMCPHTTP drives writ mcp --http with the Go SDK's client; checks that
@@ -700,6 +699,7 @@ func docSnippet(t *testing.T, path, heading, fence string) string {
 // reaches any server: --http on an address that is not loopback, a token
 // file others can read, a token too short, missing identity flags.
 func TestMCPFlags(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	key := writeFile(t, dir, "orch.key", base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))+"\n")
 	os.Chmod(key, 0o600)

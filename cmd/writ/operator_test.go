@@ -15,6 +15,7 @@ import (
 // directory written by raft-wal v0.4.0, moves it aside, and refuses a second
 // time and a directory without one.
 func TestOperatorMigrateLog(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	walDir := filepath.Join(dir, "raft", "wal")
 	if err := os.MkdirAll(walDir, 0o700); err != nil {

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/writhq/writ/client"
+	"github.com/writhq/writ/internal/testtier"
 )
 
 // overloadRun sizes TestClusterOverload: the short run is part of the normal
@@ -73,6 +74,7 @@ const (
 // the submitters reached, against the sustainable rate, is reported: on a
 // shared machine it measures the clients' CPU as much as the servers'.
 func TestClusterOverload(t *testing.T) {
+	testtier.Slow(t, "three writ servers under overload")
 	p := overloadParams()
 	// A backlog of 100 queued intents: a few seconds of what the two agents
 	// run on the shared 2-core machine, so that even submitters slowed by

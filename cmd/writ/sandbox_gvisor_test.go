@@ -7,6 +7,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/writhq/writ/internal/testtier"
 	"github.com/writhq/writ/sandbox/gvisor"
 	"github.com/writhq/writ/sandbox/sandboxtest"
 )
@@ -16,6 +17,7 @@ import (
 // default configuration (runsc from PATH, the platform probed): the tool
 // runs, its outcome names the tier and the digest of what ran.
 func TestSandboxRunGvisor(t *testing.T) {
+	testtier.Slow(t, "a runsc sandbox")
 	tool := sandboxtest.HostTool(t)
 	rootfs := sandboxtest.BusyboxRootfs(t)
 	cfg := gvisor.DefaultConfig()

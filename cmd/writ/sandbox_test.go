@@ -16,6 +16,7 @@ import (
 // checks its output against the shared vectors' signed result, which records
 // what echo writes for {"msg":"hello world"}.
 func TestSandboxRunEcho(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	module := filepath.Join(dir, "echo.wasm")
 	build := exec.Command("go", "build", "-o", module, "../../sandbox/tools/echo")

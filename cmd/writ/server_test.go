@@ -121,6 +121,7 @@ func TestServerOverTLS(t *testing.T) {
 }
 
 func TestServerRefusesUnsafeConfig(t *testing.T) {
+	t.Parallel()
 	for name, c := range map[string]struct {
 		mutate func(map[string]any)
 		prep   func(serverSetup)
@@ -143,6 +144,7 @@ func TestServerRefusesUnsafeConfig(t *testing.T) {
 		"join without gossip_addr": {mutate: func(m map[string]any) { m["join"] = []string{"127.0.0.1:1"} }, want: "gossip_addr"},
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			s := setupServer(t, c.mutate)
 			if c.prep != nil {
 				c.prep(s)

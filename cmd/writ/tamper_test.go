@@ -3,6 +3,7 @@ package main_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/writhq/writ/internal/eventually"
 )
 
 // TestServerRefusesTamperedLedger runs the real binary: writ dev records
@@ -136,16 +139,16 @@ func TestServerRefusesTamperedLedger(t *testing.T) {
 func waitCheckpoint(t *testing.T, addr string, size int64) {
 	t.Helper()
 	var cp struct{ Size int64 }
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if resp, err := http.Get("http://" + addr + "/v1/ledger/checkpoint"); err == nil {
-			json.NewDecoder(resp.Body).Decode(&cp)
-			resp.Body.Close()
-			if cp.Size == size {
-				return
-			}
+	eventually.NoError(t, fmt.Sprintf("a checkpoint over %d receipts", size), func() error {
+		resp, err := http.Get("http://" + addr + "/v1/ledger/checkpoint")
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no checkpoint over %d receipts (the latest is over %d)", size, cp.Size)
+		json.NewDecoder(resp.Body).Decode(&cp)
+		resp.Body.Close()
+		if cp.Size != size {
+			return fmt.Errorf("the latest is over %d", cp.Size)
 		}
-	}
+		return nil
+	})
 }

@@ -10,6 +10,7 @@ import (
 // TestVerifyOffline checks `writ verify bundle` and `writ verify receipt`
 // against the ledger's golden bundle, and against tampered copies of it.
 func TestVerifyOffline(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("../../ledger/testdata/bundle.json")
 	if err != nil {
 		t.Fatal(err)

@@ -43,8 +43,14 @@ func Within(t testing.TB, d time.Duration, what string, cond func() bool) {
 // the wait ended in.
 func NoError(t testing.TB, what string, f func() error) {
 	t.Helper()
-	if err := poll(Timeout, f); err != nil {
-		t.Fatalf("timed out after %s waiting for %s: %v", Timeout, what, err)
+	NoErrorWithin(t, Timeout, what, f)
+}
+
+// NoErrorWithin is NoError with a timeout of d.
+func NoErrorWithin(t testing.TB, d time.Duration, what string, f func() error) {
+	t.Helper()
+	if err := poll(d, f); err != nil {
+		t.Fatalf("timed out after %s waiting for %s: %v", d, what, err)
 	}
 }
 

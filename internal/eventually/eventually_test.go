@@ -74,6 +74,16 @@ func TestNoError(t *testing.T) {
 	if msg := call(func(tb testing.TB) { NoError(tb, "idle", f) }); msg != "" || n.Load() != 3 {
 		t.Fatalf("failed %q after %d polls, want no failure after 3", msg, n.Load())
 	}
+	start := time.Now()
+	msg := call(func(tb testing.TB) {
+		NoErrorWithin(tb, 100*time.Millisecond, "the tide", func() error { return errors.New("still low") })
+	})
+	if elapsed := time.Since(start); elapsed < 100*time.Millisecond {
+		t.Fatalf("gave up after %s, before its timeout of 100ms", elapsed)
+	}
+	if !strings.Contains(msg, "waiting for the tide: still low") {
+		t.Fatalf("failure %q does not say what was awaited and the last error", msg)
+	}
 	if err := poll(30*time.Millisecond, func() error { return fmt.Errorf("%d left", n.Add(1)) }); err == nil || !strings.HasSuffix(err.Error(), " left") {
 		t.Fatalf("poll = %v, want the last error", err)
 	}

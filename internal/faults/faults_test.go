@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/writhq/writ/internal/testtier"
 )
 
 // The test runs in two processes. The outer one (root) builds the writ
@@ -47,9 +49,7 @@ func TestFaults(t *testing.T) {
 		inside(t)
 		return
 	}
-	if testing.Short() {
-		t.Skip("the fault suite runs minutes; not in -short")
-	}
+	testtier.Slow(t, "the fault suite runs minutes")
 	if err := Available(); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%v (CI=true: the fault suite must run)", err)

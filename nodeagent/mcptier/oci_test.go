@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/writhq/writ/internal/testtier"
 	"github.com/writhq/writ/nodeagent/mcptier"
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/gvisor"
@@ -58,8 +59,8 @@ func ociDriver(t *testing.T, tier string) *mcptier.Driver {
 func TestStdioUnderOCI(t *testing.T) {
 	for _, tier := range []string{sandbox.TierRunc, sandbox.TierGvisor} {
 		t.Run(tier, func(t *testing.T) {
-			if tier == sandbox.TierGvisor && testing.Short() {
-				t.Skip("not in -short: a runsc sandbox per call")
+			if tier == sandbox.TierGvisor {
+				testtier.Slow(t, "a runsc sandbox per call")
 			}
 			d := ociDriver(t, tier)
 			server := sandboxtest.BuildTool(t, serverPackage, runtime.GOOS, runtime.GOARCH)

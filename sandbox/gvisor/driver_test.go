@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/writhq/writ/internal/testtier"
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/gvisor"
 	"github.com/writhq/writ/sandbox/sandboxtest"
@@ -20,9 +21,7 @@ func config(t testing.TB) gvisor.Config {
 // TestSandbox runs the conformance and escape suites in gVisor, on the
 // platform the probe chose.
 func TestSandbox(t *testing.T) {
-	if testing.Short() {
-		t.Skip("not in -short: gVisor's conformance suite, a runsc sandbox per case")
-	}
+	testtier.Slow(t, "gVisor's conformance suite, a runsc sandbox per case")
 	d, err := gvisor.New(config(t))
 	if err != nil {
 		t.Fatal(err)

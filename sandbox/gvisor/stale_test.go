@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/writhq/writ/internal/testtier"
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/gvisor"
 	"github.com/writhq/writ/sandbox/sandboxtest"
@@ -20,6 +21,7 @@ import (
 // agent's is left alone. runsc keeps no directory per container: New asks
 // it for the list.
 func TestStaleContainer(t *testing.T) {
+	testtier.Slow(t, "runsc sandboxes")
 	cfg := config(t)
 	d, err := gvisor.New(cfg)
 	if err != nil {
@@ -72,6 +74,7 @@ func TestStaleContainer(t *testing.T) {
 // TestKilledRunLeavesNothing: a run stopped at its wall-clock limit leaves
 // no container in runsc's state and no cgroup.
 func TestKilledRunLeavesNothing(t *testing.T) {
+	testtier.Slow(t, "a runsc sandbox")
 	d, err := gvisor.New(config(t))
 	if err != nil {
 		t.Fatal(err)

@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/internal/benchstat"
 	"github.com/writhq/writ/sandbox/runc"
@@ -138,32 +138,28 @@ func cgroupLimits(t *testing.T, rt string) {
 			want["memory/%s/memory.memsw.limit_in_bytes"] = "100663296"
 		}
 	}
-	for i := 0; i < 200 && dir == ""; i++ {
+	eventually.True(t, "a cgroup "+pattern+" to appear", func() bool {
 		ms, _ := filepath.Glob(pattern)
 		for _, m := range ms {
 			if !before[m] {
 				dir = filepath.Base(m)
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if dir == "" {
-		t.Fatalf("no cgroup %s appeared", pattern)
-	}
+		return dir != ""
+	})
 	for file, v := range want {
 		path := filepath.Join("/sys/fs/cgroup/writ-runc", dir, file)
 		if !v2 {
 			path = filepath.Join("/sys/fs/cgroup", fmt.Sprintf(file, "writ-runc/"+dir))
 		}
 		// The runtime makes the group before it writes the limits.
-		b, err := os.ReadFile(path)
-		for i := 0; i < 100 && (err != nil || strings.TrimSpace(string(b)) != v); i++ {
-			time.Sleep(10 * time.Millisecond)
-			b, err = os.ReadFile(path)
-		}
-		if err != nil || strings.TrimSpace(string(b)) != v {
-			t.Errorf("%s: got %q %v, want %q", path, b, err, v)
-		}
+		eventually.NoError(t, fmt.Sprintf("%s to be %q", path, v), func() error {
+			b, err := os.ReadFile(path)
+			if err == nil && strings.TrimSpace(string(b)) != v {
+				return fmt.Errorf("got %q", b)
+			}
+			return err
+		})
 	}
 	if out := <-done; out.Status != sandbox.StatusOK {
 		t.Errorf("run: %s %s", out.Status, out.Stderr)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/writhq/writ/internal/testtier"
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/process"
 	"github.com/writhq/writ/sandbox/sandboxtest"
@@ -20,9 +21,7 @@ import (
 // suite uses do reach a host secret. So a tier that let them through would
 // fail the suite; the suite cannot pass for want of a working attack.
 func TestAttacksWork(t *testing.T) {
-	if testing.Short() {
-		t.Skip("not in -short: the escape suite's negative control")
-	}
+	testtier.Slow(t, "the escape suite's negative control")
 	unconfined := process.DefaultConfig()
 	unconfined.ConfineFilesystem = false
 	d, err := process.New(unconfined)

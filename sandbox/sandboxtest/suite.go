@@ -66,8 +66,12 @@ type Harness struct {
 	ExtraEnv []string
 }
 
-// Run runs the conformance suite against h.
+// Run runs the conformance suite against h. Under -short the suite is
+// skipped (make test runs it).
 func Run(t *testing.T, h Harness) {
+	if testing.Short() {
+		t.Skip("not in -short: the conformance suite")
+	}
 	if err := h.Driver.Available(); err != nil {
 		t.Fatalf("driver %s not available: %v", h.Driver.Name(), err)
 	}
@@ -100,23 +104,13 @@ func Run(t *testing.T, h Harness) {
 		{"ReadOnlyGrant", testReadOnlyGrant, h.IsolatesFilesystem},
 		{"TraceMe", testTraceMe, h.Processes},
 		{"WriteOutside", testWriteOutside, h.IsolatesFilesystem},
-		{"CPULimit", long(testCPULimit), h.CPULimit},
+		{"CPULimit", testCPULimit, h.CPULimit},
 	}
 	for _, c := range cases {
 		if !c.when {
 			continue
 		}
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
-	}
-}
-
-// long marks a case that is not in -short (a full second of CPU, say).
-func long(fn func(*testing.T, Harness)) func(*testing.T, Harness) {
-	return func(t *testing.T, h Harness) {
-		if testing.Short() {
-			t.Skip("not in -short")
-		}
-		fn(t, h)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/writhq/writ/internal/testtier"
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/sandboxtest"
 	"github.com/writhq/writ/sandbox/tiers"
@@ -40,9 +41,7 @@ func TestNew(t *testing.T) {
 // TestBench runs `writ bench sandbox`'s measurement briefly on every tier
 // this host has: each gets a tier time and a raw baseline.
 func TestBench(t *testing.T) {
-	if testing.Short() {
-		t.Skip("not in -short: a benchmark")
-	}
+	testtier.Slow(t, "a benchmark")
 	cfg := tiers.DefaultConfig()
 	cfg.Runc.RootFS = sandboxtest.BusyboxRootfs(t)
 	cfg.Gvisor.OCI.RootFS = cfg.Runc.RootFS

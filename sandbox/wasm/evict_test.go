@@ -15,7 +15,7 @@ import (
 // closed only once no run holds it.
 func TestEvictedWhileTaken(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.CacheDir, cfg.MaxModules = t.TempDir(), 1
+	cfg.CacheDir, cfg.MaxModules = testCache(t), 1
 	d, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -143,7 +143,7 @@ func TestHeapMemory(t *testing.T) {
 // the agent's shutdown never faults.
 func TestCloseUnderRun(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.CacheDir = t.TempDir()
+	cfg.CacheDir = testCache(t)
 	d, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +156,7 @@ func TestCloseUnderRun(t *testing.T) {
 	}
 	compiling := make(chan sandbox.Outcome, 1)
 	go func() { compiling <- run(`{"op":"echo"}`) }()
-	time.Sleep(100 * time.Millisecond) // the first run compiles the module
+	time.Sleep(100 * time.Millisecond) // the first run compiles the module or reads it from the cache
 	spinning := make(chan sandbox.Outcome, 1)
 	go func() {
 		<-compiling
@@ -186,7 +186,7 @@ func TestCloseUnderRun(t *testing.T) {
 // copy.
 func TestMemoryOffHeap(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.CacheDir = t.TempDir()
+	cfg.CacheDir = testCache(t)
 	d, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

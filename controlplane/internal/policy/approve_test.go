@@ -28,6 +28,7 @@ when { context.decision == "approve" && context.params.amount > 10000 };
 `
 
 func TestApprove(t *testing.T) {
+	t.Parallel()
 	pay := Tool{Name: "pay", Capabilities: []string{"money"}}
 	for _, tc := range []struct {
 		name     string
@@ -68,6 +69,7 @@ func TestApprove(t *testing.T) {
 }
 
 func TestApproveNeverRequiresApproval(t *testing.T) {
+	t.Parallel()
 	s := mustParse(t, `@id("p") @approval("required") permit (principal, action, resource);`)
 	in := intent(`{}`)
 	req, err := NewApproveRequest(in, approval(in, "alice", "approve"), echoTool())
@@ -82,6 +84,7 @@ func TestApproveNeverRequiresApproval(t *testing.T) {
 // comparing the context's String with the principal entity itself is always
 // "not equal" in Cedar, so that policy would let alice approve her own intent.
 func TestSelfApprovalTrap(t *testing.T) {
+	t.Parallel()
 	in := intent(`{}`, principal("alice"))
 	req, err := NewApproveRequest(in, approval(in, "alice", "approve"), echoTool())
 	if err != nil {
@@ -94,6 +97,7 @@ func TestSelfApprovalTrap(t *testing.T) {
 }
 
 func TestApproveSeesIntentContext(t *testing.T) {
+	t.Parallel()
 	s := mustParse(t, `@id("p") permit (principal, action, resource) when {
 		principal == Writ::Approver::"alice" && principal.tenant == "acme" &&
 		resource == Writ::Tool::"echo" && context.channel == "web" && context.params.n == 1 &&
@@ -119,6 +123,7 @@ func mustInvoke(t *testing.T, in *protocol.Intent) InvokeRequest {
 }
 
 func TestNewApproveRequestErrors(t *testing.T) {
+	t.Parallel()
 	in := intent(`{}`)
 	otherIntent := approval(in, "alice", "approve")
 	otherIntent.IntentID = "in-2"

@@ -9,6 +9,7 @@ import (
 // TestConcurrentUse: one Set and one request serve many goroutines at once
 // and give every one of them the same decision (run with -race).
 func TestConcurrentUse(t *testing.T) {
+	t.Parallel()
 	s := mustParse(t, DevPolicy)
 	in := intent(`{"a":[1,2,{"b":"c"}]}`, tenant("dev"), onTool("echo_approval"))
 	req, err := NewInvokeRequest(in, Tool{Name: "echo_approval"})
@@ -34,6 +35,7 @@ func TestConcurrentUse(t *testing.T) {
 }
 
 func TestNilSetDenies(t *testing.T) {
+	t.Parallel()
 	var s *Set
 	in := intent(`{}`)
 	check(t, s.Invoke(mustInvoke(t, in)), want{errors: true})

@@ -3,6 +3,7 @@ package policy
 import "testing"
 
 func TestDashboardPolicy(t *testing.T) {
+	t.Parallel()
 	set, err := Parse([]byte(DashboardPolicy))
 	if err != nil {
 		t.Fatal(err)

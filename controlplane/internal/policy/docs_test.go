@@ -41,6 +41,7 @@ func withoutComments(s string) string {
 }
 
 func TestDocsDevPolicyIsDevPolicy(t *testing.T) {
+	t.Parallel()
 	doc := docBlocks(t)[0]
 	mustParse(t, doc)
 	if got, want := withoutComments(doc), withoutComments(DevPolicy); got != want {
@@ -49,6 +50,7 @@ func TestDocsDevPolicyIsDevPolicy(t *testing.T) {
 }
 
 func TestDocsProductionPolicy(t *testing.T) {
+	t.Parallel()
 	s := mustParse(t, docBlocks(t)[1])
 	fetch := func(sandbox string) Tool {
 		return Tool{Name: "fetch", Capabilities: []string{"network"}, Sandbox: sandbox}

@@ -15,6 +15,7 @@ when { principal.tenant == "acme" };
 `
 
 func TestInvoke(t *testing.T) {
+	t.Parallel()
 	network := Tool{Name: "fetch", Capabilities: []string{"network", "fs.read"}, Sandbox: "bwrap"}
 	manifestApproval := Tool{Name: "deploy", RequiresApproval: true}
 	for _, tc := range []struct {
@@ -159,6 +160,7 @@ func TestInvoke(t *testing.T) {
 }
 
 func TestInvokeErrorNamesPolicyAndPosition(t *testing.T) {
+	t.Parallel()
 	s := mustParse(t, acmeInvoke+"\n@id(\"f\")\nforbid (principal, action, resource) when { context.params.amount > 10 };")
 	d := invoke(t, s, intent(`{}`), echoTool())
 	if len(d.Errors) != 1 || !strings.Contains(d.Errors[0], `policy "f" at line 6, column 1`) ||
@@ -168,12 +170,14 @@ func TestInvokeErrorNamesPolicyAndPosition(t *testing.T) {
 }
 
 func TestInvokeZeroRequestDenies(t *testing.T) {
+	t.Parallel()
 	s := mustParse(t, `@id("all") permit (principal, action, resource);`)
 	check(t, s.Invoke(InvokeRequest{}), want{errors: true})
 	check(t, s.Approve(ApproveRequest{}), want{errors: true})
 }
 
 func TestNewInvokeRequestErrors(t *testing.T) {
+	t.Parallel()
 	deep := strings.Repeat(`{"a":`, MaxDepth) + `1` + strings.Repeat(`}`, MaxDepth)
 	tooDeep := strings.Repeat(`{"a":`, MaxDepth+1) + `1` + strings.Repeat(`}`, MaxDepth+1)
 	for _, tc := range []struct {
@@ -215,6 +219,7 @@ func TestNewInvokeRequestErrors(t *testing.T) {
 // approvers; the largest N among the determining permits wins, and one
 // with @approval("required") alone asks for one.
 func TestApprovers(t *testing.T) {
+	t.Parallel()
 	s := mustParse(t, `@id("two") @approvals("2") permit (principal, action == Writ::Action::"invoke", resource) when { resource.name == "pay" };
 @id("three") @approvals("3") permit (principal, action == Writ::Action::"invoke", resource) when { resource.name == "pay" && principal.tenant == "acme" };
 @id("one") @approval("required") permit (principal, action == Writ::Action::"invoke", resource) when { resource.name == "mail" };`)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestParseErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		src     string
@@ -85,6 +86,7 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestParse(t *testing.T) {
+	t.Parallel()
 	src := `// comment
 @id("b") @description("anything else is kept and ignored")
 permit (principal, action, resource);
@@ -122,6 +124,7 @@ func nested(open, close string, depth int) string {
 }
 
 func TestNestingLimitsOnlyWhatNests(t *testing.T) {
+	t.Parallel()
 	for _, body := range []string{
 		nested("(", ")", MaxNesting-2), // with the braces of when { }
 		strings.Repeat("if true then ", MaxNesting-1) + "true" + strings.Repeat(" else false", MaxNesting-1),
@@ -139,6 +142,7 @@ func TestNestingLimitsOnlyWhatNests(t *testing.T) {
 }
 
 func TestHashIsOfTheExactText(t *testing.T) {
+	t.Parallel()
 	a := mustParse(t, `@id("a") permit (principal, action, resource);`)
 	again := mustParse(t, `@id("a") permit (principal, action, resource);`)
 	reformatted := mustParse(t, "@id(\"a\")\npermit (\n  principal,\n  action,\n  resource\n);")
@@ -151,6 +155,7 @@ func TestHashIsOfTheExactText(t *testing.T) {
 }
 
 func TestDevPolicy(t *testing.T) {
+	t.Parallel()
 	s := mustParse(t, DevPolicy)
 	approvalTool := Tool{Name: "echo_approval"}
 	manifest := Tool{Name: "deploy", RequiresApproval: true}

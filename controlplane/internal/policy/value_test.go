@@ -25,6 +25,7 @@ func dec(s string) cedar.Value {
 }
 
 func TestConvert(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		json string
 		want cedar.Value // the value of member "v"; nil when v must be absent
@@ -82,6 +83,7 @@ func TestConvert(t *testing.T) {
 // TestConvertIgnoresSpelling: the mapping depends on values only, so any
 // spelling of one canonical intent gets the same record.
 func TestConvertIgnoresSpelling(t *testing.T) {
+	t.Parallel()
 	a, err := convert(`{"n":1000,"m":{"x":0.5,"y":[1,2]},"s":"é"}`)
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +98,7 @@ func TestConvertIgnoresSpelling(t *testing.T) {
 }
 
 func TestConvertLimits(t *testing.T) {
+	t.Parallel()
 	wide := `{"a":[` + strings.Repeat(`"x",`, MaxValues-3) + `"x"]}` // object, array, MaxValues-2 strings
 	for _, tc := range []struct {
 		name string
@@ -139,6 +142,7 @@ func nest(n int) string {
 // load of other tests (CI runs every package at once under -race on 2
 // cores) does not add to, as it does to the time on the clock.
 func TestConvertCollidingSet(t *testing.T) {
+	t.Parallel()
 	n := (MaxValues - 3) / 3
 	var b strings.Builder
 	b.WriteString(`{"a":[`)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/writhq/writ/internal/testtier"
 )
 
 // The crash test: a child process (this test binary, re-executed) appends,
@@ -29,12 +30,7 @@ const crashChildEnv = "WRIT_LOGSTORE_CRASH_CHILD"
 
 // crashKills is how many times TestLogStoreCrash kills its child: 300, or
 // 20 under -short.
-func crashKills() int {
-	if testing.Short() {
-		return 20
-	}
-	return 300
-}
+func crashKills() int { return testtier.Rounds(300, 20) }
 
 // crashEntry is the entry the test writes at index i in term: its data's
 // size varies (up to several pages), so that commits split and free pages.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/writhq/writ/controlplane/internal/fsm"
+	"github.com/writhq/writ/internal/eventually"
 )
 
 // heldLog is a fake Raft: it applies each entry to a real FSM, in order, but
@@ -295,10 +296,7 @@ func TestClusterProposeConcurrently(t *testing.T) {
 	}
 	var want []byte
 	for _, m := range nodes {
-		deadline := time.Now().Add(10 * time.Second)
-		for m.FSM.Index() < last && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
+		eventually.True(t, fmt.Sprintf("%s to apply %d", m.Raft, last), func() bool { return m.FSM.Index() >= last })
 		got, _ := m.FSM.Encode()
 		if want == nil {
 			want = got

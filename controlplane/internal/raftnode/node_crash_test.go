@@ -15,6 +15,7 @@ import (
 
 	"github.com/writhq/writ/controlplane/internal/fsm"
 	"github.com/writhq/writ/controlplane/internal/pki"
+	"github.com/writhq/writ/internal/testtier"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -34,10 +35,7 @@ func TestNodeCrash(t *testing.T) {
 	ackedFile := filepath.Join(t.TempDir(), "acked")
 	var acked []string
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 17))
-	kills := 15
-	if testing.Short() {
-		kills = 3
-	}
+	kills := testtier.Rounds(15, 3)
 	for kill := 0; kill <= kills; kill++ {
 		if err := os.WriteFile(ackedFile, []byte(strings.Join(acked, "\n")), 0o600); err != nil {
 			t.Fatal(err)

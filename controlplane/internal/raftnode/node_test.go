@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/writhq/writ/controlplane/internal/fsm"
 	"github.com/writhq/writ/controlplane/internal/pki"
+	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -122,10 +123,7 @@ func TestClusterReplicates(t *testing.T) {
 	}
 	want, _ := a.FSM.Encode()
 	for _, n := range nodes[1:] {
-		deadline := time.Now().Add(10 * time.Second)
-		for n.FSM.Index() < last && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
+		eventually.True(t, fmt.Sprintf("%s to apply %d", n.Raft, last), func() bool { return n.FSM.Index() >= last })
 		got, _ := n.FSM.Encode()
 		if !bytes.Equal(got, want) {
 			t.Fatalf("%s's state differs from the leader's (index %d, want %d)", n.Raft, n.FSM.Index(), last)

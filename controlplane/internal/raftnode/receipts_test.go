@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/writhq/writ/controlplane/internal/fsm"
 	"github.com/writhq/writ/controlplane/internal/pki"
+	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/ledger"
 )
 
@@ -96,13 +97,12 @@ func deniedCmd(i int) *fsm.Admit {
 // waitApplied waits until r has applied index.
 func waitApplied(t *testing.T, r *replica, index uint64) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for r.FSM.Index() < index {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s applied %d, want %d", r.id, r.FSM.Index(), index)
+	eventually.NoError(t, fmt.Sprintf("%s to apply %d", r.id, index), func() error {
+		if got := r.FSM.Index(); got < index {
+			return fmt.Errorf("applied %d", got)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // sameLedger checks that r holds the leader's receipts byte for byte, with

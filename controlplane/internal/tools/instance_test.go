@@ -18,6 +18,7 @@ var instanceSeeds = []string{
 // TestInstanceAsJSONSchema: params decode to exactly what
 // jsonschema.UnmarshalJSON gives, and what it refuses is refused.
 func TestInstanceAsJSONSchema(t *testing.T) {
+	t.Parallel()
 	for _, s := range instanceSeeds {
 		checkInstance(t, []byte(s))
 	}

@@ -9,6 +9,7 @@ import (
 // A schema failure says where and what failed, and never quotes a value of
 // the params: the message goes into the receipt.
 func TestSchemaFailureNamesPlaceNotValue(t *testing.T) {
+	t.Parallel()
 	spec := `{"name":"pay","input_schema":{"type":"object","required":["to","amount"],"additionalProperties":false,"properties":{` +
 		`"to":{"type":"string","pattern":"^acct-[0-9]+$","maxLength":12},"amount":{"type":"number","minimum":1,"maximum":100},` +
 		`"memo":{"enum":["rent","food"]},"tags":{"type":"array","items":{"type":"string"}}}},"manifest":{"tier":"wasm","name":"pay","module":"/x.wasm"}}`
@@ -45,6 +46,7 @@ func TestSchemaFailureNamesPlaceNotValue(t *testing.T) {
 }
 
 func TestSchemaFailureIsBounded(t *testing.T) {
+	t.Parallel()
 	spec := `{"name":"many","input_schema":{"type":"array","items":{"type":"string"}},"manifest":{"tier":"wasm","name":"many","module":"/x.wasm"}}`
 	tool, err := Parse([]byte(spec))
 	if err != nil {
@@ -58,6 +60,7 @@ func TestSchemaFailureIsBounded(t *testing.T) {
 
 // A message cut to its bound stays UTF-8, whatever the property names.
 func TestSchemaFailureStaysUTF8(t *testing.T) {
+	t.Parallel()
 	spec := `{"name":"strict","input_schema":{"type":"object","additionalProperties":false},"manifest":{"tier":"wasm","name":"strict","module":"/x.wasm"}}`
 	tool, err := Parse([]byte(spec))
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 const echoSpec = `{"name":"echo","description":"returns its params","input_schema":{"type":"object","properties":{"msg":{"type":"string","maxLength":10}},"required":["msg"],"additionalProperties":false},"manifest":{"tier":"wasm","name":"echo","module":"/var/lib/writ/tools/echo.wasm"}}`
 
 func TestParseAndValidate(t *testing.T) {
+	t.Parallel()
 	tool, err := Parse([]byte(echoSpec))
 	if err != nil {
 		t.Fatal(err)
@@ -34,6 +35,7 @@ func TestParseAndValidate(t *testing.T) {
 }
 
 func TestParseRejects(t *testing.T) {
+	t.Parallel()
 	for name, spec := range map[string]string{
 		"unknown member":   strings.Replace(echoSpec, `"description"`, `"descr"`, 1),
 		"bad name":         strings.Replace(echoSpec, `"name":"echo","desc`, `"name":"Echo!","desc`, 1),

@@ -3,8 +3,8 @@ package store
 import (
 	"path/filepath"
 	"testing"
-	"time"
 
+	"github.com/writhq/writ/internal/eventually"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -37,6 +37,7 @@ func outboxIDs(t *testing.T, s *Store) []string {
 // the outbox, to be sent (and acked) again; after it, the result is gone
 // from the file too. Acks of unknown ids and repeated acks change nothing.
 func TestAckDurableLater(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "agent.db"))
 	close(s.stop) // no background flush in this test: it decides when
 	<-s.done
@@ -93,6 +94,7 @@ func TestAckDurableLater(t *testing.T) {
 // TestAcksFlushedInBackgroundAndAtClose: without FlushAcks, an ack reaches
 // the file within a few AckFlushIntervals, and Close writes the rest.
 func TestAcksFlushedInBackgroundAndAtClose(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "agent.db")
 	s, err := Open(path)
 	if err != nil {
@@ -104,15 +106,10 @@ func TestAcksFlushedInBackgroundAndAtClose(t *testing.T) {
 		}
 	}
 	s.Ack("a")
-	for deadline := time.Now().Add(20 * AckFlushInterval); ; {
-		if ids := outboxIDs(t, open(t, snapshot(t, s))); len(ids) == 1 && ids[0] == "b" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the ack of a was not written in the background")
-		}
-		time.Sleep(AckFlushInterval / 4)
-	}
+	eventually.True(t, "the ack of a to be written in the background", func() bool {
+		ids := outboxIDs(t, open(t, snapshot(t, s)))
+		return len(ids) == 1 && ids[0] == "b"
+	})
 	s.Ack("b")
 	if err := s.Close(); err != nil {
 		t.Fatal(err)

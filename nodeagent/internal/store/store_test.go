@@ -30,6 +30,7 @@ func started(id string) Started {
 }
 
 func TestNonceClaimedOnceAndRemembered(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "agent.db")
 	s := open(t, path)
 	if fresh, err := s.ClaimNonce("n1", t0.Add(time.Minute)); err != nil || !fresh {
@@ -64,6 +65,7 @@ func TestNonceClaimedOnceAndRemembered(t *testing.T) {
 // would leave it, and checks that the reopened store reports the run as
 // interrupted, and never a completed one.
 func TestCrashBetweenBeginAndComplete(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "agent.db")
 	s := open(t, path)
 	for _, id := range []string{"d-done", "d-cut"} {
@@ -105,6 +107,7 @@ func TestCrashBetweenBeginAndComplete(t *testing.T) {
 }
 
 func TestJournalAndOutboxRules(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "agent.db"))
 	check := func(name string, err, want error) {
 		t.Helper()
@@ -145,6 +148,7 @@ func TestJournalAndOutboxRules(t *testing.T) {
 }
 
 func TestBeginClaimsTheNonceInTheSameStep(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "agent.db"))
 	if err := s.Begin(started("d1")); err != nil {
 		t.Fatal(err)
@@ -173,6 +177,7 @@ func TestBeginClaimsTheNonceInTheSameStep(t *testing.T) {
 }
 
 func TestPruneForgetsOnlyWhatIsPast(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "agent.db"))
 	for _, id := range []string{"done", "cut"} {
 		if err := s.Begin(started(id)); err != nil {
@@ -204,6 +209,7 @@ func TestPruneForgetsOnlyWhatIsPast(t *testing.T) {
 }
 
 func TestConcurrentUse(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "agent.db"))
 	const n = 16
 	var wg sync.WaitGroup
@@ -251,6 +257,7 @@ func TestConcurrentUse(t *testing.T) {
 // TestCorruptRecords writes broken records into the file and checks that
 // every reader names the record and that Prune removes nothing.
 func TestCorruptRecords(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "agent.db")
 	s := open(t, path)
 	s.Begin(started("good"))
@@ -290,6 +297,7 @@ func TestCorruptRecords(t *testing.T) {
 }
 
 func TestSecondOpenFails(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "agent.db")
 	open(t, path)
 	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "in use") {

@@ -8,6 +8,7 @@ import (
 )
 
 func TestWriter(t *testing.T) {
+	t.Parallel()
 	fired := 0
 	w := New(10, func() { fired++ })
 	all := bytes.Repeat([]byte("abcdefg"), 1000)
@@ -28,6 +29,7 @@ func TestWriter(t *testing.T) {
 }
 
 func TestWriterExactlyAtLimit(t *testing.T) {
+	t.Parallel()
 	fired := false
 	w := New(4, func() { fired = true })
 	w.Write([]byte("abcd"))

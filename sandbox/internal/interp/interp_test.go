@@ -46,6 +46,7 @@ func check(t *testing.T, d *Detector, path string, argv ...string) error {
 }
 
 func TestDetector(t *testing.T) {
+	t.Parallel()
 	d := NewDetector(nil)
 	if d.Known() == 0 {
 		t.Fatal("host scan found no interpreter at all; expected at least /bin/sh")
@@ -90,6 +91,7 @@ func TestDetector(t *testing.T) {
 }
 
 func TestBusyboxApplets(t *testing.T) {
+	t.Parallel()
 	bb, err := exec0("busybox")
 	if err != nil {
 		missing(t, "busybox not installed (make deps installs busybox-static)")
@@ -120,6 +122,7 @@ func exec0(name string) (string, error) {
 }
 
 func TestDenied(t *testing.T) {
+	t.Parallel()
 	for _, n := range []string{"python3.11", "perl5.36.0", "lua5.4", "ld-linux-x86-64.so.2", "bash", "env"} {
 		if !Denied(n) {
 			t.Errorf("Denied(%q) = false", n)

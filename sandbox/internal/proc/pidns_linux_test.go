@@ -3,6 +3,7 @@ package proc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/sandbox"
 )
 
@@ -72,15 +74,12 @@ func TestReadyPidNamespace(t *testing.T) {
 	}
 	// The run's thread ends the namespace as it finishes, after Run
 	// returned.
-	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
-		err := unix.Kill(r.init, 0)
-		if errors.Is(err, unix.ESRCH) {
-			break
+	eventually.NoErrorWithin(t, time.Minute, fmt.Sprintf("the namespace's init %d to end after the run", r.init), func() error {
+		if err := unix.Kill(r.init, 0); !errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("kill 0: %v", err)
 		}
-		if time.Since(start) > time.Minute {
-			t.Fatalf("the namespace's init %d is still there a minute after the run (%v)", r.init, err)
-		}
-	}
+		return nil
+	})
 	readyPidNamespaces.mu.Lock()
 	left := len(readyPidNamespaces.ready)
 	readyPidNamespaces.mu.Unlock()

@@ -1,0 +1,74 @@
+package testtier
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+)
+
+// recorder is a testing.TB that records how Slow ended the test, ending
+// the goroutine on Skip and Fatalf as the real ones do.
+type recorder struct {
+	testing.TB
+	skipped, failed string
+}
+
+func (r *recorder) Helper() {}
+
+func (r *recorder) Skip(args ...any) {
+	r.skipped = fmt.Sprint(args...)
+	runtime.Goexit()
+}
+
+func (r *recorder) Fatalf(format string, args ...any) {
+	r.failed = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+// slow runs Slow on a goroutine of its own, as the testing package runs a
+// test, and reports how it ended and whether the test went on.
+func slow(why string) (r *recorder, wentOn bool) {
+	r = &recorder{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Slow(r, why)
+		wentOn = true
+	}()
+	<-done
+	return r, wentOn
+}
+
+// TestSlow: under -short a slow test is skipped saying why, and under
+// CI=true it fails instead; without -short it runs. The test runs in both
+// tiers and checks the branch of the tier it is in.
+func TestSlow(t *testing.T) {
+	t.Setenv("CI", "")
+	r, wentOn := slow("a cluster")
+	switch {
+	case testing.Short() && (wentOn || r.skipped != "not in -short: a cluster" || r.failed != ""):
+		t.Fatalf("under -short: went on %v, skipped %q, failed %q; want skipped saying why", wentOn, r.skipped, r.failed)
+	case !testing.Short() && (!wentOn || r.skipped != "" || r.failed != ""):
+		t.Fatalf("without -short: went on %v, skipped %q, failed %q; want it to run", wentOn, r.skipped, r.failed)
+	}
+	t.Setenv("CI", "true")
+	r, wentOn = slow("a cluster")
+	switch {
+	case testing.Short() && (wentOn || r.skipped != "" || r.failed == ""):
+		t.Fatalf("under -short with CI=true: went on %v, skipped %q, failed %q; want a failure", wentOn, r.skipped, r.failed)
+	case !testing.Short() && !wentOn:
+		t.Fatalf("with CI=true: skipped %q, failed %q; want it to run", r.skipped, r.failed)
+	}
+}
+
+// TestRounds: the short count under -short, the full one otherwise.
+func TestRounds(t *testing.T) {
+	t.Parallel()
+	want := 300
+	if testing.Short() {
+		want = 20
+	}
+	if got := Rounds(300, 20); got != want {
+		t.Fatalf("Rounds(300, 20) = %d, want %d (short %v)", got, want, testing.Short())
+	}
+}
