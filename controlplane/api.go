@@ -19,14 +19,9 @@ import (
 func (s *Server) routes() http.Handler {
 	mux := newRouteMux()
 	s.mux = mux
-	mux.HandleFunc("POST /v1/intents", s.handleSubmit)
-	mux.HandleFunc("GET /v1/intents", s.handleListIntents)
-	mux.HandleFunc("GET /v1/intents/{id}", s.handleGetIntent)
-	mux.HandleFunc("GET /v1/intents/{id}/output", s.handleGetOutput)
-	s.cancelRoutes(mux)
-	mux.HandleFunc("POST /v1/approvals", s.handleApproval)
+	intentsAPI{s}.routes(mux)
+	approvalsAPI{s}.routes(mux)
 	s.dashboardRoutes(mux)
-	mux.HandleFunc("GET /v1/tools", s.handleTools)
 	mux.HandleFunc("GET /v1/health", s.handleHealth)
 	mux.HandleFunc("GET /v1/version", s.handleVersion)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
@@ -128,18 +123,18 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, aerr *apiError) 
 	writeError(w, aerr.code, aerr.msg)
 }
 
-func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
-	wait, aerr := s.waitFor(r)
+func (ep intentsAPI) handleSubmit(w http.ResponseWriter, r *http.Request) {
+	wait, aerr := ep.srv.waitFor(r)
 	if aerr != nil {
 		writeError(w, aerr.code, aerr.msg)
 		return
 	}
-	if s.backlogFull(w) {
+	if ep.srv.backlogFull(w) {
 		return
 	}
 	// Room for an intent and an approval, each at the protocol's limit.
-	limit := 2*s.verifier.Config().MaxBytes + 1024
-	leave, ok := s.enter(w, r, limit)
+	limit := 2*ep.srv.verifier.Config().MaxBytes + 1024
+	leave, ok := ep.srv.enter(w, r, limit)
 	if !ok {
 		return
 	}
@@ -156,29 +151,29 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		if err := jsonv2.Unmarshal(body, &sb, jsonv2.RejectUnknownMembers(true)); err != nil || len(sb.Intent) == 0 {
 			return "", refusal(protocol.CodeMalformed, `body must be {"intent": {…}, "approval": {…}?}`)
 		}
-		id, aerr := s.admit(r.Context(), sb.Intent)
+		id, aerr := ep.admit(r.Context(), sb.Intent)
 		if aerr != nil || len(sb.Approval) == 0 {
 			return id, aerr
 		}
-		return id, s.approveWith(r.Context(), id, sb.Approval)
+		return id, approvalsAPI{ep.srv}.approveWith(r.Context(), id, sb.Approval)
 	}()
 	if aerr != nil {
-		s.refuse(w, r, aerr)
+		ep.srv.refuse(w, r, aerr)
 		return
 	}
-	if in, ok := s.fsm.Intent(id); ok {
+	if in, ok := ep.srv.fsm.Intent(id); ok {
 		code := ""
 		if in.Error != nil {
 			code = string(in.Error.Code)
 		}
-		s.metrics.admissions.WithLabelValues(in.State, code).Inc()
+		ep.srv.metrics.admissions.WithLabelValues(in.State, code).Inc()
 		// One line per admission with its decision: names and codes, never
 		// params or output.
-		s.log.Info("intent admitted", "intent_id", in.ID, "tenant", in.Tenant, "principal", in.Principal, "tool", in.Tool,
+		ep.srv.log.Info("intent admitted", "intent_id", in.ID, "tenant", in.Tenant, "principal", in.Principal, "tool", in.Tool,
 			"state", in.State, "allow", in.Decision.Allow, "approval_required", in.Decision.ApprovalRequired,
 			"policies", in.Decision.Policies, "code", code)
 	}
-	s.answer(w, r, id, wait)
+	ep.srv.answer(w, r, id, wait)
 }
 
 // answer writes an intent's response, waiting up to wait for a final state
@@ -209,7 +204,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, wait
 		}
 	}
 	if withOutput {
-		s.attachOutput(&resp, in)
+		intentsAPI{s}.attachOutput(&resp, in)
 	}
 	if in.Receipt != nil {
 		proofWait := time.Until(deadline)
@@ -225,23 +220,23 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, wait
 // handleGetIntent answers a signed read by an orchestrator of the intent's
 // tenant, or an admin. An intent of another tenant is not found, as one that
 // does not exist is: a read learns nothing about other tenants.
-func (s *Server) handleGetIntent(w http.ResponseWriter, r *http.Request) {
-	tenant, all, aerr := s.reader(r)
+func (ep intentsAPI) handleGetIntent(w http.ResponseWriter, r *http.Request) {
+	tenant, all, aerr := ep.srv.reader(r)
 	if aerr != nil {
-		s.refuse(w, r, aerr)
+		ep.srv.refuse(w, r, aerr)
 		return
 	}
-	wait, aerr := s.waitFor(r)
+	wait, aerr := ep.srv.waitFor(r)
 	if aerr != nil {
 		writeError(w, aerr.code, aerr.msg)
 		return
 	}
 	id := r.PathValue("id")
-	if in, ok := s.fsm.Intent(id); !ok || (!all && in.Tenant != tenant) {
+	if in, ok := ep.srv.fsm.Intent(id); !ok || (!all && in.Tenant != tenant) {
 		writeError(w, protocol.CodeNotFound, "no intent "+id)
 		return
 	}
-	s.answerEntitled(w, r, id, wait)
+	ep.answerEntitled(w, r, id, wait)
 }
 
 // reader authenticates a read: an admin token sees every tenant; a request
@@ -265,43 +260,15 @@ func (s *Server) reader(r *http.Request) (tenant string, all bool, aerr *apiErro
 	return tenant, false, nil
 }
 
-func (s *Server) handleApproval(w http.ResponseWriter, r *http.Request) {
-	limit := s.verifier.Config().MaxBytes
-	leave, ok := s.enter(w, r, limit)
-	if !ok {
-		return
-	}
-	id, aerr := func() (string, *apiError) {
-		defer leave()
-		body, aerr := readBody(w, r, limit)
-		if aerr != nil {
-			return "", aerr
-		}
-		return s.approve(r.Context(), body)
-	}()
-	if aerr != nil {
-		s.refuse(w, r, aerr)
-		return
-	}
-	if in, ok := s.fsm.Intent(id); ok {
-		approver := ""
-		if in.Approval != nil {
-			approver = in.Approval.Approver
-		}
-		s.log.Info("approval recorded", "intent_id", in.ID, "tenant", in.Tenant, "approver", approver, "state", in.State)
-	}
-	s.answer(w, r, id, 0)
-}
-
-func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
+func (ep intentsAPI) handleTools(w http.ResponseWriter, r *http.Request) {
 	format, aerr := parseToolsQuery(r.URL.RawQuery)
 	if aerr != nil {
 		writeError(w, aerr.code, aerr.msg)
 		return
 	}
 	out := []protocol.ToolView{}
-	for _, rec := range s.fsm.Tools() {
-		t, ok := s.catalog.tool(rec.Name)
+	for _, rec := range ep.srv.fsm.Tools() {
+		t, ok := ep.srv.catalog.tool(rec.Name)
 		if !ok {
 			continue
 		}

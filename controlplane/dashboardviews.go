@@ -123,7 +123,7 @@ func (b dashBackend) Intent(id string) (web.IntentDetail, bool) {
 				// From the output table, never the receipt; the pages
 				// show a detail only to a viewer of the intent's tenant.
 				d.Result.Output, d.Result.OutputEncoding, d.Result.OutputKept = "", "", false
-				if _, data, ok := b.s.intentOutput(in); ok {
+				if _, data, ok := (intentsAPI{b.s}).intentOutput(in); ok {
 					d.Result.Output, d.Result.OutputEncoding = protocol.EncodeOutput(data)
 					d.Result.OutputKept = true
 				}

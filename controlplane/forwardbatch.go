@@ -213,7 +213,7 @@ func (s *Server) handleSubmitBatch(w http.ResponseWriter, r *http.Request) {
 			// this peer's TLS, naming its original client.
 			req.TLS, req.RemoteAddr = r.TLS, r.RemoteAddr
 			req.Header.Set(headerForwardedFor, it.Source)
-			answers[i] = recorded(func(w http.ResponseWriter) { s.handleSubmit(w, req) })
+			answers[i] = recorded(func(w http.ResponseWriter) { intentsAPI{s}.handleSubmit(w, req) })
 		})
 	}
 	wg.Wait()
