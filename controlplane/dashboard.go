@@ -43,9 +43,6 @@ func (s *Server) dashboardRoutes(mux *routeMux) {
 	// /ui/ is served by dashboardFront, before any forwarding.
 	mux.Handle("GET /v1/events", d.Events())
 	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusSeeOther))
-	mux.HandleFunc("POST /v1/admin/tokens", s.adminJSON(s.handleCreateToken))
-	mux.HandleFunc("DELETE /v1/admin/tokens/{id}", s.admin(s.handleDeleteToken))
-	s.sessionRoutes(mux)
 }
 
 // dashboardFront serves the dashboard in front of the API's forwarding to
