@@ -28,8 +28,7 @@ func (s *Server) routes() http.Handler {
 	adminAPI{s}.routes(mux)
 	s.lockRoutes(mux)
 	s.ledgerRoutes(mux)
-	s.enrollRoutes(mux)
-	s.nodeRoutes(mux)
+	nodesAPI{s}.routes(mux)
 	s.relayRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, protocol.CodeNotFound, "no such endpoint")

@@ -146,7 +146,7 @@ func (b dashBackend) Nodes() []web.Node {
 }
 
 func (b dashBackend) node(n fsm.Node) web.Node {
-	v := b.s.view(n)
+	v := nodesAPI{b.s}.view(n)
 	w := web.Node{ID: n.ID, Name: n.Name, Status: n.Status, OS: n.OS, Arch: n.Arch, Version: n.Version, Server: n.Server,
 		Labels: n.Labels, Tiers: n.Tiers, Tools: slices.Sorted(maps.Keys(n.Tools)), Concurrency: n.Concurrency,
 		InFlight: n.InFlight, EnrolledAt: n.EnrolledAt, UpdatedAt: n.UpdatedAt}
