@@ -27,7 +27,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	adminAPI{s}.routes(mux)
 	s.lockRoutes(mux)
-	s.ledgerRoutes(mux)
+	ledgerAPI{s}.routes(mux)
 	nodesAPI{s}.routes(mux)
 	s.relayRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -208,7 +208,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, wait
 		if r.URL.Query().Get("proof") == "false" {
 			proofWait = 0
 		}
-		s.attachReceipt(ctx, &resp, *in.Receipt, proofWait, withOutput)
+		ledgerAPI{s}.attachReceipt(ctx, &resp, *in.Receipt, proofWait, withOutput)
 	}
 	s.log.Debug("intent answered", "intent_id", in.ID, "state", in.State)
 	writeJSON(w, http.StatusOK, resp)
