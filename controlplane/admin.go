@@ -16,10 +16,10 @@ import (
 )
 
 // adminAPI is the admin area of the API: tenants, keys, tools, the policy
-// set and its versions, webhooks, dashboard tokens and sessions. Every call
+// set and its versions, webhooks, dashboard tokens and sessions, locks. Every call
 // needs an admin token or an admin's dashboard session; no call ever returns
 // a secret. Its handlers are in admin.go, policyapi.go, webhooks.go,
-// dashtokens.go and dashsessions.go.
+// dashtokens.go, dashsessions.go and locks.go.
 type adminAPI struct{ srv *Server }
 
 // routes registers the admin area.
@@ -49,6 +49,11 @@ func (ep adminAPI) routes(mux *routeMux) {
 	mux.HandleFunc("GET /v1/admin/tokens", s.adminJSON(ep.handleListTokens))
 	mux.HandleFunc("GET /v1/admin/sessions", s.adminJSON(ep.handleListSessions))
 	mux.HandleFunc("DELETE /v1/admin/sessions/{id}", s.admin(ep.handleRevokeSession))
+	// Locks (locks.go): a tenant, principal, tool or node held until deleted
+	// or expired.
+	mux.HandleFunc("POST /v1/admin/locks", s.adminJSON(ep.handleCreateLock))
+	mux.HandleFunc("GET /v1/admin/locks", s.adminJSON(ep.handleListLocks))
+	mux.HandleFunc("DELETE /v1/admin/locks/{id}", s.adminJSON(ep.handleDeleteLock))
 }
 
 // admin wraps a handler with the admin token check. Tokens are compared by

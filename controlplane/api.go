@@ -11,8 +11,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/writhq/writ/protocol"
 )
 
@@ -21,19 +19,16 @@ func (s *Server) routes() http.Handler {
 	s.mux = mux
 	intentsAPI{s}.routes(mux)
 	approvalsAPI{s}.routes(mux)
-	s.dashboardRoutes(mux)
-	mux.HandleFunc("GET /v1/health", s.handleHealth)
-	mux.HandleFunc("GET /v1/version", s.handleVersion)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	dashBackend{s}.routes(mux)
+	statusAPI{s}.routes(mux)
 	adminAPI{s}.routes(mux)
-	s.lockRoutes(mux)
 	ledgerAPI{s}.routes(mux)
 	nodesAPI{s}.routes(mux)
-	s.relayRoutes(mux)
+	internalAPI{s}.routes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, protocol.CodeNotFound, "no such endpoint")
 	})
-	return s.timeSubmissions(s.dashboardFront(s.forwarding(mux.mux)))
+	return s.timeSubmissions(dashBackend{s}.dashboardFront(s.forwarding(mux.mux)))
 }
 
 // readBody reads at most limit bytes; a larger body is malformed. The buffer

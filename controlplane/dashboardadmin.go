@@ -48,7 +48,7 @@ func (b dashBackend) CreateLock(ctx context.Context, req web.LockRequest) (web.L
 	if req.TTL > 0 && q.TTLSeconds == 0 {
 		q.TTLSeconds = 1
 	}
-	l, aerr := b.s.createLock(ctx, q, b.s.applyAdminAnywhere)
+	l, aerr := adminAPI{b.s}.createLock(ctx, q, b.s.applyAdminAnywhere)
 	if aerr != nil {
 		return web.Lock{}, webError(aerr)
 	}
@@ -57,7 +57,7 @@ func (b dashBackend) CreateLock(ctx context.Context, req web.LockRequest) (web.L
 }
 
 func (b dashBackend) DeleteLock(ctx context.Context, id string) error {
-	if aerr := b.s.deleteLock(ctx, id, b.s.applyAdminAnywhere); aerr != nil {
+	if aerr := (adminAPI{b.s}).deleteLock(ctx, id, b.s.applyAdminAnywhere); aerr != nil {
 		return webError(aerr)
 	}
 	return nil

@@ -35,12 +35,12 @@ type heartbeatsBody struct {
 }
 
 // localBeats is the last heartbeat of each session this server holds.
-func (s *Server) localBeats() map[string]string {
+func (ep internalAPI) localBeats() map[string]string {
 	out := map[string]string{}
-	if s.fleet == nil {
+	if ep.srv.fleet == nil {
 		return out
 	}
-	for _, ss := range s.fleet.all() {
+	for _, ss := range ep.srv.fleet.all() {
 		ss.mu.Lock()
 		out[ss.node] = protocol.FormatTime(ss.lastSeen)
 		ss.mu.Unlock()
@@ -48,12 +48,12 @@ func (s *Server) localBeats() map[string]string {
 	return out
 }
 
-func (s *Server) handleHeartbeats(w http.ResponseWriter, r *http.Request) {
+func (ep internalAPI) handleHeartbeats(w http.ResponseWriter, r *http.Request) {
 	if !fromServer(r) {
 		writeError(w, protocol.CodeUnauthorized, "only a server of this cluster may ask")
 		return
 	}
-	writeJSON(w, http.StatusOK, heartbeatsBody{Heartbeats: s.localBeats()})
+	writeJSON(w, http.StatusOK, heartbeatsBody{Heartbeats: ep.localBeats()})
 }
 
 // lastHeartbeat is the node's last heartbeat as known to the server holding
