@@ -95,7 +95,7 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request, limit int) (leave
 // the queue as of this server's last applied entry, so a follower refuses
 // as the leader would, without forwarding.
 func (s *Server) backlogFull(w http.ResponseWriter) bool {
-	if s.cfg.MaxQueued <= 0 || s.fsm.Queued() < s.cfg.MaxQueued {
+	if s.cfg.MaxQueued <= 0 || s.state.Queued() < s.cfg.MaxQueued {
 		return false
 	}
 	s.metrics.refused.WithLabelValues(string(protocol.CodeOverloaded)).Inc()
@@ -153,7 +153,7 @@ func (ep intentsAPI) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		ep.srv.refuse(w, r, aerr)
 		return
 	}
-	if in, ok := ep.srv.fsm.Intent(id); ok {
+	if in, ok := ep.srv.state.Intent(id); ok {
 		code := ""
 		if in.Error != nil {
 			code = string(in.Error.Code)
@@ -189,7 +189,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, wait
 	if resp.Error != nil && resp.Error.Code == protocol.CodeNoEligibleNode {
 		// The receipt keeps the FSM's message; the answer says, from the
 		// fleet as it is now, why each ready node did not take it.
-		if why := s.fsm.Exclusions(in.ID); why != "" {
+		if why := s.state.Exclusions(in.ID); why != "" {
 			e := *resp.Error
 			e.Message += "; " + why
 			resp.Error = &e
@@ -224,7 +224,7 @@ func (ep intentsAPI) handleGetIntent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	if in, ok := ep.srv.fsm.Intent(id); !ok || (!all && in.Tenant != tenant) {
+	if in, ok := ep.srv.state.Intent(id); !ok || (!all && in.Tenant != tenant) {
 		writeError(w, protocol.CodeNotFound, "no intent "+id)
 		return
 	}
@@ -245,7 +245,7 @@ func (s *Server) reader(r *http.Request) (tenant string, all bool, aerr *apiErro
 		return "", false, refusal(protocol.CodeUnauthorized, "reads are signed with an orchestrator key ("+protocol.HeaderSignature+") or carry an admin token")
 	}
 	tenant, err := s.verifier.VerifyRead(r.Method, r.URL.RequestURI(), h.Get(protocol.HeaderTenant), h.Get(protocol.HeaderKeyID),
-		h.Get(protocol.HeaderTime), h.Get(protocol.HeaderSignature), intentKeys{s.fsm, s.keys})
+		h.Get(protocol.HeaderTime), h.Get(protocol.HeaderSignature), intentKeys{s.state, s.keys})
 	if err != nil {
 		return "", false, refusal(protocol.CodeUnauthorized, err.Error())
 	}
@@ -259,7 +259,7 @@ func (ep intentsAPI) handleTools(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := []protocol.ToolView{}
-	for _, rec := range ep.srv.fsm.Tools() {
+	for _, rec := range ep.srv.state.Tools() {
 		t, ok := ep.srv.catalog.tool(rec.Name)
 		if !ok {
 			continue

@@ -86,7 +86,7 @@ func (s *Server) userToken(token string) (fsm.User, bool) {
 	if !ok {
 		return fsm.User{}, false
 	}
-	u, ok := s.fsm.User(id)
+	u, ok := s.state.User(id)
 	if !ok || subtle.ConstantTimeCompare([]byte(u.Hash), []byte(protocol.HashBytes(secret))) != 1 || !u.ExpiresAt.After(s.now()) {
 		return fsm.User{}, false
 	}

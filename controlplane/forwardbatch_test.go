@@ -545,7 +545,7 @@ func TestForwardedInBatches(t *testing.T) {
 	leader.fails.mu.Lock()
 	_, victim := leader.fails.sources["203.0.113.7"]
 	leader.fails.mu.Unlock()
-	_, session := leader.fsm.Session(protocol.HashBytes([]byte("chosen")))
+	_, session := leader.state.Session(protocol.HashBytes([]byte("chosen")))
 	if victim || session {
 		t.Fatalf("internal requests through a follower reached the leader: victim's source counted %v, admin session opened %v", victim, session)
 	}
@@ -728,7 +728,7 @@ func forwardRound(ctx context.Context, round int, leader *Server, followers []*S
 	}
 	iresp.Body.Close()
 	idx, _ := strconv.ParseUint(iresp.Header.Get(headerIndex), 10, 64)
-	if in, ok := leader.fsm.Intent(indexed); !ok || idx == 0 || idx < in.Index {
+	if in, ok := leader.state.Intent(indexed); !ok || idx == 0 || idx < in.Index {
 		return "", fmt.Errorf("batch answered with index %q; the intent (found %v) is at %d", iresp.Header.Get(headerIndex), ok, in.Index)
 	}
 	return fmt.Sprintf("%d submissions in %d batches (%d of them resent)", items-items0, batches-batches0, resent.Load()), nil

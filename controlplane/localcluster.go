@@ -161,7 +161,7 @@ func (s *Server) IsLeader() bool { return s.isLeader() }
 // admission, not execution.
 func (s *Server) AddBenchNode(ctx context.Context) error {
 	tools := map[string]string{}
-	for _, t := range s.fsm.Tools() {
+	for _, t := range s.state.Tools() {
 		tools[t.Name] = t.Hash
 	}
 	at := s.now()
@@ -189,7 +189,7 @@ func (s *Server) AddBenchNode(ctx context.Context) error {
 // (Raft's own entries never reach it). A benchmark waits for every server to
 // reach the leader's, so that no measurement pays for a follower still
 // applying the one before.
-func (s *Server) AppliedIndex() uint64 { return s.fsm.Index() }
+func (s *Server) AppliedIndex() uint64 { return s.state.Index() }
 
 // GroupStats returns how many entries this server has proposed with group
 // commit, and how many commands they carried.

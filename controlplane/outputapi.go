@@ -51,7 +51,7 @@ func (ep intentsAPI) intentOutput(in fsm.Intent) (res *protocol.Result, data []b
 	if *res.CapturedBytes == 0 {
 		return res, []byte{}, true
 	}
-	o, kept := ep.srv.fsm.IntentOutput(in.ID)
+	o, kept := ep.srv.state.IntentOutput(in.ID)
 	if !kept || o.DispatchID != res.DispatchID || res.CheckCaptured(o.Data) != nil {
 		return res, nil, false
 	}
@@ -72,7 +72,7 @@ func (ep intentsAPI) handleGetOutput(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	in, ok := ep.srv.fsm.Intent(id)
+	in, ok := ep.srv.state.Intent(id)
 	if !ok || !c.readsOutputOf(in.Tenant) {
 		writeError(w, protocol.CodeNotFound, "no intent "+id)
 		return
@@ -91,7 +91,7 @@ func (ep intentsAPI) handleGetOutput(w http.ResponseWriter, r *http.Request) {
 
 // outputMetrics are gauges of the output table: how many outputs this
 // replica keeps and their total size (at most output_max_bytes).
-func outputMetrics(f *fsm.FSM) []prometheus.Collector {
+func outputMetrics(f fsm.Reader) []prometheus.Collector {
 	return []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "writ_outputs_kept", Help: "Tool outputs kept beside the intents on this server.",

@@ -86,8 +86,10 @@ type Result struct {
 	Err       *protocol.ErrorBody
 }
 
-// FSM is the replicated state machine. Apply and Restore are called by Raft;
-// the read methods may be called concurrently from any goroutine.
+// FSM is the replicated state machine: its apply side. Apply and Restore
+// are called by Raft; what the API and the dashboard read goes through its
+// read side, Reader (reader.go), which may be called concurrently from any
+// goroutine.
 type FSM struct {
 	cfg Config
 
@@ -145,7 +147,7 @@ func (f *FSM) receiptCount() uint64 {
 }
 
 // ReceiptsChanged returns a channel closed when the next receipt is appended.
-func (f *FSM) ReceiptsChanged() <-chan struct{} { return f.watch.watch(ReceiptsWatch) }
+func (rd Reader) ReceiptsChanged() <-chan struct{} { return rd.f.watch.watch(ReceiptsWatch) }
 
 // applyLocked applies one entry: a Result, or a []Result for a group.
 func (f *FSM) applyLocked(l *raft.Log) (any, []string) {

@@ -160,12 +160,12 @@ func (f *FSM) expireLocks(now time.Time) bool {
 }
 
 // Locks returns the locks in force, by id.
-func (f *FSM) Locks() []Lock {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+func (rd Reader) Locks() []Lock {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
 	out := []Lock{}
-	for _, id := range sortedKeys(f.state.Locks) {
-		if l := f.state.Locks[id]; l.active(f.state.Clock) {
+	for _, id := range sortedKeys(rd.f.state.Locks) {
+		if l := rd.f.state.Locks[id]; l.active(rd.f.state.Clock) {
 			out = append(out, *l)
 		}
 	}

@@ -296,7 +296,7 @@ func TestClusterProposeConcurrently(t *testing.T) {
 	var want []byte
 	for _, m := range nodes {
 		deadline := time.Now().Add(10 * time.Second)
-		for m.FSM.Index() < last && time.Now().Before(deadline) {
+		for m.FSM.Reader().Index() < last && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		got, _ := m.FSM.Encode()

@@ -123,12 +123,12 @@ func TestClusterReplicates(t *testing.T) {
 	want, _ := a.FSM.Encode()
 	for _, n := range nodes[1:] {
 		deadline := time.Now().Add(10 * time.Second)
-		for n.FSM.Index() < last && time.Now().Before(deadline) {
+		for n.FSM.Reader().Index() < last && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		got, _ := n.FSM.Encode()
 		if !bytes.Equal(got, want) {
-			t.Fatalf("%s's state differs from the leader's (index %d, want %d)", n.Raft, n.FSM.Index(), last)
+			t.Fatalf("%s's state differs from the leader's (index %d, want %d)", n.Raft, n.FSM.Reader().Index(), last)
 		}
 	}
 	if _, _, err := nodes[1].Apply(ctx, fsm.MsgAdmit, admitCmd(99)); err != ErrNotLeader {

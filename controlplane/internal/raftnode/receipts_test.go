@@ -97,9 +97,9 @@ func deniedCmd(i int) *fsm.Admit {
 func waitApplied(t *testing.T, r *replica, index uint64) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for r.FSM.Index() < index {
+	for r.FSM.Reader().Index() < index {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s applied %d, want %d", r.id, r.FSM.Index(), index)
+			t.Fatalf("%s applied %d, want %d", r.id, r.FSM.Reader().Index(), index)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
