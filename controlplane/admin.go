@@ -24,42 +24,42 @@ type adminAPI struct{ srv *Server }
 
 // routes registers the admin area.
 func (ep adminAPI) routes(mux *routeMux) {
-	s := ep.srv
-	mux.HandleFunc("PUT /v1/admin/tenants/{tenant}", s.admin(ep.handlePutTenant))
-	mux.HandleFunc("PUT /v1/admin/tenants/{tenant}/keys/{key}", s.admin(ep.handlePutIntentKey))
-	mux.HandleFunc("DELETE /v1/admin/tenants/{tenant}/keys/{key}", s.admin(ep.handleDeleteKey(fsm.MsgDeleteIntentKey)))
-	mux.HandleFunc("PUT /v1/admin/tenants/{tenant}/approvers/{key}", s.admin(ep.handlePutApprover))
-	mux.HandleFunc("DELETE /v1/admin/tenants/{tenant}/approvers/{key}", s.admin(ep.handleDeleteKey(fsm.MsgDeleteApproverKey)))
-	mux.HandleFunc("PUT /v1/admin/tools", s.admin(ep.handlePutTool))
-	mux.HandleFunc("PUT /v1/admin/policy", s.admin(ep.handlePutPolicy))
+	au := auth{ep.srv}
+	mux.HandleFunc("PUT /v1/admin/tenants/{tenant}", au.admin(ep.handlePutTenant))
+	mux.HandleFunc("PUT /v1/admin/tenants/{tenant}/keys/{key}", au.admin(ep.handlePutIntentKey))
+	mux.HandleFunc("DELETE /v1/admin/tenants/{tenant}/keys/{key}", au.admin(ep.handleDeleteKey(fsm.MsgDeleteIntentKey)))
+	mux.HandleFunc("PUT /v1/admin/tenants/{tenant}/approvers/{key}", au.admin(ep.handlePutApprover))
+	mux.HandleFunc("DELETE /v1/admin/tenants/{tenant}/approvers/{key}", au.admin(ep.handleDeleteKey(fsm.MsgDeleteApproverKey)))
+	mux.HandleFunc("PUT /v1/admin/tools", au.admin(ep.handlePutTool))
+	mux.HandleFunc("PUT /v1/admin/policy", au.admin(ep.handlePutPolicy))
 	// The policy's life cycle: read the installed set, list the kept
 	// versions, roll back to one (a new version with its text), and replay
 	// recent authorization requests against a candidate before applying it.
-	mux.HandleFunc("GET /v1/admin/policy", s.adminJSON(ep.handleGetPolicy))
-	mux.HandleFunc("GET /v1/admin/policy/versions", s.adminJSON(ep.handlePolicyVersions))
-	mux.HandleFunc("POST /v1/admin/policy/rollback", s.admin(ep.handlePolicyRollback))
-	mux.HandleFunc("POST /v1/admin/policy/dry-run", s.adminJSON(ep.handlePolicyDryRun))
-	mux.HandleFunc("GET /v1/admin/webhooks", s.adminJSON(ep.handleWebhooks))
+	mux.HandleFunc("GET /v1/admin/policy", au.adminJSON(ep.handleGetPolicy))
+	mux.HandleFunc("GET /v1/admin/policy/versions", au.adminJSON(ep.handlePolicyVersions))
+	mux.HandleFunc("POST /v1/admin/policy/rollback", au.admin(ep.handlePolicyRollback))
+	mux.HandleFunc("POST /v1/admin/policy/dry-run", au.adminJSON(ep.handlePolicyDryRun))
+	mux.HandleFunc("GET /v1/admin/webhooks", au.adminJSON(ep.handleWebhooks))
 	// Dashboard tokens and sessions: what an admin needs to see who can
 	// sign in and who is signed in, and to end a session. Nothing listed is
 	// a credential: tokens and sessions are kept by hashes, and those are
 	// not listed either.
-	mux.HandleFunc("POST /v1/admin/tokens", s.adminJSON(ep.handleCreateToken))
-	mux.HandleFunc("DELETE /v1/admin/tokens/{id}", s.admin(ep.handleDeleteToken))
-	mux.HandleFunc("GET /v1/admin/tokens", s.adminJSON(ep.handleListTokens))
-	mux.HandleFunc("GET /v1/admin/sessions", s.adminJSON(ep.handleListSessions))
-	mux.HandleFunc("DELETE /v1/admin/sessions/{id}", s.admin(ep.handleRevokeSession))
+	mux.HandleFunc("POST /v1/admin/tokens", au.adminJSON(ep.handleCreateToken))
+	mux.HandleFunc("DELETE /v1/admin/tokens/{id}", au.admin(ep.handleDeleteToken))
+	mux.HandleFunc("GET /v1/admin/tokens", au.adminJSON(ep.handleListTokens))
+	mux.HandleFunc("GET /v1/admin/sessions", au.adminJSON(ep.handleListSessions))
+	mux.HandleFunc("DELETE /v1/admin/sessions/{id}", au.admin(ep.handleRevokeSession))
 	// Locks (locks.go): a tenant, principal, tool or node held until deleted
 	// or expired.
-	mux.HandleFunc("POST /v1/admin/locks", s.adminJSON(ep.handleCreateLock))
-	mux.HandleFunc("GET /v1/admin/locks", s.adminJSON(ep.handleListLocks))
-	mux.HandleFunc("DELETE /v1/admin/locks/{id}", s.adminJSON(ep.handleDeleteLock))
+	mux.HandleFunc("POST /v1/admin/locks", au.adminJSON(ep.handleCreateLock))
+	mux.HandleFunc("GET /v1/admin/locks", au.adminJSON(ep.handleListLocks))
+	mux.HandleFunc("DELETE /v1/admin/locks/{id}", au.adminJSON(ep.handleDeleteLock))
 }
 
 // admin wraps a handler with the admin token check. Tokens are compared by
 // their hashes, in constant time, against every configured hash.
-func (s *Server) admin(h func(http.ResponseWriter, *http.Request) *apiError) http.HandlerFunc {
-	return s.adminJSON(func(w http.ResponseWriter, r *http.Request) (any, *apiError) {
+func (au auth) admin(h func(http.ResponseWriter, *http.Request) *apiError) http.HandlerFunc {
+	return au.adminJSON(func(w http.ResponseWriter, r *http.Request) (any, *apiError) {
 		if aerr := h(w, r); aerr != nil {
 			return nil, aerr
 		}
@@ -67,11 +67,11 @@ func (s *Server) admin(h func(http.ResponseWriter, *http.Request) *apiError) htt
 	})
 }
 
-func (s *Server) adminToken(token string) bool {
+func (au auth) adminToken(token string) bool {
 	sum := sha256.Sum256([]byte(token))
 	got := []byte(protocol.FormatHash(sum))
 	match := 0
-	for _, h := range s.cfg.AdminTokenHashes {
+	for _, h := range au.srv.cfg.AdminTokenHashes {
 		match |= subtle.ConstantTimeCompare(got, []byte(h))
 	}
 	return match == 1 && token != ""

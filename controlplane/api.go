@@ -107,7 +107,7 @@ func (s *Server) backlogFull(w http.ResponseWriter) bool {
 // authentication is counted against its source, and past the source's budget
 // answered overloaded instead (limitFailure).
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, aerr *apiError) {
-	if authFailure(aerr.code) && s.limitFailure(w, r) {
+	if authFailure(aerr.code) && (auth{s}).limitFailure(w, r) {
 		return
 	}
 	s.metrics.refused.WithLabelValues(string(aerr.code)).Inc()
@@ -213,7 +213,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, wait
 // tenant, or an admin. An intent of another tenant is not found, as one that
 // does not exist is: a read learns nothing about other tenants.
 func (ep intentsAPI) handleGetIntent(w http.ResponseWriter, r *http.Request) {
-	tenant, all, aerr := ep.srv.reader(r)
+	tenant, all, aerr := auth{ep.srv}.reader(r)
 	if aerr != nil {
 		ep.srv.refuse(w, r, aerr)
 		return
@@ -233,9 +233,9 @@ func (ep intentsAPI) handleGetIntent(w http.ResponseWriter, r *http.Request) {
 
 // reader authenticates a read: an admin token sees every tenant; a request
 // signed with an orchestrator key (protocol.VerifyRead) sees its tenant.
-func (s *Server) reader(r *http.Request) (tenant string, all bool, aerr *apiError) {
+func (au auth) reader(r *http.Request) (tenant string, all bool, aerr *apiError) {
 	if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-		if !s.adminToken(token) {
+		if !au.adminToken(token) {
 			return "", false, refusal(protocol.CodeUnauthorized, "the token is not valid")
 		}
 		return "", true, nil
@@ -244,8 +244,8 @@ func (s *Server) reader(r *http.Request) (tenant string, all bool, aerr *apiErro
 	if h.Get(protocol.HeaderSignature) == "" {
 		return "", false, refusal(protocol.CodeUnauthorized, "reads are signed with an orchestrator key ("+protocol.HeaderSignature+") or carry an admin token")
 	}
-	tenant, err := s.verifier.VerifyRead(r.Method, r.URL.RequestURI(), h.Get(protocol.HeaderTenant), h.Get(protocol.HeaderKeyID),
-		h.Get(protocol.HeaderTime), h.Get(protocol.HeaderSignature), intentKeys{s.state, s.keys})
+	tenant, err := au.srv.verifier.VerifyRead(r.Method, r.URL.RequestURI(), h.Get(protocol.HeaderTenant), h.Get(protocol.HeaderKeyID),
+		h.Get(protocol.HeaderTime), h.Get(protocol.HeaderSignature), intentKeys{au.srv.state, au.srv.keys})
 	if err != nil {
 		return "", false, refusal(protocol.CodeUnauthorized, err.Error())
 	}

@@ -19,11 +19,11 @@ type nodesAPI struct{ srv *Server }
 
 // routes registers the nodes area.
 func (ep nodesAPI) routes(mux *routeMux) {
-	s := ep.srv
-	mux.HandleFunc("GET /v1/nodes", s.adminJSON(ep.handleNodes))
-	mux.HandleFunc("GET /v1/nodes/{id}", s.adminJSON(ep.handleNode))
-	mux.HandleFunc("POST /v1/admin/nodes/{id}/{action}", s.admin(ep.handleNodeAction))
-	mux.HandleFunc("POST /v1/admin/join-tokens", s.adminJSON(ep.handleJoinToken))
+	au := auth{ep.srv}
+	mux.HandleFunc("GET /v1/nodes", au.adminJSON(ep.handleNodes))
+	mux.HandleFunc("GET /v1/nodes/{id}", au.adminJSON(ep.handleNode))
+	mux.HandleFunc("POST /v1/admin/nodes/{id}/{action}", au.admin(ep.handleNodeAction))
+	mux.HandleFunc("POST /v1/admin/join-tokens", au.adminJSON(ep.handleJoinToken))
 	mux.HandleFunc("GET /v1/enroll/ca", ep.handleCA)
 	mux.HandleFunc("POST /v1/enroll", ep.handleEnroll)
 }
@@ -65,11 +65,11 @@ func (ep nodesAPI) handleNodeAction(w http.ResponseWriter, r *http.Request) *api
 }
 
 // adminJSON wraps a handler that answers with a body, behind the admin token.
-func (s *Server) adminJSON(h func(http.ResponseWriter, *http.Request) (any, *apiError)) http.HandlerFunc {
+func (au auth) adminJSON(h func(http.ResponseWriter, *http.Request) (any, *apiError)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || !s.adminToken(token) {
-			if s.limitFailure(w, r) { // counted as any failed authentication
+		if !ok || !au.adminToken(token) {
+			if au.limitFailure(w, r) { // counted as any failed authentication
 				return
 			}
 			writeError(w, protocol.CodeUnauthorized, "an admin token is required")
