@@ -213,8 +213,8 @@ func (f *FSM) apply(index uint64, t MsgType, data []byte) (res Result, changed [
 		var c PutTool
 		decode(&c)
 		f.state.Tools[c.Name] = &c
-		f.idx.sched = buildSched(f.state)    // which nodes may run it may have changed
-		return Result{}, f.drainQueue(index) // and which queued intents may run
+		f.idx.sched = buildSched(f.state)                // which nodes may run it may have changed
+		return Result{}, f.scheduler().drainQueue(index) // and which queued intents may run
 	case MsgPutPolicy:
 		var c PutPolicy
 		decode(&c)

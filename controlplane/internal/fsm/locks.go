@@ -143,7 +143,7 @@ func (f *FSM) applyDeleteLock(index uint64, c *DeleteLock) (Result, []string) {
 		return refuse(protocol.CodeNotFound, "no lock %q", c.ID), nil
 	}
 	delete(f.state.Locks, c.ID)
-	return Result{}, f.drainQueue(index)
+	return Result{}, f.scheduler().drainQueue(index)
 }
 
 // expireLocks forgets the locks whose time is up and reports whether there

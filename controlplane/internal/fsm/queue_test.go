@@ -348,7 +348,7 @@ func BenchmarkNoEligibleNode(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("nodes=%d/baseline=pick", size), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				if n, _ := f.pick(&Intent{ID: fmt.Sprintf("int-%d", i), Tool: "echo"}); n == nil {
+				if n, _ := f.scheduler().pick(&Intent{ID: fmt.Sprintf("int-%d", i), Tool: "echo"}); n == nil {
 					b.Fatal("no node")
 				}
 			}
@@ -356,7 +356,7 @@ func BenchmarkNoEligibleNode(b *testing.B) {
 		b.Run(fmt.Sprintf("nodes=%d/possible", size), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				in := &Intent{ID: fmt.Sprintf("int-%d", i), Tool: "other"}
-				if f.anyEligible(in) || f.possible(in) {
+				if f.scheduler().anyEligible(in) || f.scheduler().possible(in) {
 					b.Fatal("a node may run it")
 				}
 			}
