@@ -232,7 +232,7 @@ func (f *FSM) applyAdmin(index uint64, c *AdminCmd) (Result, []string) {
 			return res, changed
 		}
 	}
-	f.putLeaf(int64(e.Index), leaf)
+	f.recorder().putLeaf(int64(e.Index), leaf)
 	f.state.Receipts++
 	f.state.Admin = append(f.state.Admin, e.Index)
 	if n := len(f.state.Admin) - MaxAdminEntries; n > 0 {

@@ -39,7 +39,7 @@ func (f *FSM) applyAdmit(index uint64, c *Admit) (Result, []string) {
 		res := conflict()
 		if used {
 			if !same { // its id is taken by another attempt: a receipt only
-				f.recordRefused(in, res.Err)
+				f.recorder().recordRefused(in, res.Err)
 			}
 			return res, nil
 		}
@@ -54,7 +54,7 @@ func (f *FSM) applyAdmit(index uint64, c *Admit) (Result, []string) {
 			return Result{IntentID: old.ID, Duplicate: true}, nil // the same attempt, sent again
 		}
 		res := refuse(protocol.CodeIdempotencyConflict, "intent id %q is already used", c.ID)
-		f.recordRefused(in, res.Err)
+		f.recorder().recordRefused(in, res.Err)
 		return res, nil
 	}
 	runKey := scoped(c.Tenant, c.RunID)

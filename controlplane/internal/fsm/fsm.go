@@ -175,9 +175,9 @@ func (f *FSM) recordFinal(changed []string) {
 		switch {
 		case in == nil || !Final(in.State):
 		case in.Receipt == nil:
-			f.recordReceipt(in)
+			f.recorder().recordReceipt(in)
 		case in.Superseding:
-			f.recordSuperseding(in)
+			f.recorder().recordSuperseding(in)
 		}
 	}
 }
