@@ -24,7 +24,7 @@ type adminAPI struct{ srv *Server }
 
 // routes registers the admin area.
 func (ep adminAPI) routes(mux *routeMux) {
-	au := auth{ep.srv}
+	au := ep.srv.auth()
 	mux.HandleFunc("PUT /v1/admin/tenants/{tenant}", au.admin(ep.handlePutTenant))
 	mux.HandleFunc("PUT /v1/admin/tenants/{tenant}/keys/{key}", au.admin(ep.handlePutIntentKey))
 	mux.HandleFunc("DELETE /v1/admin/tenants/{tenant}/keys/{key}", au.admin(ep.handleDeleteKey(fsm.MsgDeleteIntentKey)))

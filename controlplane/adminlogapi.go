@@ -22,7 +22,7 @@ const maxAdminList = 1000
 // admin's session read every one; an auditor those of the tenants it sees
 // (an auditor of all, every one); no one else any.
 func (ep ledgerAPI) handleAdminEntries(w http.ResponseWriter, r *http.Request) {
-	c, aerr := auth{ep.srv}.callerOf(r)
+	c, aerr := ep.srv.auth().callerOf(r)
 	if aerr != nil {
 		ep.srv.refuse(w, r, aerr)
 		return

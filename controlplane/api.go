@@ -107,7 +107,7 @@ func (s *Server) backlogFull(w http.ResponseWriter) bool {
 // authentication is counted against its source, and past the source's budget
 // answered overloaded instead (limitFailure).
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, aerr *apiError) {
-	if authFailure(aerr.code) && (auth{s}).limitFailure(w, r) {
+	if authFailure(aerr.code) && s.auth().limitFailure(w, r) {
 		return
 	}
 	s.metrics.refused.WithLabelValues(string(aerr.code)).Inc()
@@ -147,7 +147,7 @@ func (ep intentsAPI) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		if aerr != nil || len(sb.Approval) == 0 {
 			return id, aerr
 		}
-		return id, approvalsAPI{ep.srv}.approveWith(r.Context(), id, sb.Approval)
+		return id, approvalsAPI(ep).approveWith(r.Context(), id, sb.Approval)
 	}()
 	if aerr != nil {
 		ep.srv.refuse(w, r, aerr)
@@ -213,7 +213,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, wait
 // tenant, or an admin. An intent of another tenant is not found, as one that
 // does not exist is: a read learns nothing about other tenants.
 func (ep intentsAPI) handleGetIntent(w http.ResponseWriter, r *http.Request) {
-	tenant, all, aerr := auth{ep.srv}.reader(r)
+	tenant, all, aerr := ep.srv.auth().reader(r)
 	if aerr != nil {
 		ep.srv.refuse(w, r, aerr)
 		return

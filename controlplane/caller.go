@@ -56,6 +56,8 @@ func (c caller) readsOutputOf(tenant string) bool {
 // handlers with it (admin, adminJSON, in admin.go and nodesapi.go).
 type auth struct{ srv *Server }
 
+func (s *Server) auth() auth { return auth{s} }
+
 // callerOf authenticates a read that public callers may also make: a bearer
 // token (admin or auditor), a request signed with an orchestrator key, the
 // dashboard's session cookie, or nothing. Credentials that are sent and do

@@ -10,7 +10,7 @@ import (
 
 // canceler authenticates a cancel and names who asked, for the record.
 func (ep intentsAPI) canceler(r *http.Request) (tenant string, all bool, by string, aerr *apiError) {
-	tenant, all, aerr = auth{ep.srv}.reader(r)
+	tenant, all, aerr = ep.srv.auth().reader(r)
 	if aerr != nil {
 		return "", false, "", aerr
 	}

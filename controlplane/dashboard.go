@@ -101,7 +101,7 @@ func (b dashBackend) SignIn(ctx context.Context, token string, ttl time.Duration
 	s := b.s
 	now := s.now()
 	cmd := fsm.OpenSession{At: now, User: fsm.AdminTokenUser, ExpiresAt: now.Add(ttl), MaxPerUser: s.cfg.MaxSessionsPerUser}
-	if !(auth{s}).adminToken(token) {
+	if !s.auth().adminToken(token) {
 		id, secret, ok := parseUserToken(token)
 		if !ok {
 			return "", web.Principal{}, &web.Error{Status: http.StatusUnauthorized, Code: string(protocol.CodeUnauthorized), Message: "not a token"}
@@ -148,7 +148,7 @@ func (b dashBackend) SignOut(ctx context.Context, secret string) error {
 	return nil
 }
 
-func (b dashBackend) AdminToken(token string) bool { return auth{b.s}.adminToken(token) }
+func (b dashBackend) AdminToken(token string) bool { return b.s.auth().adminToken(token) }
 
 // dashboardPolicy is the built-in policy of dashboard roles, parsed once.
 var dashboardPolicy = func() *policy.Set {

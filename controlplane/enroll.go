@@ -85,7 +85,7 @@ func (ep nodesAPI) handleCA(w http.ResponseWriter, r *http.Request) {
 func (ep nodesAPI) handleEnroll(w http.ResponseWriter, r *http.Request) {
 	resp, aerr := ep.enroll(w, r)
 	if aerr != nil {
-		if authFailure(aerr.code) && (auth{ep.srv}).limitFailure(w, r) {
+		if authFailure(aerr.code) && ep.srv.auth().limitFailure(w, r) {
 			return
 		}
 		writeError(w, aerr.code, aerr.msg)

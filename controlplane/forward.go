@@ -252,7 +252,7 @@ func (s *Server) countForwardedFailure(w http.ResponseWriter, r *http.Request, s
 	if json.Unmarshal(body, &e) != nil || !authFailure(e.Error.Code) {
 		return false
 	}
-	return auth{s}.limitFailure(w, r)
+	return s.auth().limitFailure(w, r)
 }
 
 // forwardLimit is the largest body any write takes.

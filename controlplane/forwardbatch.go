@@ -213,7 +213,7 @@ func (ep internalAPI) handleSubmitBatch(w http.ResponseWriter, r *http.Request) 
 			// this peer's TLS, naming its original client.
 			req.TLS, req.RemoteAddr = r.TLS, r.RemoteAddr
 			req.Header.Set(headerForwardedFor, it.Source)
-			answers[i] = recorded(func(w http.ResponseWriter) { intentsAPI{ep.srv}.handleSubmit(w, req) })
+			answers[i] = recorded(func(w http.ResponseWriter) { intentsAPI(ep).handleSubmit(w, req) })
 		})
 	}
 	wg.Wait()

@@ -118,7 +118,7 @@ func decodeIntentCursor(s string) (*fsm.IntentCursor, bool) {
 }
 
 func (ep intentsAPI) handleListIntents(w http.ResponseWriter, r *http.Request) {
-	c, aerr := auth{ep.srv}.callerOf(r)
+	c, aerr := ep.srv.auth().callerOf(r)
 	if aerr != nil {
 		ep.srv.refuse(w, r, aerr)
 		return

@@ -51,7 +51,7 @@ func (ep ledgerAPI) ledgerError(w http.ResponseWriter, err error) {
 // auditors who see its tenant (an auditor of all, for one that names no
 // tenant); anyone else gets its hash.
 func (ep ledgerAPI) handleReceipt(w http.ResponseWriter, r *http.Request) {
-	c, aerr := auth{ep.srv}.callerOf(r)
+	c, aerr := ep.srv.auth().callerOf(r)
 	if aerr != nil {
 		ep.srv.refuse(w, r, aerr)
 		return

@@ -19,7 +19,7 @@ type nodesAPI struct{ srv *Server }
 
 // routes registers the nodes area.
 func (ep nodesAPI) routes(mux *routeMux) {
-	au := auth{ep.srv}
+	au := ep.srv.auth()
 	mux.HandleFunc("GET /v1/nodes", au.adminJSON(ep.handleNodes))
 	mux.HandleFunc("GET /v1/nodes/{id}", au.adminJSON(ep.handleNode))
 	mux.HandleFunc("POST /v1/admin/nodes/{id}/{action}", au.admin(ep.handleNodeAction))

@@ -63,7 +63,7 @@ func (ep intentsAPI) intentOutput(in fsm.Intent) (res *protocol.Result, data []b
 // handleGetIntent; not_found for another tenant's intent, for an intent
 // without a v2 result yet, and for an output no longer kept.
 func (ep intentsAPI) handleGetOutput(w http.ResponseWriter, r *http.Request) {
-	c, aerr := auth{ep.srv}.callerOf(r)
+	c, aerr := ep.srv.auth().callerOf(r)
 	if aerr == nil && c.kind == callerNone {
 		aerr = refusal(protocol.CodeUnauthorized, "outputs are read with a read signed by the tenant's orchestrator key, an auditor token granted outputs, or the admin token")
 	}
