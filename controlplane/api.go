@@ -14,6 +14,10 @@ import (
 	"github.com/writhq/writ/protocol"
 )
 
+// routes builds the API: each area's endpoint type registers its own routes
+// (the list of areas is in docs/development.md, "Where a change goes"), and
+// what is left unmatched is not_found. In front of them all: the submission
+// timer, the dashboard's pages, and forwarding to the leader.
 func (s *Server) routes() http.Handler {
 	mux := newRouteMux()
 	s.mux = mux
