@@ -21,10 +21,10 @@ const maxAdminList = 1000
 // default 100; before, an index to list below). The admin token and an
 // admin's session read every one; an auditor those of the tenants it sees
 // (an auditor of all, every one); no one else any.
-func (s *Server) handleAdminEntries(w http.ResponseWriter, r *http.Request) {
-	c, aerr := s.callerOf(r)
+func (ep ledgerAPI) handleAdminEntries(w http.ResponseWriter, r *http.Request) {
+	c, aerr := ep.srv.auth().callerOf(r)
 	if aerr != nil {
-		s.refuse(w, r, aerr)
+		ep.srv.refuse(w, r, aerr)
 		return
 	}
 	switch {
@@ -54,17 +54,17 @@ func (s *Server) handleAdminEntries(w http.ResponseWriter, r *http.Request) {
 		before = n
 	}
 	out := AdminEntryList{Entries: []*protocol.AdminEntry{}}
-	for _, i := range s.fsm.AdminEntries(before, 0) {
+	for _, i := range ep.srv.state.AdminEntries(before, 0) {
 		if len(out.Entries) == limit {
 			break
 		}
-		leaf, err := s.ledger.Leaf(int64(i))
+		leaf, err := ep.srv.ledger.Leaf(int64(i))
 		if err != nil {
 			continue // applied, not yet written: the next read has it
 		}
 		e, err := protocol.DecodeAdminEntry(leaf, 0)
 		if err != nil {
-			s.ledgerError(w, err)
+			ep.ledgerError(w, err)
 			return
 		}
 		if c.sees(e.Tenant) {

@@ -40,19 +40,23 @@ func fromProtocol(err error) *apiError {
 // Verification and the decision are CPU-bound: each runs in one of s.cpu's
 // slots (admitgate.go), waiting parked for one, so that however many
 // admissions are in flight few compete with Raft for the cores.
-func (s *Server) admit(ctx context.Context, raw []byte) (string, *apiError) {
+func (ep intentsAPI) admit(ctx context.Context, raw []byte) (string, *apiError) {
 	var (
 		in    *protocol.Intent
 		canon []byte
 		err   error
 	)
-	s.cpu.do(func() { in, canon, err = s.verifier.VerifyIntentCanonical(raw, intentKeys{s.fsm, s.keys}) })
-	if protocol.CodeOf(err) == protocol.CodeUnknownKey && s.fsm.Index() < s.node.Raft.CommitIndex() {
+	ep.srv.cpu.do(func() {
+		in, canon, err = ep.srv.verifier.VerifyIntentCanonical(raw, intentKeys{ep.srv.state, ep.srv.keys})
+	})
+	if protocol.CodeOf(err) == protocol.CodeUnknownKey && ep.srv.state.Index() < ep.srv.node.Raft.CommitIndex() {
 		// A key registered in an entry this server has not applied yet.
-		if !s.caughtUp(ctx) {
+		if !ep.srv.caughtUp(ctx) {
 			return "", lagging()
 		}
-		s.cpu.do(func() { in, canon, err = s.verifier.VerifyIntentCanonical(raw, intentKeys{s.fsm, s.keys}) })
+		ep.srv.cpu.do(func() {
+			in, canon, err = ep.srv.verifier.VerifyIntentCanonical(raw, intentKeys{ep.srv.state, ep.srv.keys})
+		})
 	}
 	switch protocol.CodeOf(err) {
 	case "":
@@ -61,7 +65,7 @@ func (s *Server) admit(ctx context.Context, raw []byte) (string, *apiError) {
 	default:
 		// Authenticated, but not acceptable (payload hash, TTL, skew, expiry):
 		// recorded as rejected.
-		decoded, derr := protocol.DecodeIntent(raw, s.verifier.Config().MaxBytes)
+		decoded, derr := protocol.DecodeIntent(raw, ep.srv.verifier.Config().MaxBytes)
 		if derr != nil {
 			return "", fromProtocol(derr)
 		}
@@ -71,34 +75,34 @@ func (s *Server) admit(ctx context.Context, raw []byte) (string, *apiError) {
 		if cerr != nil {
 			return "", fromProtocol(cerr)
 		}
-		return s.propose(ctx, decoded, canon, fsm.Decision{Error: &protocol.ErrorBody{Code: pe.Code, Message: pe.Message}})
+		return ep.srv.propose(ctx, decoded, canon, fsm.Decision{Error: &protocol.ErrorBody{Code: pe.Code, Message: pe.Message}})
 	}
 	var d fsm.Decision
-	s.cpu.do(func() { d = s.decide(in) })
-	if d.Error != nil && d.Error.Code == protocol.CodeUnknownTool && s.fsm.Index() < s.node.Raft.CommitIndex() {
-		if !s.caughtUp(ctx) {
+	ep.srv.cpu.do(func() { d = ep.decide(in) })
+	if d.Error != nil && d.Error.Code == protocol.CodeUnknownTool && ep.srv.state.Index() < ep.srv.node.Raft.CommitIndex() {
+		if !ep.srv.caughtUp(ctx) {
 			return "", lagging()
 		}
-		s.cpu.do(func() { d = s.decide(in) })
+		ep.srv.cpu.do(func() { d = ep.decide(in) })
 	}
-	return s.propose(ctx, in, canon, d)
+	return ep.srv.propose(ctx, in, canon, d)
 }
 
 // decide makes the leader's decision on a verified intent: the tool exists,
 // the params fit its schema, and policy allows it (and says whether approval
 // is needed).
-func (s *Server) decide(in *protocol.Intent) fsm.Decision {
+func (ep intentsAPI) decide(in *protocol.Intent) fsm.Decision {
 	// An unknown tool or params outside its schema is rejected before the
 	// policy is consulted: the decision names no policy set, so the receipt's
 	// policy is null and its error says what failed.
-	tool, ok := s.catalog.tool(in.Tool)
+	tool, ok := ep.srv.catalog.tool(in.Tool)
 	if !ok {
 		return fsm.Decision{Error: &protocol.ErrorBody{Code: protocol.CodeUnknownTool, Message: "no tool " + in.Tool + " is registered"}}
 	}
 	if err := tool.Validate(in.Params); err != nil {
 		return fsm.Decision{Error: &protocol.ErrorBody{Code: protocol.CodeParamsInvalid, Message: err.Error()}}
 	}
-	set := s.catalog.policySet()
+	set := ep.srv.catalog.policySet()
 	req, err := policy.NewInvokeRequest(in, policyTool(tool))
 	if err != nil {
 		return fsm.Decision{PolicyHash: set.Hash(), Error: &protocol.ErrorBody{Code: protocol.CodePolicyDenied, Message: err.Error()}}
@@ -117,7 +121,7 @@ func (s *Server) decide(in *protocol.Intent) fsm.Decision {
 			// Policy errors name policies and positions: for operators, in
 			// the log; the orchestrator learns which policies decided. Cedar's
 			// messages are left out: they quote values, which may be params.
-			s.log.Warn("policy evaluation failed; denied", "intent_id", in.ID, "policies", d.Policies, "errors", errorPlaces(d.Errors))
+			ep.srv.log.Warn("policy evaluation failed; denied", "intent_id", in.ID, "policies", d.Policies, "errors", errorPlaces(d.Errors))
 			msg = "denied: policy evaluation failed in " + strings.Join(d.Policies, ", ")
 		case len(d.Policies) > 0:
 			msg = "denied by " + strings.Join(d.Policies, ", ")
@@ -173,18 +177,18 @@ func (s *Server) wait(ctx context.Context, id string, d time.Duration) (fsm.Inte
 	defer timer.Stop()
 	for {
 		if d <= 0 {
-			return s.fsm.Intent(id)
+			return s.state.Intent(id)
 		}
-		in, changed, ok := s.fsm.WatchIntent(id)
+		in, changed, ok := s.state.WatchIntent(id)
 		if !ok || fsm.Final(in.State) {
 			return in, ok
 		}
 		select {
 		case <-changed:
 		case <-timer.C:
-			return s.fsm.Intent(id)
+			return s.state.Intent(id)
 		case <-ctx.Done():
-			return s.fsm.Intent(id)
+			return s.state.Intent(id)
 		}
 	}
 }

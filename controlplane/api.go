@@ -11,37 +11,28 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/writhq/writ/protocol"
 )
 
+// routes builds the API: each area's endpoint type registers its own routes
+// (the list of areas is in docs/development.md, "Where a change goes"), and
+// what is left unmatched is not_found. In front of them all: the submission
+// timer, the dashboard's pages, and forwarding to the leader.
 func (s *Server) routes() http.Handler {
 	mux := newRouteMux()
 	s.mux = mux
-	mux.HandleFunc("POST /v1/intents", s.handleSubmit)
-	mux.HandleFunc("GET /v1/intents", s.handleListIntents)
-	mux.HandleFunc("GET /v1/intents/{id}", s.handleGetIntent)
-	mux.HandleFunc("GET /v1/intents/{id}/output", s.handleGetOutput)
-	s.cancelRoutes(mux)
-	mux.HandleFunc("POST /v1/approvals", s.handleApproval)
-	s.dashboardRoutes(mux)
-	mux.HandleFunc("GET /v1/tools", s.handleTools)
-	mux.HandleFunc("GET /v1/health", s.handleHealth)
-	mux.HandleFunc("GET /v1/version", s.handleVersion)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
-	s.adminRoutes(mux)
-	s.policyRoutes(mux)
-	s.webhookRoutes(mux)
-	s.lockRoutes(mux)
-	s.ledgerRoutes(mux)
-	s.enrollRoutes(mux)
-	s.nodeRoutes(mux)
-	s.relayRoutes(mux)
+	intentsAPI{s}.routes(mux)
+	approvalsAPI{s}.routes(mux)
+	dashBackend{s}.routes(mux)
+	statusAPI{s}.routes(mux)
+	adminAPI{s}.routes(mux)
+	ledgerAPI{s}.routes(mux)
+	nodesAPI{s}.routes(mux)
+	internalAPI{s}.routes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, protocol.CodeNotFound, "no such endpoint")
 	})
-	return s.timeSubmissions(s.dashboardFront(s.refuseWhileFull(s.forwarding(mux.mux))))
+	return s.timeSubmissions(dashBackend{s}.dashboardFront(s.refuseWhileFull(s.forwarding(mux.mux))))
 }
 
 // readBody reads at most limit bytes; a larger body is malformed. The buffer
@@ -108,7 +99,7 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request, limit int) (leave
 // the queue as of this server's last applied entry, so a follower refuses
 // as the leader would, without forwarding.
 func (s *Server) backlogFull(w http.ResponseWriter) bool {
-	if s.cfg.MaxQueued <= 0 || s.fsm.Queued() < s.cfg.MaxQueued {
+	if s.cfg.MaxQueued <= 0 || s.state.Queued() < s.cfg.MaxQueued {
 		return false
 	}
 	s.metrics.refused.WithLabelValues(string(protocol.CodeOverloaded)).Inc()
@@ -120,7 +111,7 @@ func (s *Server) backlogFull(w http.ResponseWriter) bool {
 // authentication is counted against its source, and past the source's budget
 // answered overloaded instead (limitFailure).
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, aerr *apiError) {
-	if authFailure(aerr.code) && s.limitFailure(w, r) {
+	if authFailure(aerr.code) && s.auth().limitFailure(w, r) {
 		return
 	}
 	s.metrics.refused.WithLabelValues(string(aerr.code)).Inc()
@@ -128,18 +119,18 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, aerr *apiError) 
 	writeError(w, aerr.code, aerr.msg)
 }
 
-func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
-	wait, aerr := s.waitFor(r)
+func (ep intentsAPI) handleSubmit(w http.ResponseWriter, r *http.Request) {
+	wait, aerr := ep.srv.waitFor(r)
 	if aerr != nil {
 		writeError(w, aerr.code, aerr.msg)
 		return
 	}
-	if s.backlogFull(w) {
+	if ep.srv.backlogFull(w) {
 		return
 	}
 	// Room for an intent and an approval, each at the protocol's limit.
-	limit := 2*s.verifier.Config().MaxBytes + 1024
-	leave, ok := s.enter(w, r, limit)
+	limit := 2*ep.srv.verifier.Config().MaxBytes + 1024
+	leave, ok := ep.srv.enter(w, r, limit)
 	if !ok {
 		return
 	}
@@ -156,29 +147,29 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		if err := jsonv2.Unmarshal(body, &sb, jsonv2.RejectUnknownMembers(true)); err != nil || len(sb.Intent) == 0 {
 			return "", refusal(protocol.CodeMalformed, `body must be {"intent": {…}, "approval": {…}?}`)
 		}
-		id, aerr := s.admit(r.Context(), sb.Intent)
+		id, aerr := ep.admit(r.Context(), sb.Intent)
 		if aerr != nil || len(sb.Approval) == 0 {
 			return id, aerr
 		}
-		return id, s.approveWith(r.Context(), id, sb.Approval)
+		return id, approvalsAPI(ep).approveWith(r.Context(), id, sb.Approval)
 	}()
 	if aerr != nil {
-		s.refuse(w, r, aerr)
+		ep.srv.refuse(w, r, aerr)
 		return
 	}
-	if in, ok := s.fsm.Intent(id); ok {
+	if in, ok := ep.srv.state.Intent(id); ok {
 		code := ""
 		if in.Error != nil {
 			code = string(in.Error.Code)
 		}
-		s.metrics.admissions.WithLabelValues(in.State, code).Inc()
+		ep.srv.metrics.admissions.WithLabelValues(in.State, code).Inc()
 		// One line per admission with its decision: names and codes, never
 		// params or output.
-		s.log.Info("intent admitted", "intent_id", in.ID, "tenant", in.Tenant, "principal", in.Principal, "tool", in.Tool,
+		ep.srv.log.Info("intent admitted", "intent_id", in.ID, "tenant", in.Tenant, "principal", in.Principal, "tool", in.Tool,
 			"state", in.State, "allow", in.Decision.Allow, "approval_required", in.Decision.ApprovalRequired,
 			"policies", in.Decision.Policies, "code", code)
 	}
-	s.answer(w, r, id, wait)
+	ep.srv.answer(w, r, id, wait)
 }
 
 // answer writes an intent's response, waiting up to wait for a final state
@@ -206,21 +197,21 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, wait
 	if resp.Error != nil && resp.Error.Code == protocol.CodeNoEligibleNode {
 		// The receipt keeps the FSM's message; the answer says, from the
 		// fleet as it is now, why each ready node did not take it.
-		if why := s.fsm.Exclusions(in.ID); why != "" {
+		if why := s.state.Exclusions(in.ID); why != "" {
 			e := *resp.Error
 			e.Message += "; " + why
 			resp.Error = &e
 		}
 	}
 	if withOutput {
-		s.attachOutput(&resp, in)
+		intentsAPI{s}.attachOutput(&resp, in)
 	}
 	if in.Receipt != nil {
 		proofWait := time.Until(deadline)
 		if r.URL.Query().Get("proof") == "false" {
 			proofWait = 0
 		}
-		s.attachReceipt(ctx, &resp, *in.Receipt, proofWait, withOutput)
+		ledgerAPI{s}.attachReceipt(ctx, &resp, *in.Receipt, proofWait, withOutput)
 	}
 	s.log.Debug("intent answered", "intent_id", in.ID, "state", in.State)
 	writeJSON(w, http.StatusOK, resp)
@@ -229,30 +220,30 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, wait
 // handleGetIntent answers a signed read by an orchestrator of the intent's
 // tenant, or an admin. An intent of another tenant is not found, as one that
 // does not exist is: a read learns nothing about other tenants.
-func (s *Server) handleGetIntent(w http.ResponseWriter, r *http.Request) {
-	tenant, all, aerr := s.reader(r)
+func (ep intentsAPI) handleGetIntent(w http.ResponseWriter, r *http.Request) {
+	tenant, all, aerr := ep.srv.auth().reader(r)
 	if aerr != nil {
-		s.refuse(w, r, aerr)
+		ep.srv.refuse(w, r, aerr)
 		return
 	}
-	wait, aerr := s.waitFor(r)
+	wait, aerr := ep.srv.waitFor(r)
 	if aerr != nil {
 		writeError(w, aerr.code, aerr.msg)
 		return
 	}
 	id := r.PathValue("id")
-	if in, ok := s.fsm.Intent(id); !ok || (!all && in.Tenant != tenant) {
+	if in, ok := ep.srv.state.Intent(id); !ok || (!all && in.Tenant != tenant) {
 		writeError(w, protocol.CodeNotFound, "no intent "+id)
 		return
 	}
-	s.answerEntitled(w, r, id, wait)
+	ep.answerEntitled(w, r, id, wait)
 }
 
 // reader authenticates a read: an admin token sees every tenant; a request
 // signed with an orchestrator key (protocol.VerifyRead) sees its tenant.
-func (s *Server) reader(r *http.Request) (tenant string, all bool, aerr *apiError) {
+func (au auth) reader(r *http.Request) (tenant string, all bool, aerr *apiError) {
 	if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-		if !s.adminToken(token) {
+		if !au.adminToken(token) {
 			return "", false, refusal(protocol.CodeUnauthorized, "the token is not valid")
 		}
 		return "", true, nil
@@ -261,51 +252,23 @@ func (s *Server) reader(r *http.Request) (tenant string, all bool, aerr *apiErro
 	if h.Get(protocol.HeaderSignature) == "" {
 		return "", false, refusal(protocol.CodeUnauthorized, "reads are signed with an orchestrator key ("+protocol.HeaderSignature+") or carry an admin token")
 	}
-	tenant, err := s.verifier.VerifyRead(r.Method, r.URL.RequestURI(), h.Get(protocol.HeaderTenant), h.Get(protocol.HeaderKeyID),
-		h.Get(protocol.HeaderTime), h.Get(protocol.HeaderSignature), intentKeys{s.fsm, s.keys})
+	tenant, err := au.srv.verifier.VerifyRead(r.Method, r.URL.RequestURI(), h.Get(protocol.HeaderTenant), h.Get(protocol.HeaderKeyID),
+		h.Get(protocol.HeaderTime), h.Get(protocol.HeaderSignature), intentKeys{au.srv.state, au.srv.keys})
 	if err != nil {
 		return "", false, refusal(protocol.CodeUnauthorized, err.Error())
 	}
 	return tenant, false, nil
 }
 
-func (s *Server) handleApproval(w http.ResponseWriter, r *http.Request) {
-	limit := s.verifier.Config().MaxBytes
-	leave, ok := s.enter(w, r, limit)
-	if !ok {
-		return
-	}
-	id, aerr := func() (string, *apiError) {
-		defer leave()
-		body, aerr := readBody(w, r, limit)
-		if aerr != nil {
-			return "", aerr
-		}
-		return s.approve(r.Context(), body)
-	}()
-	if aerr != nil {
-		s.refuse(w, r, aerr)
-		return
-	}
-	if in, ok := s.fsm.Intent(id); ok {
-		approver := ""
-		if in.Approval != nil {
-			approver = in.Approval.Approver
-		}
-		s.log.Info("approval recorded", "intent_id", in.ID, "tenant", in.Tenant, "approver", approver, "state", in.State)
-	}
-	s.answer(w, r, id, 0)
-}
-
-func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
+func (ep intentsAPI) handleTools(w http.ResponseWriter, r *http.Request) {
 	format, aerr := parseToolsQuery(r.URL.RawQuery)
 	if aerr != nil {
 		writeError(w, aerr.code, aerr.msg)
 		return
 	}
 	out := []protocol.ToolView{}
-	for _, rec := range s.fsm.Tools() {
-		t, ok := s.catalog.tool(rec.Name)
+	for _, rec := range ep.srv.state.Tools() {
+		t, ok := ep.srv.catalog.tool(rec.Name)
 		if !ok {
 			continue
 		}

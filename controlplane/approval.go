@@ -2,29 +2,67 @@ package controlplane
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/writhq/writ/controlplane/internal/fsm"
 	"github.com/writhq/writ/controlplane/internal/policy"
 	"github.com/writhq/writ/protocol"
 )
 
+// approvalsAPI is the approvals area of the API: an approver's signed
+// approval of a pending intent.
+type approvalsAPI struct{ srv *Server }
+
+// routes registers the approvals area.
+func (ep approvalsAPI) routes(mux *routeMux) {
+	mux.HandleFunc("POST /v1/approvals", ep.handleApproval)
+}
+
+func (ep approvalsAPI) handleApproval(w http.ResponseWriter, r *http.Request) {
+	limit := ep.srv.verifier.Config().MaxBytes
+	leave, ok := ep.srv.enter(w, r, limit)
+	if !ok {
+		return
+	}
+	id, aerr := func() (string, *apiError) {
+		defer leave()
+		body, aerr := readBody(w, r, limit)
+		if aerr != nil {
+			return "", aerr
+		}
+		return ep.approve(r.Context(), body)
+	}()
+	if aerr != nil {
+		ep.srv.refuse(w, r, aerr)
+		return
+	}
+	if in, ok := ep.srv.state.Intent(id); ok {
+		approver := ""
+		if in.Approval != nil {
+			approver = in.Approval.Approver
+		}
+		ep.srv.log.Info("approval recorded", "intent_id", in.ID, "tenant", in.Tenant, "approver", approver, "state", in.State)
+	}
+	ep.srv.answer(w, r, id, 0)
+}
+
 // approve verifies an approval of a pending intent (PROTOCOL.md §3), asks
 // policy whether the approver may approve it, and proposes it; the FSM consumes
 // the nonce, so of two uses of one approval exactly one succeeds.
-func (s *Server) approve(ctx context.Context, raw []byte) (string, *apiError) {
-	a0, err := s.verifier.AuthenticateApproval(raw, approverKeys{s.fsm})
+func (ep approvalsAPI) approve(ctx context.Context, raw []byte) (string, *apiError) {
+	a0, err := ep.srv.verifier.AuthenticateApproval(raw, approverKeys{ep.srv.state})
 	if err != nil {
 		return "", fromProtocol(err)
 	}
-	rec, ok := s.fsm.Intent(a0.IntentID)
+	rec, ok := ep.srv.state.Intent(a0.IntentID)
 	if !ok {
 		return "", refusal(protocol.CodeNotFound, "no intent "+a0.IntentID)
 	}
-	in, err := protocol.DecodeIntent(rec.Raw, s.verifier.Config().MaxBytes)
+	in, err := protocol.DecodeIntent(rec.Raw, ep.srv.verifier.Config().MaxBytes)
 	if err != nil {
 		return "", refusal(protocol.CodeInternal, "stored intent does not decode")
 	}
-	a, err := s.verifier.VerifyApproval(raw, in, approverKeys{s.fsm}, nonces{s.fsm}, s.approvalPolicy())
+	a, err := ep.srv.verifier.VerifyApproval(raw, in, approverKeys{ep.srv.state}, nonces{ep.srv.state}, ep.approvalPolicy())
 	if err != nil {
 		return "", fromProtocol(err)
 	}
@@ -33,8 +71,8 @@ func (s *Server) approve(ctx context.Context, raw []byte) (string, *apiError) {
 		return "", fromProtocol(err)
 	}
 	expires, _ := protocol.ParseTime(a.ExpiresAt)
-	res, err := s.apply(ctx, fsm.MsgApprove, &fsm.Approve{
-		At: s.now(), Approval: canon, ID: a.ID, IntentID: a.IntentID, Tenant: a.Tenant, Approver: a.Approver,
+	res, err := ep.srv.apply(ctx, fsm.MsgApprove, &fsm.Approve{
+		At: ep.srv.now(), Approval: canon, ID: a.ID, IntentID: a.IntentID, Tenant: a.Tenant, Approver: a.Approver,
 		Decision: a.Decision, Nonce: a.Nonce, NonceExpiresAt: expires, Hash: protocol.HashBytes(canon),
 	})
 	if err != nil {
@@ -49,9 +87,9 @@ func (s *Server) approve(ctx context.Context, raw []byte) (string, *apiError) {
 // approvalPolicy asks the Cedar `approve` action whether an approver may
 // decide on an intent. An unknown tool or a request that cannot be built
 // refuses.
-func (s *Server) approvalPolicy() protocol.ApprovalPolicy {
+func (ep approvalsAPI) approvalPolicy() protocol.ApprovalPolicy {
 	return approvalPolicyFunc(func(in *protocol.Intent, a *protocol.Approval) bool {
-		tool, ok := s.catalog.tool(in.Tool)
+		tool, ok := ep.srv.catalog.tool(in.Tool)
 		if !ok {
 			return false
 		}
@@ -59,7 +97,7 @@ func (s *Server) approvalPolicy() protocol.ApprovalPolicy {
 		if err != nil {
 			return false
 		}
-		return s.catalog.policySet().Approve(req).Allow
+		return ep.srv.catalog.policySet().Approve(req).Allow
 	})
 }
 
@@ -72,17 +110,17 @@ func (f approvalPolicyFunc) MayApprove(in *protocol.Intent, a *protocol.Approval
 // approveWith applies the approval sent with a submission: it must be for
 // that intent, and it is applied only while the intent waits for one — an
 // intent that needs none, or already has its outcome, is answered as it is.
-func (s *Server) approveWith(ctx context.Context, intentID string, raw []byte) *apiError {
-	a, err := protocol.DecodeApproval(raw, s.verifier.Config().MaxBytes)
+func (ep approvalsAPI) approveWith(ctx context.Context, intentID string, raw []byte) *apiError {
+	a, err := protocol.DecodeApproval(raw, ep.srv.verifier.Config().MaxBytes)
 	if err != nil {
 		return fromProtocol(err)
 	}
 	if a.IntentID != intentID {
 		return refusal(protocol.CodeMalformed, "the approval in the body is for intent "+a.IntentID+", not "+intentID)
 	}
-	if in, ok := s.fsm.Intent(intentID); !ok || in.State != fsm.StatePendingApproval {
+	if in, ok := ep.srv.state.Intent(intentID); !ok || in.State != fsm.StatePendingApproval {
 		return nil
 	}
-	_, aerr := s.approve(ctx, raw)
+	_, aerr := ep.approve(ctx, raw)
 	return aerr
 }

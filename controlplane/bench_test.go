@@ -57,7 +57,7 @@ func BenchmarkAdmit(b *testing.B) {
 		})
 	})
 	// Put the dev policy back after the baseline overwrote it.
-	if aerr := s.PutPolicy(context.Background(), []byte(policy.DevPolicy)); aerr != nil {
+	if aerr := (adminAPI{s}).PutPolicy(context.Background(), []byte(policy.DevPolicy)); aerr != nil {
 		b.Fatal(aerr)
 	}
 	b.Run("admit", func(b *testing.B) {
@@ -136,7 +136,7 @@ func benchNode(b *testing.B, s *Server) {
 	b.Helper()
 	ctx := context.Background()
 	tools := map[string]string{}
-	for _, t := range s.fsm.Tools() {
+	for _, t := range s.state.Tools() {
 		tools[t.Name] = t.Hash
 	}
 	at := time.Now()

@@ -50,29 +50,37 @@ func (c caller) readsOutputOf(tenant string) bool {
 	return false
 }
 
+// auth authenticates the API's callers: the admin token, auditor tokens,
+// reads signed with an orchestrator key, dashboard sessions, and the budget
+// of failed attempts per source (failure.go). Every area's routes wrap their
+// handlers with it (admin, adminJSON, in admin.go and nodesapi.go).
+type auth struct{ srv *Server }
+
+func (s *Server) auth() auth { return auth{s} }
+
 // callerOf authenticates a read that public callers may also make: a bearer
 // token (admin or auditor), a request signed with an orchestrator key, the
 // dashboard's session cookie, or nothing. Credentials that are sent and do
 // not verify are refused, never taken for none.
-func (s *Server) callerOf(r *http.Request) (caller, *apiError) {
+func (au auth) callerOf(r *http.Request) (caller, *apiError) {
 	if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-		if s.adminToken(token) {
+		if au.adminToken(token) {
 			return caller{kind: callerAdmin, all: true, outputs: true}, nil
 		}
-		if u, ok := s.userToken(token); ok && u.Role == fsm.RoleAuditor {
+		if u, ok := au.userToken(token); ok && u.Role == fsm.RoleAuditor {
 			return caller{kind: callerAuditor, tenant: u.Tenant, all: u.Tenant == "", outputs: u.Outputs}, nil
 		}
 		return caller{}, refusal(protocol.CodeUnauthorized, "the token is not valid")
 	}
 	if r.Header.Get(protocol.HeaderSignature) != "" {
-		tenant, _, aerr := s.reader(r)
+		tenant, _, aerr := au.reader(r)
 		if aerr != nil {
 			return caller{}, aerr
 		}
 		return caller{kind: callerTenant, tenant: tenant, outputs: true}, nil
 	}
-	if s.dash != nil {
-		if p, ok := s.dash.Principal(r); ok {
+	if au.srv.dash != nil {
+		if p, ok := au.srv.dash.Principal(r); ok {
 			return caller{kind: callerSession, principal: p}, nil
 		}
 	}
@@ -81,13 +89,13 @@ func (s *Server) callerOf(r *http.Request) (caller, *apiError) {
 
 // userToken finds the user a "wu1." token names, if the token is its and has
 // not expired.
-func (s *Server) userToken(token string) (fsm.User, bool) {
+func (au auth) userToken(token string) (fsm.User, bool) {
 	id, secret, ok := parseUserToken(token)
 	if !ok {
 		return fsm.User{}, false
 	}
-	u, ok := s.fsm.User(id)
-	if !ok || subtle.ConstantTimeCompare([]byte(u.Hash), []byte(protocol.HashBytes(secret))) != 1 || !u.ExpiresAt.After(s.now()) {
+	u, ok := au.srv.state.User(id)
+	if !ok || subtle.ConstantTimeCompare([]byte(u.Hash), []byte(protocol.HashBytes(secret))) != 1 || !u.ExpiresAt.After(au.srv.now()) {
 		return fsm.User{}, false
 	}
 	return u, true

@@ -8,18 +8,9 @@ import (
 	"github.com/writhq/writ/protocol"
 )
 
-// cancelRoutes registers the stop buttons: an intent, or a run. Both are
-// authorized as a signed read of the intent's tenant (its orchestrator key
-// signs the method and path) or by the admin token; an intent of another
-// tenant is not found, exactly as one that does not exist.
-func (s *Server) cancelRoutes(mux *routeMux) {
-	mux.HandleFunc("POST /v1/intents/{id}/cancel", s.handleCancelIntent)
-	mux.HandleFunc("POST /v1/tenants/{tenant}/runs/{run}/cancel", s.handleCancelRun)
-}
-
 // canceler authenticates a cancel and names who asked, for the record.
-func (s *Server) canceler(r *http.Request) (tenant string, all bool, by string, aerr *apiError) {
-	tenant, all, aerr = s.reader(r)
+func (ep intentsAPI) canceler(r *http.Request) (tenant string, all bool, by string, aerr *apiError) {
+	tenant, all, aerr = ep.srv.auth().reader(r)
 	if aerr != nil {
 		return "", false, "", aerr
 	}
@@ -32,41 +23,41 @@ func (s *Server) canceler(r *http.Request) (tenant string, all bool, by string, 
 // handleCancelIntent cancels one intent and answers with its state, as GET
 // /v1/intents/{id} does (?wait= likewise). A final intent is left as it is
 // and answered the same way: cancelling is idempotent.
-func (s *Server) handleCancelIntent(w http.ResponseWriter, r *http.Request) {
-	tenant, all, by, aerr := s.canceler(r)
+func (ep intentsAPI) handleCancelIntent(w http.ResponseWriter, r *http.Request) {
+	tenant, all, by, aerr := ep.canceler(r)
 	if aerr != nil {
-		s.refuse(w, r, aerr)
+		ep.srv.refuse(w, r, aerr)
 		return
 	}
-	wait, aerr := s.waitFor(r)
+	wait, aerr := ep.srv.waitFor(r)
 	if aerr != nil {
 		writeError(w, aerr.code, aerr.msg)
 		return
 	}
 	id := r.PathValue("id")
-	in, ok := s.fsm.Intent(id)
+	in, ok := ep.srv.state.Intent(id)
 	if !ok || (!all && in.Tenant != tenant) {
 		writeError(w, protocol.CodeNotFound, "no intent "+id)
 		return
 	}
 	if !fsm.Final(in.State) {
-		if !s.proposeCancel(w, r, fsm.Cancel{At: s.now(), Tenant: in.Tenant, IntentID: id, By: by}) {
+		if !ep.proposeCancel(w, r, fsm.Cancel{At: ep.srv.now(), Tenant: in.Tenant, IntentID: id, By: by}) {
 			return
 		}
-		s.log.Info("intent cancel", "intent_id", id, "tenant", in.Tenant, "by", by)
+		ep.srv.log.Info("intent cancel", "intent_id", id, "tenant", in.Tenant, "by", by)
 	}
-	s.answerEntitled(w, r, id, wait)
+	ep.answerEntitled(w, r, id, wait)
 }
 
 // handleCancelRun cancels every intent of a run that has not ended and
 // answers with the states of the run's intents.
-func (s *Server) handleCancelRun(w http.ResponseWriter, r *http.Request) {
-	tenant, all, by, aerr := s.canceler(r)
+func (ep intentsAPI) handleCancelRun(w http.ResponseWriter, r *http.Request) {
+	tenant, all, by, aerr := ep.canceler(r)
 	if aerr != nil {
-		s.refuse(w, r, aerr)
+		ep.srv.refuse(w, r, aerr)
 		return
 	}
-	wait, aerr := s.waitFor(r)
+	wait, aerr := ep.srv.waitFor(r)
 	if aerr != nil {
 		writeError(w, aerr.code, aerr.msg)
 		return
@@ -81,22 +72,22 @@ func (s *Server) handleCancelRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	waiting := false
-	for _, in := range s.fsm.RunIntents(t, run) {
+	for _, in := range ep.srv.state.RunIntents(t, run) {
 		waiting = waiting || !fsm.Final(in.State)
 	}
 	// A run with nothing left to stop needs no entry; one that gains an
 	// intent meanwhile is the caller's to cancel again.
 	if waiting {
-		if !s.proposeCancel(w, r, fsm.Cancel{At: s.now(), Tenant: t, RunID: run, By: by}) {
+		if !ep.proposeCancel(w, r, fsm.Cancel{At: ep.srv.now(), Tenant: t, RunID: run, By: by}) {
 			return
 		}
-		s.log.Info("run cancel", "tenant", t, "run_id", run, "by", by)
+		ep.srv.log.Info("run cancel", "tenant", t, "run_id", run, "by", by)
 	}
 	deadline := time.Now().Add(wait)
 	out := protocol.RunCancelResponse{Tenant: t, RunID: run, Intents: []protocol.RunIntentStatus{}}
-	for _, in := range s.fsm.RunIntents(t, run) {
+	for _, in := range ep.srv.state.RunIntents(t, run) {
 		if !fsm.Final(in.State) {
-			in, _ = s.wait(r.Context(), in.ID, time.Until(deadline))
+			in, _ = ep.srv.wait(r.Context(), in.ID, time.Until(deadline))
 		}
 		out.Intents = append(out.Intents, protocol.RunIntentStatus{IntentID: in.ID, State: in.State, Error: in.Error})
 	}
@@ -105,22 +96,22 @@ func (s *Server) handleCancelRun(w http.ResponseWriter, r *http.Request) {
 
 // proposeCancel puts a cancel through Raft. It reports false when it has
 // answered the request itself (the server is at capacity).
-func (s *Server) proposeCancel(w http.ResponseWriter, r *http.Request, c fsm.Cancel) bool {
-	leave, ok := s.enter(w, r, 0) // no body: the cost of a request alone
+func (ep intentsAPI) proposeCancel(w http.ResponseWriter, r *http.Request, c fsm.Cancel) bool {
+	leave, ok := ep.srv.enter(w, r, 0) // no body: the cost of a request alone
 	if !ok {
 		return false
 	}
-	aerr := s.commitCancel(r, c)
+	aerr := ep.commitCancel(r, c)
 	leave()
 	if aerr != nil {
-		s.refuse(w, r, aerr)
+		ep.srv.refuse(w, r, aerr)
 		return false
 	}
 	return true
 }
 
-func (s *Server) commitCancel(r *http.Request, c fsm.Cancel) *apiError {
-	res, err := s.apply(r.Context(), fsm.MsgCancel, c)
+func (ep intentsAPI) commitCancel(r *http.Request, c fsm.Cancel) *apiError {
+	res, err := ep.srv.apply(r.Context(), fsm.MsgCancel, c)
 	if err != nil {
 		return raftError(err)
 	}

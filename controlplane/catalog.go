@@ -12,7 +12,7 @@ import (
 // registrations with their compiled schemas, and the policy set. Entries are
 // keyed by hash, so a change in the FSM is a miss, never a stale hit.
 type catalog struct {
-	f *fsm.FSM
+	f fsm.Reader
 
 	mu       sync.Mutex
 	tools    map[string]*tools.Tool // by manifest hash
@@ -20,7 +20,7 @@ type catalog struct {
 	policyOf string // hash of the parsed policy
 }
 
-func newCatalog(f *fsm.FSM) *catalog { return &catalog{f: f, tools: map[string]*tools.Tool{}} }
+func newCatalog(f fsm.Reader) *catalog { return &catalog{f: f, tools: map[string]*tools.Tool{}} }
 
 // tool returns the registered tool called name.
 func (c *catalog) tool(name string) (*tools.Tool, bool) {

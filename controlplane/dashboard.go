@@ -16,36 +16,33 @@ import (
 	"github.com/writhq/writ/web"
 )
 
-// dashboardRoutes mounts the dashboard (/ui/), its event stream
-// (/v1/events) and the admin API of dashboard tokens, and tells the
+// routes mounts the dashboard area: the dashboard (/ui/, served by
+// dashboardFront) and its event stream (/v1/events), and tells the
 // dashboard of every change the FSM applies.
-func (s *Server) dashboardRoutes(mux *routeMux) {
+func (b dashBackend) routes(mux *routeMux) {
 	cfg := web.DefaultConfig()
-	cfg.Backend, cfg.Secure, cfg.Logger = dashBackend{s}, !s.cfg.Dev, s.log
+	cfg.Backend, cfg.Secure, cfg.Logger = b, !b.s.cfg.Dev, b.s.log
 	d, err := web.New(cfg)
 	if err != nil {
 		// The embedded templates are part of the binary: a broken one is a
 		// build that must not ship.
 		panic(err)
 	}
-	s.dash = d
-	s.fsm.Observe(func(index uint64, keys []string, reset bool) {
+	b.s.dash = d
+	b.s.fsm.Observe(func(index uint64, keys []string, reset bool) {
 		d.Changed(index, changesOf(keys), reset)
-		if s.hooks != nil {
-			s.hooks.changed(keys)
+		if b.s.hooks != nil {
+			b.s.hooks.changed(keys)
 		}
 	})
 	go func() {
-		<-s.stop
-		s.fsm.Observe(nil)
+		<-b.s.stop
+		b.s.fsm.Observe(nil)
 		d.Close()
 	}()
 	// /ui/ is served by dashboardFront, before any forwarding.
 	mux.Handle("GET /v1/events", d.Events())
 	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusSeeOther))
-	mux.HandleFunc("POST /v1/admin/tokens", s.adminJSON(s.handleCreateToken))
-	mux.HandleFunc("DELETE /v1/admin/tokens/{id}", s.admin(s.handleDeleteToken))
-	s.sessionRoutes(mux)
 }
 
 // dashboardFront serves the dashboard in front of the API's forwarding to
@@ -54,12 +51,12 @@ func (s *Server) dashboardRoutes(mux *routeMux) {
 // servers' relay (applyAnywhere). An approval sent with the session cookie
 // is checked here (CSRF token, role, approver identity, policy) before it
 // goes on, as any approval does, to the leader, without the cookie.
-func (s *Server) dashboardFront(api http.Handler) http.Handler {
-	approvals := s.dash.GuardApproval(api)
+func (b dashBackend) dashboardFront(api http.Handler) http.Handler {
+	approvals := b.s.dash.GuardApproval(api)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case strings.HasPrefix(r.URL.Path, "/ui/"):
-			s.dash.ServeHTTP(w, r)
+			b.s.dash.ServeHTTP(w, r)
 		case r.Method == http.MethodPost && r.URL.Path == "/v1/approvals":
 			approvals.ServeHTTP(w, r)
 		default:
@@ -84,7 +81,10 @@ func changesOf(keys []string) []web.Change {
 	return out
 }
 
-// dashBackend is the control plane as the dashboard sees it.
+// dashBackend is the control plane as the dashboard sees it (web.Backend),
+// and the dashboard area of the API: its routes and dashboardFront are in
+// dashboard.go, the views it reads in dashboardviews.go, the changes it
+// makes in dashboardadmin.go.
 type dashBackend struct{ s *Server }
 
 var (
@@ -101,7 +101,7 @@ func (b dashBackend) SignIn(ctx context.Context, token string, ttl time.Duration
 	s := b.s
 	now := s.now()
 	cmd := fsm.OpenSession{At: now, User: fsm.AdminTokenUser, ExpiresAt: now.Add(ttl), MaxPerUser: s.cfg.MaxSessionsPerUser}
-	if !s.adminToken(token) {
+	if !s.auth().adminToken(token) {
 		id, secret, ok := parseUserToken(token)
 		if !ok {
 			return "", web.Principal{}, &web.Error{Status: http.StatusUnauthorized, Code: string(protocol.CodeUnauthorized), Message: "not a token"}
@@ -134,7 +134,7 @@ func (b dashBackend) SignIn(ctx context.Context, token string, ttl time.Duration
 }
 
 func (b dashBackend) Session(secret string) (web.Principal, bool) {
-	ss, ok := b.s.fsm.Session(protocol.HashBytes([]byte(secret)))
+	ss, ok := b.s.state.Session(protocol.HashBytes([]byte(secret)))
 	if !ok || !ss.ExpiresAt.After(b.s.now()) {
 		return web.Principal{}, false
 	}
@@ -148,7 +148,7 @@ func (b dashBackend) SignOut(ctx context.Context, secret string) error {
 	return nil
 }
 
-func (b dashBackend) AdminToken(token string) bool { return b.s.adminToken(token) }
+func (b dashBackend) AdminToken(token string) bool { return b.s.auth().adminToken(token) }
 
 // dashboardPolicy is the built-in policy of dashboard roles, parsed once.
 var dashboardPolicy = func() *policy.Set {
@@ -182,7 +182,7 @@ func (b dashBackend) Checkpoint() (web.Checkpoint, bool) {
 
 func (b dashBackend) ApproverKeys(tenant, approver string) map[string]string {
 	out := map[string]string{}
-	for id, pub := range b.s.fsm.ApproverKeys(tenant, approver) {
+	for id, pub := range b.s.state.ApproverKeys(tenant, approver) {
 		out[id] = base64.StdEncoding.EncodeToString(pub)
 	}
 	return out

@@ -16,7 +16,7 @@ var _ web.Admin = dashBackend{}
 
 func (b dashBackend) AdminEntries(before uint64, limit int) []web.AdminEntry {
 	var out []web.AdminEntry
-	for _, i := range b.s.fsm.AdminEntries(before, limit) {
+	for _, i := range b.s.state.AdminEntries(before, limit) {
 		leaf, err := b.s.ledger.Leaf(int64(i))
 		if err != nil {
 			continue // applied, not yet written
@@ -35,7 +35,7 @@ func (b dashBackend) AdminEntries(before uint64, limit int) []web.AdminEntry {
 
 func (b dashBackend) Locks() []web.Lock {
 	var out []web.Lock
-	for _, l := range b.s.fsm.Locks() {
+	for _, l := range b.s.state.Locks() {
 		out = append(out, web.Lock{ID: l.ID, Tenant: l.Tenant, Principal: l.Principal, Tool: l.Tool, Node: l.Node,
 			Reason: l.Reason, CreatedAt: l.CreatedAt, ExpiresAt: l.ExpiresAt})
 	}
@@ -48,7 +48,7 @@ func (b dashBackend) CreateLock(ctx context.Context, req web.LockRequest) (web.L
 	if req.TTL > 0 && q.TTLSeconds == 0 {
 		q.TTLSeconds = 1
 	}
-	l, aerr := b.s.createLock(ctx, q, b.s.applyAdminAnywhere)
+	l, aerr := adminAPI{b.s}.createLock(ctx, q, b.s.applyAdminAnywhere)
 	if aerr != nil {
 		return web.Lock{}, webError(aerr)
 	}
@@ -57,7 +57,7 @@ func (b dashBackend) CreateLock(ctx context.Context, req web.LockRequest) (web.L
 }
 
 func (b dashBackend) DeleteLock(ctx context.Context, id string) error {
-	if aerr := b.s.deleteLock(ctx, id, b.s.applyAdminAnywhere); aerr != nil {
+	if aerr := (adminAPI{b.s}).deleteLock(ctx, id, b.s.applyAdminAnywhere); aerr != nil {
 		return webError(aerr)
 	}
 	return nil

@@ -21,24 +21,24 @@ import (
 func (b dashBackend) Overview() web.Overview {
 	s := b.s
 	addr, leader := s.node.Raft.LeaderWithID()
-	o := web.Overview{Server: s.cfg.ID, Leader: string(leader), RaftIndex: s.fsm.Index(), Nodes: map[string]int{}}
+	o := web.Overview{Server: s.cfg.ID, Leader: string(leader), RaftIndex: s.state.Index(), Nodes: map[string]int{}}
 	if f := s.node.Raft.GetConfiguration(); f.Error() == nil {
 		for _, sv := range f.Configuration().Servers {
 			o.Servers = append(o.Servers, web.ServerInfo{ID: string(sv.ID), Address: string(sv.Address),
 				Voter: sv.Suffrage == raft.Voter, Leader: sv.ID == leader || (leader == "" && sv.Address == addr && addr != "")})
 		}
 	}
-	for _, n := range s.fsm.Nodes() {
+	for _, n := range s.state.Nodes() {
 		o.Nodes[n.Status]++
 	}
 	now := s.now().Truncate(time.Minute)
-	per := s.fsm.StatesPerMinute(now.Add(-14 * time.Minute))
+	per := s.state.StatesPerMinute(now.Add(-14 * time.Minute))
 	for m := now.Add(-14 * time.Minute); !m.After(now); m = m.Add(time.Minute) {
 		if st := per[m]; len(st) > 0 {
 			o.Minutes = append(o.Minutes, web.Minute{Start: m, States: st})
 		}
 	}
-	o.Pending = s.fsm.PendingApprovals()
+	o.Pending = s.state.PendingApprovals()
 	if cp, ok := b.Checkpoint(); ok {
 		o.Checkpoint = &cp
 	}
@@ -57,7 +57,7 @@ func (b dashBackend) Intents(q web.IntentQuery) web.IntentPage {
 			f.After = &fsm.IntentCursor{At: time.Unix(0, n).UTC(), ID: id}
 		}
 	}
-	list, next := b.s.fsm.ListIntents(f)
+	list, next := b.s.state.ListIntents(f)
 	page := web.IntentPage{Intents: make([]web.IntentSummary, len(list))}
 	for i, in := range list {
 		page.Intents[i] = summary(in)
@@ -81,7 +81,7 @@ func summary(in fsm.Intent) web.IntentSummary {
 }
 
 func (b dashBackend) IntentSummary(id string) (web.IntentSummary, bool) {
-	in, ok := b.s.fsm.Intent(id)
+	in, ok := b.s.state.Intent(id)
 	if !ok {
 		return web.IntentSummary{}, false
 	}
@@ -89,7 +89,7 @@ func (b dashBackend) IntentSummary(id string) (web.IntentSummary, bool) {
 }
 
 func (b dashBackend) Intent(id string) (web.IntentDetail, bool) {
-	in, ok := b.s.fsm.Intent(id)
+	in, ok := b.s.state.Intent(id)
 	if !ok {
 		return web.IntentDetail{}, false
 	}
@@ -123,7 +123,7 @@ func (b dashBackend) Intent(id string) (web.IntentDetail, bool) {
 				// From the output table, never the receipt; the pages
 				// show a detail only to a viewer of the intent's tenant.
 				d.Result.Output, d.Result.OutputEncoding, d.Result.OutputKept = "", "", false
-				if _, data, ok := b.s.intentOutput(in); ok {
+				if _, data, ok := (intentsAPI{b.s}).intentOutput(in); ok {
 					d.Result.Output, d.Result.OutputEncoding = protocol.EncodeOutput(data)
 					d.Result.OutputKept = true
 				}
@@ -139,14 +139,14 @@ func (b dashBackend) Intent(id string) (web.IntentDetail, bool) {
 
 func (b dashBackend) Nodes() []web.Node {
 	var out []web.Node
-	for _, n := range b.s.fsm.Nodes() {
+	for _, n := range b.s.state.Nodes() {
 		out = append(out, b.node(n))
 	}
 	return out
 }
 
 func (b dashBackend) node(n fsm.Node) web.Node {
-	v := b.s.view(n)
+	v := nodesAPI{b.s}.view(n)
 	w := web.Node{ID: n.ID, Name: n.Name, Status: n.Status, OS: n.OS, Arch: n.Arch, Version: n.Version, Server: n.Server,
 		Labels: n.Labels, Tiers: n.Tiers, Tools: slices.Sorted(maps.Keys(n.Tools)), Concurrency: n.Concurrency,
 		InFlight: n.InFlight, EnrolledAt: n.EnrolledAt, UpdatedAt: n.UpdatedAt}
@@ -157,13 +157,13 @@ func (b dashBackend) node(n fsm.Node) web.Node {
 }
 
 func (b dashBackend) Node(id string, dispatches int) (web.Node, []web.IntentSummary, bool) {
-	n, ok := b.s.fsm.Node(id)
+	n, ok := b.s.state.Node(id)
 	if !ok {
 		return web.Node{}, nil, false
 	}
 	var recent []web.IntentSummary
-	for _, iid := range b.s.fsm.NodeDispatches(id, dispatches) {
-		if in, ok := b.s.fsm.Intent(iid); ok {
+	for _, iid := range b.s.state.NodeDispatches(id, dispatches) {
+		if in, ok := b.s.state.Intent(iid); ok {
 			recent = append(recent, summary(in))
 		}
 	}

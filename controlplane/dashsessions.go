@@ -7,33 +7,23 @@ import (
 	"github.com/writhq/writ/protocol"
 )
 
-// The admin API of dashboard sessions and of the tokens issued: what an
-// admin needs to see who can sign in and who is signed in, and to end a
-// session. Nothing listed is a credential: tokens and sessions are kept by
-// hashes, and those are not listed either.
-func (s *Server) sessionRoutes(mux *routeMux) {
-	mux.HandleFunc("GET /v1/admin/tokens", s.adminJSON(s.handleListTokens))
-	mux.HandleFunc("GET /v1/admin/sessions", s.adminJSON(s.handleListSessions))
-	mux.HandleFunc("DELETE /v1/admin/sessions/{id}", s.admin(s.handleRevokeSession))
-}
-
-func (s *Server) handleListTokens(w http.ResponseWriter, r *http.Request) (any, *apiError) {
-	now := s.now()
+func (ep adminAPI) handleListTokens(w http.ResponseWriter, r *http.Request) (any, *apiError) {
+	now := ep.srv.now()
 	open := map[string]int{}
-	for _, ss := range s.fsm.Sessions() {
+	for _, ss := range ep.srv.state.Sessions() {
 		if ss.ExpiresAt.After(now) {
 			open[ss.User]++
 		}
 	}
 	out := []protocol.TokenInfo{}
-	for _, u := range s.fsm.Users() {
+	for _, u := range ep.srv.state.Users() {
 		if !u.ExpiresAt.After(now) {
 			continue
 		}
 		out = append(out, protocol.TokenInfo{ID: u.ID, Role: u.Role, Tenant: u.Tenant, Approver: u.Approver,
 			CreatedAt: protocol.FormatTime(u.CreatedAt), ExpiresAt: protocol.FormatTime(u.ExpiresAt), Sessions: open[u.ID]})
 	}
-	for _, t := range s.fsm.JoinTokens() {
+	for _, t := range ep.srv.state.JoinTokens() {
 		if t.ExpiresAt.After(now) {
 			out = append(out, protocol.TokenInfo{ID: t.ID, Role: "node", Labels: t.Labels, ExpiresAt: protocol.FormatTime(t.ExpiresAt)})
 		}
@@ -41,10 +31,10 @@ func (s *Server) handleListTokens(w http.ResponseWriter, r *http.Request) (any, 
 	return map[string]any{"tokens": out}, nil
 }
 
-func (s *Server) handleListSessions(w http.ResponseWriter, r *http.Request) (any, *apiError) {
-	now := s.now()
+func (ep adminAPI) handleListSessions(w http.ResponseWriter, r *http.Request) (any, *apiError) {
+	now := ep.srv.now()
 	out := []protocol.SessionInfo{}
-	for _, ss := range s.fsm.Sessions() {
+	for _, ss := range ep.srv.state.Sessions() {
 		if !ss.ExpiresAt.After(now) {
 			continue
 		}
@@ -55,15 +45,15 @@ func (s *Server) handleListSessions(w http.ResponseWriter, r *http.Request) (any
 		}
 		out = append(out, si)
 	}
-	return map[string]any{"sessions": out, "max_per_user": s.cfg.MaxSessionsPerUser, "max": fsm.MaxSessions}, nil
+	return map[string]any{"sessions": out, "max_per_user": ep.srv.cfg.MaxSessionsPerUser, "max": fsm.MaxSessions}, nil
 }
 
 // handleRevokeSession closes a session by its id: the browser holding it
 // is signed out at its next request.
-func (s *Server) handleRevokeSession(w http.ResponseWriter, r *http.Request) *apiError {
-	hash, ok := s.fsm.SessionHash(r.PathValue("id"))
+func (ep adminAPI) handleRevokeSession(w http.ResponseWriter, r *http.Request) *apiError {
+	hash, ok := ep.srv.state.SessionHash(r.PathValue("id"))
 	if !ok {
 		return refusal(protocol.CodeNotFound, "no session "+r.PathValue("id"))
 	}
-	return s.adminApply(r.Context(), fsm.MsgCloseSession, fsm.CloseSession{Hash: hash})
+	return ep.srv.adminApply(r.Context(), fsm.MsgCloseSession, fsm.CloseSession{Hash: hash})
 }

@@ -17,7 +17,7 @@ import (
 // token is shown once, when it is created.
 const userTokenPrefix = "wu1"
 
-func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) (any, *apiError) {
+func (ep adminAPI) handleCreateToken(w http.ResponseWriter, r *http.Request) (any, *apiError) {
 	var req protocol.TokenRequest
 	if aerr := decodeAdmin(w, r, &req); aerr != nil {
 		return nil, aerr
@@ -43,10 +43,10 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) (any,
 	id, secret := make([]byte, 8), make([]byte, 32)
 	rand.Read(id)
 	rand.Read(secret)
-	now := s.now()
+	now := ep.srv.now()
 	u := fsm.PutUser{ID: hex.EncodeToString(id), Hash: protocol.HashBytes(secret), Role: req.Role, Tenant: req.Tenant,
 		Approver: req.Approver, Outputs: req.Outputs, CreatedAt: now, ExpiresAt: now.Add(ttl)}
-	res, err := s.applyAdminChange(r.Context(), fsm.MsgPutUser, u)
+	res, err := ep.srv.applyAdminChange(r.Context(), fsm.MsgPutUser, u)
 	if err != nil {
 		return nil, raftError(err)
 	}
@@ -57,8 +57,8 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) (any,
 		Role: u.Role, Tenant: u.Tenant, Approver: u.Approver, Outputs: u.Outputs, ExpiresAt: protocol.FormatTime(u.ExpiresAt)}, nil
 }
 
-func (s *Server) handleDeleteToken(w http.ResponseWriter, r *http.Request) *apiError {
-	res, err := s.applyAdminChange(r.Context(), fsm.MsgDeleteUser, fsm.DeleteUser{ID: r.PathValue("id")})
+func (ep adminAPI) handleDeleteToken(w http.ResponseWriter, r *http.Request) *apiError {
+	res, err := ep.srv.applyAdminChange(r.Context(), fsm.MsgDeleteUser, fsm.DeleteUser{ID: r.PathValue("id")})
 	if err != nil {
 		return raftError(err)
 	}

@@ -145,21 +145,24 @@ func (s *Server) registerDev(ctx context.Context, c *DevCredentials, toolsDir st
 	pub, _ := base64.StdEncoding.DecodeString(c.Approver.Public)
 	echo := filepath.Join(toolsDir, "echo.wasm")
 	ctx = WithActor(ctx, ActorDev)
+	admin := adminAPI{s}
 	steps := []func() *apiError{
-		func() *apiError { return s.PutTenant(ctx, c.Tenant, 0) },
+		func() *apiError { return admin.PutTenant(ctx, c.Tenant, 0) },
 		func() *apiError {
 			// Sealed anew it would be a change on the record at every start.
-			if have, ok := (intentKeys{s.fsm, s.keys}).IntentKey(c.Tenant, c.Orchestrator.KeyID); ok && bytes.Equal(have, secret) {
+			if have, ok := (intentKeys{s.state, s.keys}).IntentKey(c.Tenant, c.Orchestrator.KeyID); ok && bytes.Equal(have, secret) {
 				return nil
 			}
-			return s.PutIntentKey(ctx, c.Tenant, c.Orchestrator.KeyID, secret)
+			return admin.PutIntentKey(ctx, c.Tenant, c.Orchestrator.KeyID, secret)
 		},
-		func() *apiError { return s.PutApproverKey(ctx, c.Tenant, c.Approver.KeyID, pub, c.Approver.Approver) },
-		func() *apiError { return s.PutTool(ctx, devTool("echo", echo, false)) },
-		func() *apiError { return s.PutTool(ctx, devTool("echo_approval", echo, true)) },
+		func() *apiError {
+			return admin.PutApproverKey(ctx, c.Tenant, c.Approver.KeyID, pub, c.Approver.Approver)
+		},
+		func() *apiError { return admin.PutTool(ctx, devTool("echo", echo, false)) },
+		func() *apiError { return admin.PutTool(ctx, devTool("echo_approval", echo, true)) },
 	}
-	if resetPolicy || s.fsm.Policy().Text == "" {
-		steps = append(steps, func() *apiError { return s.PutPolicy(ctx, []byte(policy.DevPolicy)) })
+	if resetPolicy || s.state.Policy().Text == "" {
+		steps = append(steps, func() *apiError { return admin.PutPolicy(ctx, []byte(policy.DevPolicy)) })
 	}
 	for _, step := range steps {
 		if aerr := step(); aerr != nil {
@@ -284,6 +287,6 @@ func writeCredentials(path string, c *DevCredentials) error {
 // DevPolicyInstalled reports whether the installed policy is the dev policy
 // and returns the installed policy's hash, for writ dev's banner.
 func (s *Server) DevPolicyInstalled() (bool, string) {
-	p := s.fsm.Policy()
+	p := s.state.Policy()
 	return p.Text == policy.DevPolicy, p.Hash
 }

@@ -21,21 +21,15 @@ import (
 // The control plane keeps only the secret's hash.
 const joinTokenPrefix = "wj1"
 
-func (s *Server) enrollRoutes(mux *routeMux) {
-	mux.HandleFunc("POST /v1/admin/join-tokens", s.adminJSON(s.handleJoinToken))
-	mux.HandleFunc("GET /v1/enroll/ca", s.handleCA)
-	mux.HandleFunc("POST /v1/enroll", s.handleEnroll)
-}
-
-func (s *Server) handleJoinToken(w http.ResponseWriter, r *http.Request) (any, *apiError) {
-	if s.fleet == nil {
+func (ep nodesAPI) handleJoinToken(w http.ResponseWriter, r *http.Request) (any, *apiError) {
+	if ep.srv.fleet == nil {
 		return nil, refusal(protocol.CodeNotFound, "this server takes no node sessions")
 	}
 	var req protocol.JoinTokenRequest
 	if aerr := decodeAdmin(w, r, &req); aerr != nil {
 		return nil, aerr
 	}
-	resp, aerr := s.CreateJoinToken(r.Context(), req.Labels, time.Duration(req.TTLSeconds)*time.Second)
+	resp, aerr := ep.srv.CreateJoinToken(r.Context(), req.Labels, time.Duration(req.TTLSeconds)*time.Second)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -77,21 +71,21 @@ func (s *Server) CreateJoinToken(ctx context.Context, labels map[string]string, 
 
 // handleCA serves the cluster CA certificate. It is public: an agent checks
 // it against the pin in its join token before trusting it.
-func (s *Server) handleCA(w http.ResponseWriter, r *http.Request) {
-	if s.fleet == nil {
+func (ep nodesAPI) handleCA(w http.ResponseWriter, r *http.Request) {
+	if ep.srv.fleet == nil {
 		writeError(w, protocol.CodeNotFound, "this server takes no node sessions")
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-pem-file")
-	w.Write(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.fleet.ca.Cert.Raw}))
+	w.Write(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ep.srv.fleet.ca.Cert.Raw}))
 }
 
 // handleEnroll consumes a join token through Raft and certifies the node's
 // TLS key. A wrong token counts as an authentication failure of its source.
-func (s *Server) handleEnroll(w http.ResponseWriter, r *http.Request) {
-	resp, aerr := s.enroll(w, r)
+func (ep nodesAPI) handleEnroll(w http.ResponseWriter, r *http.Request) {
+	resp, aerr := ep.enroll(w, r)
 	if aerr != nil {
-		if authFailure(aerr.code) && s.limitFailure(w, r) {
+		if authFailure(aerr.code) && ep.srv.auth().limitFailure(w, r) {
 			return
 		}
 		writeError(w, aerr.code, aerr.msg)
@@ -100,8 +94,8 @@ func (s *Server) handleEnroll(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-func (s *Server) enroll(w http.ResponseWriter, r *http.Request) (*protocol.EnrollResponse, *apiError) {
-	if s.fleet == nil {
+func (ep nodesAPI) enroll(w http.ResponseWriter, r *http.Request) (*protocol.EnrollResponse, *apiError) {
+	if ep.srv.fleet == nil {
 		return nil, refusal(protocol.CodeNotFound, "this server takes no node sessions")
 	}
 	var req protocol.EnrollRequest
@@ -130,13 +124,13 @@ func (s *Server) enroll(w http.ResponseWriter, r *http.Request) (*protocol.Enrol
 	// Check before proposing, so that guesses never reach Raft; the FSM
 	// checks again and consumes the token exactly once.
 	hash := protocol.HashBytes(secret)
-	if tok, ok := s.fsm.JoinToken(parts[1]); !ok || !constantEqual(tok.Hash, hash) {
+	if tok, ok := ep.srv.state.JoinToken(parts[1]); !ok || !constantEqual(tok.Hash, hash) {
 		return nil, refusal(protocol.CodeInvalidToken, "the join token is not valid")
 	}
 	idb := make([]byte, 8)
 	rand.Read(idb)
 	node := "node-" + hex.EncodeToString(idb)
-	res, err := s.apply(r.Context(), fsm.MsgEnroll, fsm.Enroll{At: s.now(), TokenID: parts[1], TokenHash: hash,
+	res, err := ep.srv.apply(r.Context(), fsm.MsgEnroll, fsm.Enroll{At: ep.srv.now(), TokenID: parts[1], TokenHash: hash,
 		Node: node, Name: name, Public: req.Public})
 	if err != nil {
 		return nil, raftError(err)
@@ -144,10 +138,10 @@ func (s *Server) enroll(w http.ResponseWriter, r *http.Request) (*protocol.Enrol
 	if res.Err != nil {
 		return nil, refusal(res.Err.Code, res.Err.Message)
 	}
-	chain, err := s.fleet.issueNode(node, csr, s.cfg.NodeCertValidity)
+	chain, err := ep.srv.fleet.issueNode(node, csr, ep.srv.cfg.NodeCertValidity)
 	if err != nil {
 		return nil, refusal(protocol.CodeInternal, "the node was enrolled but its certificate could not be issued")
 	}
-	s.log.Info("node enrolled", "node", node, "name", name)
+	ep.srv.log.Info("node enrolled", "node", node, "name", name)
 	return &protocol.EnrollResponse{Node: node, Chain: chain}, nil
 }

@@ -32,17 +32,17 @@ func authFailure(code protocol.Code) bool {
 //
 // Nothing here refuses a request that verifies: a valid request from the
 // same address (behind the same NAT) is served as if no failure had been.
-func (s *Server) limitFailure(w http.ResponseWriter, r *http.Request) bool {
+func (au auth) limitFailure(w http.ResponseWriter, r *http.Request) bool {
 	src := source(r)
-	s.metrics.authFailures.Inc()
-	if s.fails.failed(src) {
+	au.srv.metrics.authFailures.Inc()
+	if au.srv.fails.failed(src) {
 		return false
 	}
-	s.metrics.failuresLimited.Inc()
-	s.metrics.refused.WithLabelValues(string(protocol.CodeOverloaded)).Inc()
+	au.srv.metrics.failuresLimited.Inc()
+	au.srv.metrics.refused.WithLabelValues(string(protocol.CodeOverloaded)).Inc()
 	if !forwardedByPeer(r) {
-		if release, ok := s.fails.hold(src); ok {
-			t := time.NewTimer(s.cfg.FailureDelay)
+		if release, ok := au.srv.fails.hold(src); ok {
+			t := time.NewTimer(au.srv.cfg.FailureDelay)
 			select {
 			case <-t.C:
 			case <-r.Context().Done():

@@ -82,7 +82,7 @@ type indexWriter struct {
 }
 
 func (iw *indexWriter) WriteHeader(code int) {
-	iw.Header().Set(headerIndex, strconv.FormatUint(iw.s.fsm.Index(), 10))
+	iw.Header().Set(headerIndex, strconv.FormatUint(iw.s.state.Index(), 10))
 	iw.ResponseWriter.WriteHeader(code)
 }
 
@@ -147,7 +147,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 		}
 		deadline := time.Now().Add(wait)
 		wctx, wcancel := context.WithDeadline(r.Context(), deadline)
-		caught := idx > 0 && json.Unmarshal(out, &ir) == nil && ir.ID != "" && s.fsm.WaitIndex(wctx, idx)
+		caught := idx > 0 && json.Unmarshal(out, &ir) == nil && ir.ID != "" && s.state.WaitIndex(wctx, idx)
 		wcancel()
 		if caught {
 			s.answer(w, r, ir.ID, time.Until(deadline))
@@ -259,7 +259,7 @@ func (s *Server) countForwardedFailure(w http.ResponseWriter, r *http.Request, s
 	if json.Unmarshal(body, &e) != nil || !authFailure(e.Error.Code) {
 		return false
 	}
-	return s.limitFailure(w, r)
+	return s.auth().limitFailure(w, r)
 }
 
 // forwardLimit is the largest body any write takes.

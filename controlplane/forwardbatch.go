@@ -179,14 +179,14 @@ func readBytes(b []byte) ([]byte, []byte, bool) {
 
 // handleSubmitBatch is the leader's side: each item is handled as the
 // forwarded submission it stands for, all of them at once.
-func (s *Server) handleSubmitBatch(w http.ResponseWriter, r *http.Request) {
+func (ep internalAPI) handleSubmitBatch(w http.ResponseWriter, r *http.Request) {
 	// From a server, marked as a batch: a client request a follower forwarded
 	// names its client's address there instead.
 	if !fromServer(r) || r.Header.Get(headerForwardedFor) != batchMarker {
 		writeError(w, protocol.CodeUnauthorized, "only a server of this cluster may forward submissions")
 		return
 	}
-	body, aerr := readBody(w, r, batchMaxBytes+s.forwardLimit()+batchMaxItems*64)
+	body, aerr := readBody(w, r, batchMaxBytes+ep.srv.forwardLimit()+batchMaxItems*64)
 	if aerr != nil {
 		writeError(w, aerr.code, aerr.msg)
 		return
@@ -196,7 +196,7 @@ func (s *Server) handleSubmitBatch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, protocol.CodeMalformed, "not a submission batch")
 		return
 	}
-	if !s.isLeader() {
+	if !ep.srv.isLeader() {
 		writeError(w, protocol.CodeNoLeader, "this server is not the leader; retry")
 		return
 	}
@@ -213,13 +213,13 @@ func (s *Server) handleSubmitBatch(w http.ResponseWriter, r *http.Request) {
 			// this peer's TLS, naming its original client.
 			req.TLS, req.RemoteAddr = r.TLS, r.RemoteAddr
 			req.Header.Set(headerForwardedFor, it.Source)
-			answers[i] = recorded(func(w http.ResponseWriter) { s.handleSubmit(w, req) })
+			answers[i] = recorded(func(w http.ResponseWriter) { intentsAPI(ep).handleSubmit(w, req) })
 		})
 	}
 	wg.Wait()
 	// The applied index once every item is answered: the follower waits for
 	// its own FSM to reach it before it serves a ?wait= from it.
-	w.Header().Set(headerIndex, strconv.FormatUint(s.fsm.Index(), 10))
+	w.Header().Set(headerIndex, strconv.FormatUint(ep.srv.state.Index(), 10))
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.WriteHeader(http.StatusOK)
 	w.Write(encodeAnswers(answers))

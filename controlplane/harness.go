@@ -17,11 +17,11 @@ func init() {
 			ID:           s.cfg.ID,
 			IsLeader:     s.isLeader,
 			Now:          s.now,
-			AppliedIndex: s.fsm.Index,
+			AppliedIndex: s.state.Index,
 			GroupStats:   s.node.GroupStats,
 			Tools: func() map[string]string {
 				tools := map[string]string{}
-				for _, t := range s.fsm.Tools() {
+				for _, t := range s.state.Tools() {
 					tools[t.Name] = t.Hash
 				}
 				return tools

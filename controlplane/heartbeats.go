@@ -35,12 +35,12 @@ type heartbeatsBody struct {
 }
 
 // localBeats is the last heartbeat of each session this server holds.
-func (s *Server) localBeats() map[string]string {
+func (ep internalAPI) localBeats() map[string]string {
 	out := map[string]string{}
-	if s.fleet == nil {
+	if ep.srv.fleet == nil {
 		return out
 	}
-	for _, ss := range s.fleet.all() {
+	for _, ss := range ep.srv.fleet.all() {
 		ss.mu.Lock()
 		out[ss.node] = protocol.FormatTime(ss.lastSeen)
 		ss.mu.Unlock()
@@ -48,34 +48,34 @@ func (s *Server) localBeats() map[string]string {
 	return out
 }
 
-func (s *Server) handleHeartbeats(w http.ResponseWriter, r *http.Request) {
+func (ep internalAPI) handleHeartbeats(w http.ResponseWriter, r *http.Request) {
 	if !fromServer(r) {
 		writeError(w, protocol.CodeUnauthorized, "only a server of this cluster may ask")
 		return
 	}
-	writeJSON(w, http.StatusOK, heartbeatsBody{Heartbeats: s.localBeats()})
+	writeJSON(w, http.StatusOK, heartbeatsBody{Heartbeats: ep.localBeats()})
 }
 
 // lastHeartbeat is the node's last heartbeat as known to the server holding
 // its session, or "" when that cannot be learnt.
-func (s *Server) lastHeartbeat(node, server string) string {
-	if s.fleet != nil {
-		if ss := s.fleet.session(node); ss != nil {
+func (ep nodesAPI) lastHeartbeat(node, server string) string {
+	if ep.srv.fleet != nil {
+		if ss := ep.srv.fleet.session(node); ss != nil {
 			ss.mu.Lock()
 			defer ss.mu.Unlock()
 			return protocol.FormatTime(ss.lastSeen)
 		}
 	}
-	if server == "" || server == s.cfg.ID || s.cluster == nil {
+	if server == "" || server == ep.srv.cfg.ID || ep.srv.cluster == nil {
 		return ""
 	}
-	return s.beatsOf(server)[node]
+	return ep.beatsOf(server)[node]
 }
 
 // beatsOf asks server for its sessions' heartbeats, at most once per
 // beatsFresh; concurrent askers share one request.
-func (s *Server) beatsOf(server string) map[string]string {
-	rb := &s.remote
+func (ep nodesAPI) beatsOf(server string) map[string]string {
+	rb := &ep.srv.remote
 	rb.mu.Lock()
 	if rb.byID == nil {
 		rb.byID = map[string]*beatsAnswer{}
@@ -90,7 +90,7 @@ func (s *Server) beatsOf(server string) map[string]string {
 	rb.byID[server] = a
 	rb.mu.Unlock()
 	defer close(a.ready)
-	a.beats = s.fetchBeats(server)
+	a.beats = ep.fetchBeats(server)
 	if a.beats == nil { // a failed ask is not kept: the next one asks again
 		rb.mu.Lock()
 		a.at = time.Time{}
@@ -99,8 +99,8 @@ func (s *Server) beatsOf(server string) map[string]string {
 	return a.beats
 }
 
-func (s *Server) fetchBeats(server string) map[string]string {
-	m, ok := s.cluster.g.member(server)
+func (ep nodesAPI) fetchBeats(server string) map[string]string {
+	m, ok := ep.srv.cluster.g.member(server)
 	if !ok {
 		return nil
 	}
@@ -110,7 +110,7 @@ func (s *Server) fetchBeats(server string) map[string]string {
 	if err != nil {
 		return nil
 	}
-	resp, err := s.cluster.http.Do(req)
+	resp, err := ep.srv.cluster.http.Do(req)
 	if err != nil {
 		return nil
 	}

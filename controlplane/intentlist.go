@@ -117,16 +117,16 @@ func decodeIntentCursor(s string) (*fsm.IntentCursor, bool) {
 	return &fsm.IntentCursor{At: time.Unix(0, n).UTC(), ID: id}, true
 }
 
-func (s *Server) handleListIntents(w http.ResponseWriter, r *http.Request) {
-	c, aerr := s.callerOf(r)
+func (ep intentsAPI) handleListIntents(w http.ResponseWriter, r *http.Request) {
+	c, aerr := ep.srv.auth().callerOf(r)
 	if aerr != nil {
-		s.refuse(w, r, aerr)
+		ep.srv.refuse(w, r, aerr)
 		return
 	}
 	switch c.kind {
 	case callerTenant, callerAuditor, callerAdmin:
 	default:
-		s.refuse(w, r, refusal(protocol.CodeUnauthorized, "intents are listed with a read signed by a tenant's orchestrator key, an auditor token or the admin token"))
+		ep.srv.refuse(w, r, refusal(protocol.CodeUnauthorized, "intents are listed with a read signed by a tenant's orchestrator key, an auditor token or the admin token"))
 		return
 	}
 	q, err := url.ParseQuery(r.URL.RawQuery)
@@ -148,7 +148,7 @@ func (s *Server) handleListIntents(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Tenant = c.tenant
 	}
-	list, next := s.fsm.ListIntents(f)
+	list, next := ep.srv.state.ListIntents(f)
 	for _, in := range list {
 		page.Intents = append(page.Intents, intentSummary(in))
 	}

@@ -13,7 +13,7 @@ func sealContext(tenant, keyID string) string { return "intent-key\x00" + tenant
 
 // intentKeys opens orchestrator secrets from the FSM with the keyring.
 type intentKeys struct {
-	f  *fsm.FSM
+	f  fsm.Reader
 	kr *keyring.Keyring
 }
 
@@ -26,7 +26,7 @@ func (k intentKeys) IntentKey(tenant, keyID string) ([]byte, bool) {
 	return secret, err == nil
 }
 
-type approverKeys struct{ f *fsm.FSM }
+type approverKeys struct{ f fsm.Reader }
 
 func (k approverKeys) ApproverKey(tenant, keyID string) (protocol.ApproverKey, bool) {
 	pub, who, ok := k.f.ApproverKey(tenant, keyID)
@@ -36,6 +36,6 @@ func (k approverKeys) ApproverKey(tenant, keyID string) (protocol.ApproverKey, b
 	return protocol.ApproverKey{Public: pub, Approver: who}, true
 }
 
-type nonces struct{ f *fsm.FSM }
+type nonces struct{ f fsm.Reader }
 
 func (n nonces) Consumed(nonce string) bool { return n.f.NonceConsumed(nonce) }

@@ -15,20 +15,26 @@ import (
 	"github.com/writhq/writ/protocol"
 )
 
-func (s *Server) ledgerRoutes(mux *routeMux) {
-	mux.HandleFunc("GET /v1/receipts/{index}", s.handleReceipt)
-	mux.HandleFunc("GET /v1/ledger/checkpoint", s.handleCheckpoint)
-	mux.HandleFunc("GET /v1/ledger/consistency", s.handleConsistency)
-	mux.HandleFunc("GET /v1/ledger/admin", s.handleAdminEntries)
+// ledgerAPI is the ledger area of the API: a receipt and its inclusion
+// proof, the signed checkpoint, consistency proofs between checkpoints, and
+// the admin entries. Its handlers are in ledgerapi.go and adminlogapi.go.
+type ledgerAPI struct{ srv *Server }
+
+// routes registers the ledger area.
+func (ep ledgerAPI) routes(mux *routeMux) {
+	mux.HandleFunc("GET /v1/receipts/{index}", ep.handleReceipt)
+	mux.HandleFunc("GET /v1/ledger/checkpoint", ep.handleCheckpoint)
+	mux.HandleFunc("GET /v1/ledger/consistency", ep.handleConsistency)
+	mux.HandleFunc("GET /v1/ledger/admin", ep.handleAdminEntries)
 }
 
-func (s *Server) ledgerError(w http.ResponseWriter, err error) {
+func (ep ledgerAPI) ledgerError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, ledger.ErrIndexOutOfRange), errors.Is(err, ledger.ErrNotFound):
 		writeError(w, protocol.CodeNotFound, err.Error())
 	default:
 		// A corrupt or broken log refuses to serve; say so in the server's log.
-		s.log.Error("ledger", "err", err)
+		ep.srv.log.Error("ledger", "err", err)
 		writeError(w, protocol.CodeInternal, "the receipt log cannot serve this")
 	}
 }
@@ -44,10 +50,10 @@ func (s *Server) ledgerError(w http.ResponseWriter, err error) {
 // entry (writ.admin/v1) goes only to the admin, an admin's session and the
 // auditors who see its tenant (an auditor of all, for one that names no
 // tenant); anyone else gets its hash.
-func (s *Server) handleReceipt(w http.ResponseWriter, r *http.Request) {
-	c, aerr := s.callerOf(r)
+func (ep ledgerAPI) handleReceipt(w http.ResponseWriter, r *http.Request) {
+	c, aerr := ep.srv.auth().callerOf(r)
 	if aerr != nil {
-		s.refuse(w, r, aerr)
+		ep.srv.refuse(w, r, aerr)
 		return
 	}
 	i, err := strconv.ParseInt(r.PathValue("index"), 10, 64)
@@ -55,20 +61,20 @@ func (s *Server) handleReceipt(w http.ResponseWriter, r *http.Request) {
 		writeError(w, protocol.CodeMalformed, "index must be a non-negative integer")
 		return
 	}
-	rp, err := s.ledger.ProveReceipt(i)
+	rp, err := ep.srv.ledger.ProveReceipt(i)
 	if err != nil {
-		s.ledgerError(w, err)
+		ep.ledgerError(w, err)
 		return
 	}
 	var head receiptHead
 	if c.kind != callerNone {
 		if err := jsonv2.Unmarshal(rp.Receipt, &head); err != nil {
-			s.ledgerError(w, fmt.Errorf("receipt %d does not decode: %w", i, err))
+			ep.ledgerError(w, fmt.Errorf("receipt %d does not decode: %w", i, err))
 			return
 		}
 	}
 	if head.Type == protocol.AdminEntryType {
-		s.adminEntry(w, c, head, rp)
+		ep.adminEntry(w, c, head, rp)
 		return
 	}
 	switch c.kind {
@@ -84,23 +90,23 @@ func (s *Server) handleReceipt(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if head.carriesOutput() && !c.readsOutputOf(head.Tenant) {
-			s.publicReceipt(w, rp)
+			ep.publicReceipt(w, rp)
 			return
 		}
 	case callerSession:
-		if !(dashBackend{s}).Allowed(c.principal, "view", "intents", head.Tenant, "") {
-			s.publicReceipt(w, rp)
+		if !(dashBackend{ep.srv}).Allowed(c.principal, "view", "intents", head.Tenant, "") {
+			ep.publicReceipt(w, rp)
 			return
 		}
 	default:
-		s.publicReceipt(w, rp)
+		ep.publicReceipt(w, rp)
 		return
 	}
 	writeJSON(w, http.StatusOK, rp)
 }
 
 // adminEntry answers GET /v1/receipts/{index} for an admin entry.
-func (s *Server) adminEntry(w http.ResponseWriter, c caller, head receiptHead, rp *ledger.ReceiptProof) {
+func (ep ledgerAPI) adminEntry(w http.ResponseWriter, c caller, head receiptHead, rp *ledger.ReceiptProof) {
 	switch {
 	case c.kind == callerAdmin,
 		c.kind == callerAuditor && c.sees(head.Tenant),
@@ -109,7 +115,7 @@ func (s *Server) adminEntry(w http.ResponseWriter, c caller, head receiptHead, r
 	case c.kind == callerAuditor:
 		writeError(w, protocol.CodeNotFound, "no receipt "+strconv.FormatInt(rp.Index, 10))
 	default:
-		s.publicReceipt(w, rp)
+		ep.publicReceipt(w, rp)
 	}
 }
 
@@ -126,31 +132,31 @@ type receiptHead struct {
 // output text (a writ.result/v1 result does; later versions hold its hash).
 func (h receiptHead) carriesOutput() bool { return h.Result != nil && h.Result.Output != "" }
 
-func (s *Server) publicReceipt(w http.ResponseWriter, rp *ledger.ReceiptProof) {
+func (ep ledgerAPI) publicReceipt(w http.ResponseWriter, rp *ledger.ReceiptProof) {
 	leaf, err := rp.Leaf()
 	if err != nil {
-		s.ledgerError(w, err)
+		ep.ledgerError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, protocol.PublicReceipt{Index: rp.Index, LeafHash: ledger.LeafHash(leaf).String(),
 		Proof: rp.Proof.Strings(), Checkpoint: rp.Checkpoint})
 }
 
-func (s *Server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
-	c, note, ok := s.ledger.Latest()
+func (ep ledgerAPI) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
+	c, note, ok := ep.srv.ledger.Latest()
 	if !ok {
 		writeError(w, protocol.CodeNotFound, "no checkpoint has been published yet")
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"checkpoint": string(note), "size": c.Size, "root": c.Root, "verifier_key": s.cfg.LedgerVerifierKey,
+		"checkpoint": string(note), "size": c.Size, "root": c.Root, "verifier_key": ep.srv.cfg.LedgerVerifierKey,
 	})
 }
 
-func (s *Server) handleConsistency(w http.ResponseWriter, r *http.Request) {
+func (ep ledgerAPI) handleConsistency(w http.ResponseWriter, r *http.Request) {
 	from, err1 := strconv.ParseInt(r.URL.Query().Get("from"), 10, 64)
 	to, err2 := strconv.ParseInt(r.URL.Query().Get("to"), 10, 64)
-	c, _, ok := s.ledger.Latest()
+	c, _, ok := ep.srv.ledger.Latest()
 	if err1 != nil || err2 != nil || from < 0 || from > to {
 		writeError(w, protocol.CodeMalformed, "from and to must be sizes with from ≤ to")
 		return
@@ -159,9 +165,9 @@ func (s *Server) handleConsistency(w http.ResponseWriter, r *http.Request) {
 		writeError(w, protocol.CodeNotFound, "to is beyond the latest checkpoint")
 		return
 	}
-	proof, err := s.ledger.ConsistencyProof(from, to)
+	proof, err := ep.srv.ledger.ConsistencyProof(from, to)
 	if err != nil {
-		s.ledgerError(w, err)
+		ep.ledgerError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"from": from, "to": to, "proof": proof})
@@ -175,14 +181,14 @@ func (s *Server) handleConsistency(w http.ResponseWriter, r *http.Request) {
 // writ.result/v1, recorded before results committed to it by hash) goes only
 // into an answer entitled to the output (withOutput): anyone holding a copy
 // of a signed intent can resubmit it and be answered.
-func (s *Server) attachReceipt(ctx context.Context, resp *protocol.IntentResponse, index uint64, wait time.Duration, withOutput bool) {
+func (ep ledgerAPI) attachReceipt(ctx context.Context, resp *protocol.IntentResponse, index uint64, wait time.Duration, withOutput bool) {
 	resp.ReceiptIndex = &index
 	content := func(b []byte) jsontext.Value { return receiptContent(b, withOutput) }
 	timer := time.NewTimer(max(wait, 0))
 	defer timer.Stop()
 	for {
-		changed := s.fsm.CheckpointChanged()
-		rp, err := s.ledger.ProveReceipt(int64(index))
+		changed := ep.srv.state.CheckpointChanged()
+		rp, err := ep.srv.ledger.ProveReceipt(int64(index))
 		if err == nil {
 			resp.Receipt = content(rp.Receipt)
 			resp.Proof = rp.Proof.Strings()
@@ -192,7 +198,7 @@ func (s *Server) attachReceipt(ctx context.Context, resp *protocol.IntentRespons
 		if wait <= 0 || !(errors.Is(err, ledger.ErrIndexOutOfRange) || errors.Is(err, ledger.ErrNotFound)) {
 			// No checkpoint covers it yet: the receipt itself, without proof;
 			// GET /v1/receipts/{index} proves it once one does.
-			if leaf, lerr := s.ledger.Leaf(int64(index)); lerr == nil {
+			if leaf, lerr := ep.srv.ledger.Leaf(int64(index)); lerr == nil {
 				resp.Receipt = content(leaf)
 			}
 			return

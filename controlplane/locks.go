@@ -17,12 +17,6 @@ import (
 // it is deleted.
 const MaxLockTTL = 365 * 24 * time.Hour
 
-func (s *Server) lockRoutes(mux *routeMux) {
-	mux.HandleFunc("POST /v1/admin/locks", s.adminJSON(s.handleCreateLock))
-	mux.HandleFunc("GET /v1/admin/locks", s.adminJSON(s.handleListLocks))
-	mux.HandleFunc("DELETE /v1/admin/locks/{id}", s.adminJSON(s.handleDeleteLock))
-}
-
 func lockView(l fsm.Lock) protocol.LockView {
 	v := protocol.LockView{ID: l.ID, Tenant: l.Tenant, Principal: l.Principal, Tool: l.Tool, Node: l.Node, Reason: l.Reason,
 		CreatedAt: protocol.FormatTime(l.CreatedAt)}
@@ -71,7 +65,7 @@ func checkLock(q protocol.LockRequest) *apiError {
 
 // handleCreateLock makes a lock through Raft; from its commit on nothing it
 // matches is admitted or dispatched, and what it matches is stopped.
-func (s *Server) handleCreateLock(w http.ResponseWriter, r *http.Request) (any, *apiError) {
+func (ep adminAPI) handleCreateLock(w http.ResponseWriter, r *http.Request) (any, *apiError) {
 	body, aerr := readBody(w, r, 1<<20)
 	if aerr != nil {
 		return nil, aerr
@@ -80,7 +74,7 @@ func (s *Server) handleCreateLock(w http.ResponseWriter, r *http.Request) (any, 
 	if aerr != nil {
 		return nil, aerr
 	}
-	l, aerr := s.createLock(r.Context(), q, s.applyAdminChange)
+	l, aerr := ep.createLock(r.Context(), q, ep.srv.applyAdminChange)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -89,11 +83,11 @@ func (s *Server) handleCreateLock(w http.ResponseWriter, r *http.Request) (any, 
 
 // createLock makes a checked lock through apply (on the leader, or relayed
 // from the dashboard of any server), recorded with the context's actor.
-func (s *Server) createLock(ctx context.Context, q protocol.LockRequest, apply func(context.Context, fsm.MsgType, any) (fsm.Result, error)) (fsm.Lock, *apiError) {
+func (ep adminAPI) createLock(ctx context.Context, q protocol.LockRequest, apply func(context.Context, fsm.MsgType, any) (fsm.Result, error)) (fsm.Lock, *apiError) {
 	if aerr := checkLock(q); aerr != nil {
 		return fsm.Lock{}, aerr
 	}
-	now := s.now()
+	now := ep.srv.now()
 	l := fsm.Lock{ID: "lck-" + rand.Text()[:16], Tenant: q.Tenant, Principal: q.Principal, Tool: q.Tool, Node: q.Node,
 		Reason: q.Reason, By: actorOf(ctx)}
 	if q.TTLSeconds > 0 {
@@ -106,9 +100,9 @@ func (s *Server) createLock(ctx context.Context, q protocol.LockRequest, apply f
 	if res.Err != nil {
 		return fsm.Lock{}, refusal(res.Err.Code, res.Err.Message)
 	}
-	s.log.Warn("lock created", "lock", l.ID, "tenant", l.Tenant, "principal", l.Principal, "tool", l.Tool, "node", l.Node,
+	ep.srv.log.Warn("lock created", "lock", l.ID, "tenant", l.Tenant, "principal", l.Principal, "tool", l.Tool, "node", l.Node,
 		"expires_at", l.ExpiresAt, "reason", l.Reason, "by", l.By)
-	for _, have := range s.fsm.Locks() {
+	for _, have := range ep.srv.state.Locks() {
 		if have.ID == l.ID {
 			return have, nil
 		}
@@ -117,31 +111,31 @@ func (s *Server) createLock(ctx context.Context, q protocol.LockRequest, apply f
 	return l, nil
 }
 
-func (s *Server) handleListLocks(w http.ResponseWriter, r *http.Request) (any, *apiError) {
+func (ep adminAPI) handleListLocks(w http.ResponseWriter, r *http.Request) (any, *apiError) {
 	out := []protocol.LockView{}
-	for _, l := range s.fsm.Locks() {
+	for _, l := range ep.srv.state.Locks() {
 		out = append(out, lockView(l))
 	}
 	return protocol.LockList{Locks: out}, nil
 }
 
-func (s *Server) handleDeleteLock(w http.ResponseWriter, r *http.Request) (any, *apiError) {
-	if aerr := s.deleteLock(r.Context(), r.PathValue("id"), s.applyAdminChange); aerr != nil {
+func (ep adminAPI) handleDeleteLock(w http.ResponseWriter, r *http.Request) (any, *apiError) {
+	if aerr := ep.deleteLock(r.Context(), r.PathValue("id"), ep.srv.applyAdminChange); aerr != nil {
 		return nil, aerr
 	}
 	return map[string]bool{"ok": true}, nil
 }
 
 // deleteLock removes a lock through apply, recorded with the context's actor.
-func (s *Server) deleteLock(ctx context.Context, id string, apply func(context.Context, fsm.MsgType, any) (fsm.Result, error)) *apiError {
-	res, err := apply(ctx, fsm.MsgDeleteLock, fsm.DeleteLock{At: s.now(), ID: id})
+func (ep adminAPI) deleteLock(ctx context.Context, id string, apply func(context.Context, fsm.MsgType, any) (fsm.Result, error)) *apiError {
+	res, err := apply(ctx, fsm.MsgDeleteLock, fsm.DeleteLock{At: ep.srv.now(), ID: id})
 	if err != nil {
 		return raftError(err)
 	}
 	if res.Err != nil {
 		return refusal(res.Err.Code, res.Err.Message)
 	}
-	s.log.Warn("lock deleted", "lock", id, "by", actorOf(ctx))
+	ep.srv.log.Warn("lock deleted", "lock", id, "by", actorOf(ctx))
 	return nil
 }
 

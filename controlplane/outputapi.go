@@ -17,14 +17,14 @@ import (
 // replayed by whoever saw it, a signed read is fresh.
 
 // answerEntitled is answer for a reader entitled to the intent's tenant.
-func (s *Server) answerEntitled(w http.ResponseWriter, r *http.Request, id string, wait time.Duration) {
-	s.respond(w, r, id, wait, true)
+func (ep intentsAPI) answerEntitled(w http.ResponseWriter, r *http.Request, id string, wait time.Duration) {
+	ep.srv.respond(w, r, id, wait, true)
 }
 
 // attachOutput adds the intent's stored output to its response, when its
 // result is a writ.result/v2 and the output is still kept and matches it.
-func (s *Server) attachOutput(resp *protocol.IntentResponse, in fsm.Intent) {
-	res, data, ok := s.intentOutput(in)
+func (ep intentsAPI) attachOutput(resp *protocol.IntentResponse, in fsm.Intent) {
+	res, data, ok := ep.intentOutput(in)
 	if !ok || res.Version() != 2 {
 		return // a v1 result carries its output inside
 	}
@@ -36,7 +36,7 @@ func (s *Server) attachOutput(resp *protocol.IntentResponse, in fsm.Intent) {
 // commits to: for a v2, from the output table, checked against
 // captured_hash; for a v1 (recorded before v2), the output it carries. ok is
 // false when there is no result yet or the output is no longer kept.
-func (s *Server) intentOutput(in fsm.Intent) (res *protocol.Result, data []byte, ok bool) {
+func (ep intentsAPI) intentOutput(in fsm.Intent) (res *protocol.Result, data []byte, ok bool) {
 	if len(in.Result) == 0 {
 		return nil, nil, false
 	}
@@ -51,7 +51,7 @@ func (s *Server) intentOutput(in fsm.Intent) (res *protocol.Result, data []byte,
 	if *res.CapturedBytes == 0 {
 		return res, []byte{}, true
 	}
-	o, kept := s.fsm.IntentOutput(in.ID)
+	o, kept := ep.srv.state.IntentOutput(in.ID)
 	if !kept || o.DispatchID != res.DispatchID || res.CheckCaptured(o.Data) != nil {
 		return res, nil, false
 	}
@@ -62,22 +62,22 @@ func (s *Server) intentOutput(in fsm.Intent) (res *protocol.Result, data []byte,
 // with the hashes and sizes the signed result commits to. Same access as
 // handleGetIntent; not_found for another tenant's intent, for an intent
 // without a v2 result yet, and for an output no longer kept.
-func (s *Server) handleGetOutput(w http.ResponseWriter, r *http.Request) {
-	c, aerr := s.callerOf(r)
+func (ep intentsAPI) handleGetOutput(w http.ResponseWriter, r *http.Request) {
+	c, aerr := ep.srv.auth().callerOf(r)
 	if aerr == nil && c.kind == callerNone {
 		aerr = refusal(protocol.CodeUnauthorized, "outputs are read with a read signed by the tenant's orchestrator key, an auditor token granted outputs, or the admin token")
 	}
 	if aerr != nil {
-		s.refuse(w, r, aerr)
+		ep.srv.refuse(w, r, aerr)
 		return
 	}
 	id := r.PathValue("id")
-	in, ok := s.fsm.Intent(id)
+	in, ok := ep.srv.state.Intent(id)
 	if !ok || !c.readsOutputOf(in.Tenant) {
 		writeError(w, protocol.CodeNotFound, "no intent "+id)
 		return
 	}
-	res, data, ok := s.intentOutput(in)
+	res, data, ok := ep.intentOutput(in)
 	if !ok {
 		writeError(w, protocol.CodeNotFound, "intent "+id+" has no output kept (no result yet, a result without stored output, or past the output retention)")
 		return
@@ -91,7 +91,7 @@ func (s *Server) handleGetOutput(w http.ResponseWriter, r *http.Request) {
 
 // outputMetrics are gauges of the output table: how many outputs this
 // replica keeps and their total size (at most output_max_bytes).
-func outputMetrics(f *fsm.FSM) []prometheus.Collector {
+func outputMetrics(f fsm.Reader) []prometheus.Collector {
 	return []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "writ_outputs_kept", Help: "Tool outputs kept beside the intents on this server.",

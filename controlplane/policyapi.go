@@ -9,28 +9,18 @@ import (
 	"github.com/writhq/writ/protocol"
 )
 
-// The policy's life cycle for the admin: read the installed set, list the
-// kept versions, roll back to one (a new version with its text), and replay
-// recent authorization requests against a candidate before applying it.
-func (s *Server) policyRoutes(mux *routeMux) {
-	mux.HandleFunc("GET /v1/admin/policy", s.adminJSON(s.handleGetPolicy))
-	mux.HandleFunc("GET /v1/admin/policy/versions", s.adminJSON(s.handlePolicyVersions))
-	mux.HandleFunc("POST /v1/admin/policy/rollback", s.admin(s.handlePolicyRollback))
-	mux.HandleFunc("POST /v1/admin/policy/dry-run", s.adminJSON(s.handlePolicyDryRun))
-}
-
-func (s *Server) handleGetPolicy(w http.ResponseWriter, r *http.Request) (any, *apiError) {
-	cur := s.fsm.Policy()
+func (ep adminAPI) handleGetPolicy(w http.ResponseWriter, r *http.Request) (any, *apiError) {
+	cur := ep.srv.state.Policy()
 	v := protocol.PolicyView{Hash: cur.Hash, Text: cur.Text}
-	if vs := s.fsm.PolicyVersions(); len(vs) > 0 && vs[len(vs)-1].Hash == cur.Hash {
+	if vs := ep.srv.state.PolicyVersions(); len(vs) > 0 && vs[len(vs)-1].Hash == cur.Hash {
 		last := vs[len(vs)-1]
 		v.Version, v.InstalledAt, v.RollbackOf = last.Version, last.InstalledAt, last.RollbackOf
 	}
 	return v, nil
 }
 
-func (s *Server) handlePolicyVersions(w http.ResponseWriter, r *http.Request) (any, *apiError) {
-	vs := s.fsm.PolicyVersions()
+func (ep adminAPI) handlePolicyVersions(w http.ResponseWriter, r *http.Request) (any, *apiError) {
+	vs := ep.srv.state.PolicyVersions()
 	out := protocol.PolicyVersions{Versions: make([]protocol.PolicyVersionSummary, 0, len(vs))}
 	for i := len(vs) - 1; i >= 0; i-- {
 		v := vs[i]
@@ -42,12 +32,12 @@ func (s *Server) handlePolicyVersions(w http.ResponseWriter, r *http.Request) (a
 
 // handlePolicyRollback reinstalls a kept version's text as a new version,
 // checked as any policy is before it is applied.
-func (s *Server) handlePolicyRollback(w http.ResponseWriter, r *http.Request) *apiError {
+func (ep adminAPI) handlePolicyRollback(w http.ResponseWriter, r *http.Request) *apiError {
 	var req protocol.PolicyRollback
 	if aerr := decodeAdmin(w, r, &req); aerr != nil {
 		return aerr
 	}
-	v, ok := s.fsm.PolicyVersion(req.Version)
+	v, ok := ep.srv.state.PolicyVersion(req.Version)
 	if !ok {
 		return refusal(protocol.CodeNotFound, "no such policy version is kept (writ policy history lists them)")
 	}
@@ -55,13 +45,13 @@ func (s *Server) handlePolicyRollback(w http.ResponseWriter, r *http.Request) *a
 	if err != nil {
 		return refusal(protocol.CodeMalformed, "that version no longer passes validation: "+err.Error())
 	}
-	return s.adminApply(r.Context(), fsm.MsgPutPolicy, fsm.PutPolicy{Text: v.Text, Hash: set.Hash(), At: s.now(), RollbackOf: v.Version})
+	return ep.srv.adminApply(r.Context(), fsm.MsgPutPolicy, fsm.PutPolicy{Text: v.Text, Hash: set.Hash(), At: ep.srv.now(), RollbackOf: v.Version})
 }
 
 // handlePolicyDryRun replays the authorization of the newest intents
 // admitted since the given time against a candidate policy set, with the
 // tools as registered now, and lists the decisions that would change.
-func (s *Server) handlePolicyDryRun(w http.ResponseWriter, r *http.Request) (any, *apiError) {
+func (ep adminAPI) handlePolicyDryRun(w http.ResponseWriter, r *http.Request) (any, *apiError) {
 	var req protocol.PolicyDryRun
 	if aerr := decodeAdmin(w, r, &req); aerr != nil {
 		return nil, aerr
@@ -71,13 +61,13 @@ func (s *Server) handlePolicyDryRun(w http.ResponseWriter, r *http.Request) (any
 		return nil, refusal(protocol.CodeMalformed, err.Error())
 	}
 	out := protocol.PolicyDryRunResult{Hash: set.Hash(), Since: req.Since, Changes: []protocol.PolicyChange{}}
-	for _, in := range s.fsm.DecidedSince(req.Since, protocol.MaxPolicyReplay) {
+	for _, in := range ep.srv.state.DecidedSince(req.Since, protocol.MaxPolicyReplay) {
 		if r.Context().Err() != nil {
 			return nil, refusal(protocol.CodeInternal, "the dry run was interrupted")
 		}
 		// Replayed with the tool as registered now: an intent whose params
 		// no longer fit its schema would not reach the policy today.
-		tool, ok := s.catalog.tool(in.Tool)
+		tool, ok := ep.srv.catalog.tool(in.Tool)
 		intent, err := protocol.DecodeIntent(in.Raw, 0)
 		if !ok || err != nil || tool.Validate(intent.Params) != nil {
 			out.Skipped++

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/writhq/writ/internal/buildinfo"
 	"github.com/writhq/writ/protocol"
 )
@@ -30,12 +32,12 @@ func (s *Server) SetReadyCheck(check func() error) { s.ready.check.Store(&check)
 // committed when it was asked, waiting up to catchUpWait for it.
 func (s *Server) caughtUp(ctx context.Context) bool {
 	commit := s.node.Raft.CommitIndex()
-	if s.fsm.Index() >= commit {
+	if s.state.Index() >= commit {
 		return true
 	}
 	ctx, cancel := context.WithTimeout(ctx, catchUpWait)
 	defer cancel()
-	return s.fsm.WaitIndex(ctx, commit)
+	return s.state.WaitIndex(ctx, commit)
 }
 
 // unready says why this server would not admit a valid intent now, or "".
@@ -59,15 +61,26 @@ func (s *Server) unready(ctx context.Context) string {
 	return ""
 }
 
+// statusAPI is the status area of the API, open to anyone: health, the
+// build, and the Prometheus metrics.
+type statusAPI struct{ srv *Server }
+
+// routes registers the status area.
+func (ep statusAPI) routes(mux *routeMux) {
+	mux.HandleFunc("GET /v1/health", ep.handleHealth)
+	mux.HandleFunc("GET /v1/version", ep.handleVersion)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(ep.srv.metrics.reg, promhttp.HandlerOpts{}))
+}
+
 // handleHealth answers 200 when this server would admit a valid intent, and
 // 503 with the reason and Retry-After otherwise.
-func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	_, leader := s.node.Raft.LeaderWithID()
-	h := map[string]any{"status": "ok", "server": s.cfg.ID, "leader": string(leader), "raft_index": s.fsm.Index()}
-	if s.cluster != nil {
-		h["peers"] = s.cluster.health()
+func (ep statusAPI) handleHealth(w http.ResponseWriter, r *http.Request) {
+	_, leader := ep.srv.node.Raft.LeaderWithID()
+	h := map[string]any{"status": "ok", "server": ep.srv.cfg.ID, "leader": string(leader), "raft_index": ep.srv.state.Index()}
+	if ep.srv.cluster != nil {
+		h["peers"] = ep.srv.cluster.health()
 	}
-	if reason := s.unready(r.Context()); reason != "" {
+	if reason := ep.srv.unready(r.Context()); reason != "" {
 		h["status"], h["reason"] = "unavailable", reason
 		w.Header().Set("Retry-After", "1")
 		writeJSON(w, http.StatusServiceUnavailable, h)
@@ -84,6 +97,6 @@ func lagging() *apiError {
 }
 
 // handleVersion answers which build this server runs (internal/buildinfo).
-func (s *Server) handleVersion(w http.ResponseWriter, r *http.Request) {
+func (ep statusAPI) handleVersion(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, buildinfo.Get())
 }

@@ -36,10 +36,17 @@ type relayAnswer struct {
 	Result fsm.Result `json:"result"`
 }
 
-func (s *Server) relayRoutes(mux *routeMux) {
-	mux.HandleFunc("POST /v1/internal/apply", s.handleRelay)
-	mux.HandleFunc("POST "+batchPath, s.handleSubmitBatch)
-	mux.HandleFunc("GET /v1/internal/heartbeats", s.handleHeartbeats)
+// internalAPI is the servers' own area of the API, refused to anyone but a
+// server of this cluster: a node session's command relayed to the leader,
+// a batch of forwarded submissions, and a server's node heartbeats. Its
+// handlers are in relay.go, forwardbatch.go and heartbeats.go.
+type internalAPI struct{ srv *Server }
+
+// routes registers the internal area.
+func (ep internalAPI) routes(mux *routeMux) {
+	mux.HandleFunc("POST /v1/internal/apply", ep.handleRelay)
+	mux.HandleFunc("POST "+batchPath, ep.handleSubmitBatch)
+	mux.HandleFunc("GET /v1/internal/heartbeats", ep.handleHeartbeats)
 }
 
 // applyAnywhere proposes a command of a node session: here when this server
@@ -104,7 +111,7 @@ func (s *Server) relayOnce(ctx context.Context, t fsm.MsgType, cmd any, body *[]
 	return a.Result, false, nil
 }
 
-func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
+func (ep internalAPI) handleRelay(w http.ResponseWriter, r *http.Request) {
 	// A relay comes straight from a server; a request a follower forwarded
 	// for a client (which names that client) never is one.
 	if !fromServer(r) || r.Header.Get(headerForwardedFor) != "" {
@@ -128,27 +135,27 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 	case fsm.MsgNodeSession:
 		c := &fsm.NodeSession{}
 		err = json.Unmarshal(rb.Cmd, c)
-		c.At, cmd = s.now(), c
+		c.At, cmd = ep.srv.now(), c
 	case fsm.MsgResult:
 		c := &fsm.RecordResult{}
 		err = json.Unmarshal(rb.Cmd, c)
-		c.At, cmd = s.now(), c
+		c.At, cmd = ep.srv.now(), c
 	case fsm.MsgAbandon:
 		c := &fsm.Abandon{}
 		err = json.Unmarshal(rb.Cmd, c)
-		c.At, cmd = s.now(), c
+		c.At, cmd = ep.srv.now(), c
 	case fsm.MsgPutOutput:
 		c := &fsm.PutOutput{}
 		err = json.Unmarshal(rb.Cmd, c)
-		c.At, cmd = s.now(), c
+		c.At, cmd = ep.srv.now(), c
 	default:
-		cmd, err = relayedDashboardCommand(s, fsm.MsgType(rb.Type), rb.Cmd)
+		cmd, err = relayedDashboardCommand(ep.srv, fsm.MsgType(rb.Type), rb.Cmd)
 	}
 	if err != nil {
 		writeError(w, protocol.CodeMalformed, "the command does not decode")
 		return
 	}
-	res, err := s.apply(r.Context(), fsm.MsgType(rb.Type), cmd)
+	res, err := ep.srv.apply(r.Context(), fsm.MsgType(rb.Type), cmd)
 	if err != nil {
 		if errors.Is(err, raftnode.ErrNotLeader) {
 			writeError(w, protocol.CodeNoLeader, "not the leader")

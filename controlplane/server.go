@@ -36,6 +36,7 @@ type Server struct {
 	cfg      Config
 	log      *slog.Logger
 	fsm      *fsm.FSM
+	state    fsm.Reader // fsm's read side: every lookup of the API and the dashboard
 	node     *raftnode.Node
 	ledger   *ledger.Log
 	keys     *keyring.Keyring
@@ -138,9 +139,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		space: space, cfg: cfg, log: log, fsm: f, node: node, ledger: lg, keys: kr, verifier: v, catalog: newCatalog(f), stop: make(chan struct{}),
+		space: space, cfg: cfg, log: log, fsm: f, state: f.Reader(), node: node, ledger: lg, keys: kr, verifier: v, catalog: newCatalog(f.Reader()), stop: make(chan struct{}),
 		gate: newAdmitGate(cfg.MaxInFlight, cfg.MaxInFlightBytes), cpu: newCPUSlots(), fails: newFailLimiter(cfg.FailuresPerSecond, cfg.FailureBurst, cfg.FailureHeld, 100_000),
-		metrics: newMetrics(node.Raft, groupSize, f.Queued),
+		metrics: newMetrics(node.Raft, groupSize, f.Reader().Queued),
 	}
 	f.OnNoSpace(s.noteFSMNoSpace)
 	if cfg.AgentAddr != "" {
@@ -155,7 +156,7 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	s.metrics.reg.MustRegister(outputMetrics(f)...)
+	s.metrics.reg.MustRegister(outputMetrics(f.Reader())...)
 	s.observeLeader()
 	if len(cfg.Webhooks) > 0 {
 		s.hooks = newWebhooks(s, cfg.Webhooks)
@@ -367,7 +368,7 @@ func (s *Server) syncLedger() {
 	defer s.done.Done()
 	var last time.Time
 	for {
-		added := s.fsm.ReceiptsChanged()
+		added := s.state.ReceiptsChanged()
 		last = time.Now()
 		if err := s.ledger.Sync(); err != nil {
 			s.log.Error("receipt log: sync", "err", err)
@@ -415,7 +416,7 @@ func (s *Server) publishLoop() {
 	defer t.Stop()
 	var last time.Time
 	for {
-		added := s.fsm.ReceiptsChanged()
+		added := s.state.ReceiptsChanged()
 		if s.isLeader() {
 			if wait := s.cfg.PublishInterval - time.Since(last); wait > 0 {
 				select {

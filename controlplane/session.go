@@ -83,7 +83,7 @@ func (s *Server) serveSession(conn *quic.Conn) {
 		conn.CloseWithError(closeIdentity, "not a node certificate")
 		return
 	}
-	n, ok := s.fsm.Node(id)
+	n, ok := s.state.Node(id)
 	switch {
 	case !ok:
 		s.metrics.sessionRefused.WithLabelValues("unknown").Inc()
@@ -286,7 +286,7 @@ func (ss *session) pushOpen() bool {
 		return false
 	default:
 	}
-	n, ok := ss.srv.fsm.Node(ss.node)
+	n, ok := ss.srv.state.Node(ss.node)
 	switch {
 	case !ok: // not after the handshake found it; but never "revoked" for it
 		ss.conn.CloseWithError(closeUnknown, "this server does not know the node")
@@ -296,7 +296,7 @@ func (ss *session) pushOpen() bool {
 		ss.bye(protocol.ErrorBody{Code: protocol.CodeNodeRevoked, Message: "node is revoked"}, closeRevoked)
 		return false
 	}
-	open := ss.srv.fsm.OpenDispatches(ss.node)
+	open := ss.srv.state.OpenDispatches(ss.node)
 	if len(ss.sent) > len(open) {
 		// Forget what has closed, so that sent holds open dispatches only.
 		still := make(map[string]bool, len(open))
@@ -374,7 +374,7 @@ func (ss *session) abandon(id string) {
 // signDispatch makes the signed dispatch of a record: everything in it comes
 // from the replicated state, signed with this server's key.
 func (s *Server) signDispatch(d fsm.Dispatch) ([]byte, error) {
-	in, ok := s.fsm.Intent(d.IntentID)
+	in, ok := s.state.Intent(d.IntentID)
 	if !ok {
 		return nil, fmt.Errorf("intent %s is gone", d.IntentID)
 	}
@@ -382,7 +382,7 @@ func (s *Server) signDispatch(d fsm.Dispatch) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	tool, ok := s.fsm.Tool(in.Tool)
+	tool, ok := s.state.Tool(in.Tool)
 	if !ok {
 		return nil, fmt.Errorf("tool %s is gone", in.Tool)
 	}

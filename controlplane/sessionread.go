@@ -57,7 +57,7 @@ func (ss *session) read() {
 
 // nodeKeys finds a node's result-signing key: a node signs with key id equal
 // to its node id.
-type nodeKeys struct{ f *fsm.FSM }
+type nodeKeys struct{ f fsm.Reader }
 
 func (k nodeKeys) SignerKey(id string) (ed25519.PublicKey, bool) {
 	n, ok := k.f.Node(id)
@@ -75,7 +75,7 @@ func (k nodeKeys) SignerKey(id string) (ed25519.PublicKey, bool) {
 // put the output in the receipt, which the ledger never holds.
 func (ss *session) result(raw, output []byte) {
 	s := ss.srv
-	res, err := s.verifier.VerifyResult(raw, nodeKeys{s.fsm})
+	res, err := s.verifier.VerifyResult(raw, nodeKeys{s.state})
 	switch {
 	case err != nil:
 	case res.Node != ss.node || res.KeyID != ss.node:
@@ -102,7 +102,7 @@ func (ss *session) result(raw, output []byte) {
 	defer cancel()
 	// A result this replica already holds (a node resending after a lost
 	// ack) needs no output entry: the FSM would keep the one it has.
-	if d, ok := s.fsm.Dispatch(res.DispatchID); len(output) > 0 && (!ok || d.Result == nil) {
+	if d, ok := s.state.Dispatch(res.DispatchID); len(output) > 0 && (!ok || d.Result == nil) {
 		o, err := s.applyAnywhere(ctx, fsm.MsgPutOutput, fsm.PutOutput{At: s.now(), DispatchID: res.DispatchID,
 			IntentID: res.IntentID, Node: res.Node, Hash: res.CapturedHash, Output: output})
 		if err != nil {
@@ -131,7 +131,7 @@ func (ss *session) result(raw, output []byte) {
 	}
 	a := protocol.Ack{DispatchID: res.DispatchID}
 	state := ""
-	if in, ok := s.fsm.Intent(res.IntentID); ok {
+	if in, ok := s.state.Intent(res.IntentID); ok {
 		a.Receipt = in.Receipt
 		if in.SupersededBy != nil {
 			a.Receipt = in.SupersededBy

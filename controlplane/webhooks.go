@@ -180,7 +180,7 @@ func (w *webhooks) run() {
 		w.pending = map[string]bool{}
 		w.mu.Unlock()
 		for id := range ids {
-			in, ok := w.s.fsm.Intent(id)
+			in, ok := w.s.state.Intent(id)
 			if !ok || !in.Decision.ApprovalRequired || in.UpdatedAt.Before(since.Add(-webhookReplay)) {
 				continue
 			}
@@ -401,23 +401,23 @@ func (w *webhooks) deliveries() ([]protocol.WebhookDelivery, int) {
 	return out, w.dropped
 }
 
-func (s *Server) webhookRoutes(mux *routeMux) {
-	mux.HandleFunc("GET /v1/admin/webhooks", s.adminJSON(func(http.ResponseWriter, *http.Request) (any, *apiError) {
-		v := protocol.WebhooksView{Webhooks: []protocol.WebhookView{}, Deliveries: []protocol.WebhookDelivery{}}
-		for _, h := range s.cfg.Webhooks {
-			ev := h.Events
-			if len(ev) == 0 {
-				ev = []string{EventApprovalRequested, EventApprovalDecided}
-			}
-			n := h.MaxAttempts
-			if n == 0 {
-				n = 5
-			}
-			v.Webhooks = append(v.Webhooks, protocol.WebhookView{URL: redactURL(h.URL), Events: ev, MaxAttempts: n})
+// handleWebhooks lists the configured webhooks (their URLs redacted) and
+// the latest deliveries.
+func (ep adminAPI) handleWebhooks(http.ResponseWriter, *http.Request) (any, *apiError) {
+	v := protocol.WebhooksView{Webhooks: []protocol.WebhookView{}, Deliveries: []protocol.WebhookDelivery{}}
+	for _, h := range ep.srv.cfg.Webhooks {
+		ev := h.Events
+		if len(ev) == 0 {
+			ev = []string{EventApprovalRequested, EventApprovalDecided}
 		}
-		if s.hooks != nil {
-			v.Deliveries, v.Dropped = s.hooks.deliveries()
+		n := h.MaxAttempts
+		if n == 0 {
+			n = 5
 		}
-		return v, nil
-	}))
+		v.Webhooks = append(v.Webhooks, protocol.WebhookView{URL: redactURL(h.URL), Events: ev, MaxAttempts: n})
+	}
+	if ep.srv.hooks != nil {
+		v.Deliveries, v.Dropped = ep.srv.hooks.deliveries()
+	}
+	return v, nil
 }

@@ -39,7 +39,7 @@ func (f *FSM) applyAbandon(index uint64, c *Abandon) (Result, []string) {
 		return Result{IntentID: d.IntentID}, changed
 	}
 	if !d.ExpiresAt.After(d.IssuedAt) || !in.ExpiresAt.After(now) {
-		f.expire(in, index)
+		f.scheduler().expire(in, index)
 	} else {
 		in.State = StateRejected
 		in.Error = &protocol.ErrorBody{Code: protocol.CodeUnsignable, Message: "server " + c.Server + " could not sign dispatch " + d.ID}

@@ -232,7 +232,7 @@ func (f *FSM) applyAdmin(index uint64, c *AdminCmd) (Result, []string) {
 			return res, changed
 		}
 	}
-	f.putLeaf(int64(e.Index), leaf)
+	f.recorder().putLeaf(int64(e.Index), leaf)
 	f.state.Receipts++
 	f.state.Admin = append(f.state.Admin, e.Index)
 	if n := len(f.state.Admin) - MaxAdminEntries; n > 0 {
@@ -244,12 +244,12 @@ func (f *FSM) applyAdmin(index uint64, c *AdminCmd) (Result, []string) {
 // AdminEntries returns the ledger indexes of the newest admin entries,
 // newest first: at most limit (all kept when limit ≤ 0), and only those
 // below before when before > 0.
-func (f *FSM) AdminEntries(before uint64, limit int) []uint64 {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+func (rd Reader) AdminEntries(before uint64, limit int) []uint64 {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
 	var out []uint64
-	for i := len(f.state.Admin) - 1; i >= 0 && (limit <= 0 || len(out) < limit); i-- {
-		if ix := f.state.Admin[i]; before == 0 || ix < before {
+	for i := len(rd.f.state.Admin) - 1; i >= 0 && (limit <= 0 || len(out) < limit); i-- {
+		if ix := rd.f.state.Admin[i]; before == 0 || ix < before {
 			out = append(out, ix)
 		}
 	}

@@ -147,10 +147,10 @@ func TestAdminEntries(t *testing.T) {
 			t.Errorf("%s: the entry carries the sealed secret: %s", s.name, leaf)
 		}
 	}
-	if got, want := len(f.AdminEntries(0, 0)), int(l.Size()); got != want {
+	if got, want := len(f.Reader().AdminEntries(0, 0)), int(l.Size()); got != want {
 		t.Errorf("AdminEntries lists %d, want %d", got, want)
 	}
-	if got := f.AdminEntries(3, 2); len(got) != 2 || got[0] != 2 || got[1] != 1 {
+	if got := f.Reader().AdminEntries(3, 2); len(got) != 2 || got[0] != 2 || got[1] != 1 {
 		t.Errorf("AdminEntries(3, 2) = %v, want [2 1]", got)
 	}
 

@@ -39,7 +39,7 @@ func (f *FSM) applyAdmit(index uint64, c *Admit) (Result, []string) {
 		res := conflict()
 		if used {
 			if !same { // its id is taken by another attempt: a receipt only
-				f.recordRefused(in, res.Err)
+				f.recorder().recordRefused(in, res.Err)
 			}
 			return res, nil
 		}
@@ -54,7 +54,7 @@ func (f *FSM) applyAdmit(index uint64, c *Admit) (Result, []string) {
 			return Result{IntentID: old.ID, Duplicate: true}, nil // the same attempt, sent again
 		}
 		res := refuse(protocol.CodeIdempotencyConflict, "intent id %q is already used", c.ID)
-		f.recordRefused(in, res.Err)
+		f.recorder().recordRefused(in, res.Err)
 		return res, nil
 	}
 	runKey := scoped(c.Tenant, c.RunID)
@@ -82,7 +82,7 @@ func (f *FSM) applyAdmit(index uint64, c *Admit) (Result, []string) {
 	case budget > 0 && s.Runs[runKey] != nil && s.Runs[runKey].Used >= budget:
 		in.State, in.Error = StateRejected, &protocol.ErrorBody{Code: protocol.CodeBudgetExhausted,
 			Message: "run " + c.RunID + " has used its budget of intents"}
-	case !f.anyEligible(in) && !f.possible(in): // the index first: possible may walk the fleet
+	case !f.scheduler().anyEligible(in) && !f.scheduler().possible(in): // the index first: possible may walk the fleet
 		// Refused before it used budget or bound its key: a retry once a
 		// node can take it may proceed.
 		in.State, in.Error = StateRejected, &protocol.ErrorBody{Code: protocol.CodeNoEligibleNode,
@@ -114,13 +114,13 @@ func (f *FSM) applyAdmit(index uint64, c *Admit) (Result, []string) {
 	if in.State == StateQueued {
 		// With no eligible node and node_wait 0 it ends rejected here, and
 		// gives its key and budget back (noNode).
-		changed = append(changed, f.schedule(in, index)...)
+		changed = append(changed, f.scheduler().schedule(in, index)...)
 	}
 	return Result{IntentID: in.ID}, changed
 }
 
 // anyEligible reports whether a ready node may run in now, busy or not.
-func (f *FSM) anyEligible(in *Intent) bool {
-	_, ok := f.pick(in)
+func (sc scheduler) anyEligible(in *Intent) bool {
+	_, ok := sc.pick(in)
 	return ok
 }

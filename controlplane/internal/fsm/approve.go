@@ -61,5 +61,5 @@ func (f *FSM) applyApprove(index uint64, c *Approve) (Result, []string) {
 	if len(in.Approvals) < in.Decision.Approvals {
 		return Result{IntentID: in.ID}, []string{in.ID}
 	}
-	return Result{IntentID: in.ID}, append([]string{in.ID}, f.schedule(in, index)...)
+	return Result{IntentID: in.ID}, append([]string{in.ID}, f.scheduler().schedule(in, index)...)
 }

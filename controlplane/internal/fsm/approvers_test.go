@@ -35,8 +35,8 @@ func TestSeveralApprovers(t *testing.T) {
 		t.Fatalf("after one of two approvals: %+v", in)
 	}
 	r := apply(t, f, b, MsgApprove, approveBy("pay", "alice", "n2", protocol.DecisionApprove, at))
-	if r.Err == nil || r.Err.Code != protocol.CodeApprovalDuplicate || f.NonceConsumed("n2") {
-		t.Fatalf("the same approver again: %+v, nonce used %v", r, f.NonceConsumed("n2"))
+	if r.Err == nil || r.Err.Code != protocol.CodeApprovalDuplicate || f.Reader().NonceConsumed("n2") {
+		t.Fatalf("the same approver again: %+v, nonce used %v", r, f.Reader().NonceConsumed("n2"))
 	}
 	if r := apply(t, f, b, MsgApprove, approveBy("pay", "bob", "n3", protocol.DecisionApprove, at)); r.Err != nil {
 		t.Fatal(r.Err)

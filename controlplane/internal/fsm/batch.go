@@ -44,7 +44,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		changed = append(changed, ch...)
 		tell = append(tell, told{l.Index, ch})
 	}
-	f.flushLeaves()
+	f.recorder().flushLeaves()
 	f.batch.on = false
 	f.mu.Lock()
 	f.applied = f.state.Index
@@ -76,29 +76,29 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 }
 
 // ledgerSize is the ledger's size counting the leaves of the batch.
-func (f *FSM) ledgerSize() int64 { return f.ledger.Size() + int64(len(f.batch.leaves)) }
+func (rr recorder) ledgerSize() int64 { return rr.f.ledger.Size() + int64(len(rr.f.batch.leaves)) }
 
 // appendLeaf appends now, or at the end of the batch.
-func (f *FSM) appendLeaf(index int64, leaf []byte) {
-	if f.batch.on {
-		f.batch.leaves = append(f.batch.leaves, leaf)
+func (rr recorder) appendLeaf(index int64, leaf []byte) {
+	if rr.f.batch.on {
+		rr.f.batch.leaves = append(rr.f.batch.leaves, leaf)
 		return
 	}
-	if err := f.untilSpace("append a receipt", func() error { _, err := f.ledger.Append(leaf); return err }); err != nil {
+	if err := rr.f.untilSpace("append a receipt", func() error { _, err := rr.f.ledger.Append(leaf); return err }); err != nil {
 		panic(fmt.Sprintf("fsm: appending receipt %d: %v", index, err))
 	}
 }
 
 // flushLeaves appends the batch's receipts. A checkpoint entry flushes first,
 // so that it is checked against every receipt before it.
-func (f *FSM) flushLeaves() {
-	if len(f.batch.leaves) == 0 {
+func (rr recorder) flushLeaves() {
+	if len(rr.f.batch.leaves) == 0 {
 		return
 	}
-	first := f.ledger.Size()
-	err := f.untilSpace("append receipts", func() error { _, err := f.ledger.Append(f.batch.leaves...); return err })
+	first := rr.f.ledger.Size()
+	err := rr.f.untilSpace("append receipts", func() error { _, err := rr.f.ledger.Append(rr.f.batch.leaves...); return err })
 	if err != nil {
 		panic(fmt.Sprintf("fsm: appending receipts from %d: %v", first, err))
 	}
-	f.batch.leaves = f.batch.leaves[:0]
+	rr.f.batch.leaves = rr.f.batch.leaves[:0]
 }

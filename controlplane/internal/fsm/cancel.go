@@ -93,15 +93,15 @@ func (f *FSM) runIntents(tenant, run string) []string {
 
 // RunIntents returns copies of a run's intents, ended or not, in admission
 // order.
-func (f *FSM) RunIntents(tenant, run string) []Intent {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+func (rd Reader) RunIntents(tenant, run string) []Intent {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
 	var out []Intent
-	f.idx.views.byTenant.AscendGreaterOrEqual(tenantKey{tenant: tenant}, func(k tenantKey) bool {
+	rd.f.idx.views.byTenant.AscendGreaterOrEqual(tenantKey{tenant: tenant}, func(k tenantKey) bool {
 		if k.tenant != tenant {
 			return false
 		}
-		if in := f.state.Intents[k.key]; in != nil && in.RunID == run {
+		if in := rd.f.state.Intents[k.key]; in != nil && in.RunID == run {
 			out = append(out, *in)
 		}
 		return true

@@ -76,7 +76,7 @@ func TestCancel(t *testing.T) {
 			}
 		})
 	}
-	for _, d := range f.OpenDispatches("n1") {
+	for _, d := range f.Reader().OpenDispatches("n1") {
 		if d.IntentID == "running" && (!d.Cancel || d.CancelBy != "the admin") {
 			t.Fatalf("the running intent's dispatch is not marked: %+v", d)
 		}
@@ -136,7 +136,7 @@ func TestCancelRun(t *testing.T) {
 			t.Errorf("%s is %s, want %s", id, got, want)
 		}
 	}
-	if got := f.RunIntents("acme", "run-1"); len(got) != 2 || got[0].ID != "a1" || got[1].ID != "a2" {
+	if got := f.Reader().RunIntents("acme", "run-1"); len(got) != 2 || got[0].ID != "a1" || got[1].ID != "a2" {
 		t.Fatalf("RunIntents: %+v", got)
 	}
 }

@@ -49,10 +49,10 @@ var scanLimit = 20000
 // ListIntents returns up to q.Limit intents matching q, newest first, and the
 // cursor of the next page (nil at the end). A page may hold fewer than
 // q.Limit intents and still have a next one when the scan limit was reached.
-func (f *FSM) ListIntents(q IntentFilter) ([]Intent, *IntentCursor) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	v := f.idx.views
+func (rd Reader) ListIntents(q IntentFilter) ([]Intent, *IntentCursor) {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
+	v := rd.f.idx.views
 	var (
 		out  []Intent
 		next *IntentCursor
@@ -61,7 +61,7 @@ func (f *FSM) ListIntents(q IntentFilter) ([]Intent, *IntentCursor) {
 		// Few, and kept apart: no scan.
 		var hits []*Intent
 		for id := range v.pending {
-			if in := f.state.Intents[id]; in != nil && q.keep(in) {
+			if in := rd.f.state.Intents[id]; in != nil && q.keep(in) {
 				hits = append(hits, in)
 			}
 		}
@@ -99,7 +99,7 @@ func (f *FSM) ListIntents(q IntentFilter) ([]Intent, *IntentCursor) {
 			return false
 		}
 		prev = k
-		if in := f.state.Intents[k.key]; in != nil && q.keep(in) {
+		if in := rd.f.state.Intents[k.key]; in != nil && q.keep(in) {
 			out = append(out, *in)
 		}
 		return true
@@ -135,19 +135,19 @@ func (f *FSM) ListIntents(q IntentFilter) ([]Intent, *IntentCursor) {
 }
 
 // PendingApprovals counts the intents waiting for an approval.
-func (f *FSM) PendingApprovals() int {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return len(f.idx.views.pending)
+func (rd Reader) PendingApprovals() int {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
+	return len(rd.f.idx.views.pending)
 }
 
 // StatesPerMinute counts the intents last changed at or after since, by the
 // minute of that change and their state.
-func (f *FSM) StatesPerMinute(since time.Time) map[time.Time]map[string]int {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+func (rd Reader) StatesPerMinute(since time.Time) map[time.Time]map[string]int {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
 	out := map[time.Time]map[string]int{}
-	for m, states := range f.idx.views.minutes {
+	for m, states := range rd.f.idx.views.minutes {
 		if m.Before(since.Truncate(time.Minute)) || len(states) == 0 {
 			continue
 		}
@@ -158,14 +158,14 @@ func (f *FSM) StatesPerMinute(since time.Time) map[time.Time]map[string]int {
 
 // NodeDispatches returns the intent ids of a node's most recent dispatches,
 // newest first, at most limit, from the views' index by node.
-func (f *FSM) NodeDispatches(node string, limit int) []string {
+func (rd Reader) NodeDispatches(node string, limit int) []string {
 	if limit <= 0 {
 		return nil // the dashboard's live node events ask for none: no scan
 	}
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
 	var out []string
-	f.idx.views.byNode.DescendLessOrEqual(nodeFence{node: node, fence: math.MaxUint64}, func(d nodeFence) bool {
+	rd.f.idx.views.byNode.DescendLessOrEqual(nodeFence{node: node, fence: math.MaxUint64}, func(d nodeFence) bool {
 		if d.node != node || len(out) >= limit {
 			return false
 		}
@@ -177,11 +177,11 @@ func (f *FSM) NodeDispatches(node string, limit int) []string {
 
 // ApproverKeys returns the public keys registered for an approver identity
 // of a tenant, by key id.
-func (f *FSM) ApproverKeys(tenant, approver string) map[string][]byte {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+func (rd Reader) ApproverKeys(tenant, approver string) map[string][]byte {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
 	out := map[string][]byte{}
-	if t := f.state.Tenants[tenant]; t != nil {
+	if t := rd.f.state.Tenants[tenant]; t != nil {
 		for id, k := range t.ApproverKeys {
 			if k.Approver == approver {
 				out[id] = slices.Clone(k.Public)

@@ -11,19 +11,19 @@ import (
 // replays. The records are copies. The state is read twice, briefly: the
 // sort runs without holding Apply back, and an intent pruned in between is
 // left out.
-func (f *FSM) DecidedSince(since time.Time, limit int) []Intent {
+func (rd Reader) DecidedSince(since time.Time, limit int) []Intent {
 	type found struct {
 		id string
 		at time.Time
 	}
 	var all []found
-	f.mu.RLock()
-	for _, in := range f.state.Intents {
+	rd.f.mu.RLock()
+	for _, in := range rd.f.state.Intents {
 		if in.Decision.PolicyHash != "" && !in.AdmittedAt.Before(since) && len(in.Raw) > 0 {
 			all = append(all, found{in.ID, in.AdmittedAt})
 		}
 	}
-	f.mu.RUnlock()
+	rd.f.mu.RUnlock()
 	slices.SortFunc(all, func(a, b found) int {
 		if c := b.at.Compare(a.at); c != 0 {
 			return c
@@ -32,10 +32,10 @@ func (f *FSM) DecidedSince(since time.Time, limit int) []Intent {
 	})
 	all = all[:min(len(all), limit)]
 	out := make([]Intent, 0, len(all))
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
 	for _, x := range all {
-		if in, ok := f.state.Intents[x.id]; ok {
+		if in, ok := rd.f.state.Intents[x.id]; ok {
 			out = append(out, *in)
 		}
 	}

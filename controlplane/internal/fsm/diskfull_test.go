@@ -97,8 +97,8 @@ func TestDiskFullWaits(t *testing.T) {
 	if _, latest, ok := full.Latest(); full.tries.Load() != 3 || !ok || string(latest) != string(note) {
 		t.Errorf("checkpoint: %d refused writes, stored %v; want 3 and the checkpoint", full.tries.Load(), ok)
 	}
-	if f.Index() != cp.Index {
-		t.Errorf("index %d after the disk had space again, want %d", f.Index(), cp.Index)
+	if f.Reader().Index() != cp.Index {
+		t.Errorf("index %d after the disk had space again, want %d", f.Reader().Index(), cp.Index)
 	}
 
 	for name, e := range map[string]error{

@@ -38,14 +38,22 @@ type Dispatch struct {
 	CancelBy string `json:"cancel_by,omitzero"`
 }
 
+// scheduler is the apply side's scheduling: which node runs a queued
+// intent, and when an intent stops waiting for one. It runs under the FSM's
+// write lock, from the apply functions, and decides by the replicated state
+// only (dispatch.go, and its index of ready nodes in sched.go).
+type scheduler struct{ f *FSM }
+
+func (f *FSM) scheduler() scheduler { return scheduler{f} }
+
 // schedule queues a runnable intent and gives it to a node at once when one
 // is eligible with a free slot (place). The choice is a function of the
 // replicated state only.
-func (f *FSM) schedule(in *Intent, index uint64) []string {
+func (sc scheduler) schedule(in *Intent, index uint64) []string {
 	in.State = StateQueued
-	changed, left := f.place(in, index)
+	changed, left := sc.place(in, index)
 	if !left {
-		f.state.Queue = append(f.state.Queue, in.ID)
+		sc.f.state.Queue = append(sc.f.state.Queue, in.ID)
 	}
 	return changed
 }
@@ -57,17 +65,17 @@ func (f *FSM) schedule(in *Intent, index uint64) []string {
 // until WaitUntil (node_wait, at most its expiry), and ends rejected
 // no_eligible_node when that wait is over or no registered node could ever
 // run it. It reports whether the intent left the queue.
-func (f *FSM) place(in *Intent, index uint64) (changed []string, left bool) {
-	now := f.state.Clock
+func (sc scheduler) place(in *Intent, index uint64) (changed []string, left bool) {
+	now := sc.f.state.Clock
 	if !in.ExpiresAt.After(now) {
-		f.expire(in, index)
+		sc.expire(in, index)
 		return []string{in.ID}, true
 	}
-	n, eligible := f.pick(in)
+	n, eligible := sc.pick(in)
 	switch {
 	case n != nil:
 		in.WaitUntil = time.Time{}
-		return f.dispatch(in, n, index), true
+		return sc.dispatch(in, n, index), true
 	case eligible:
 		in.WaitUntil = time.Time{} // a node may run it: it waits for a slot
 		return nil, false
@@ -75,32 +83,32 @@ func (f *FSM) place(in *Intent, index uint64) (changed []string, left bool) {
 		if now.Before(in.WaitUntil) {
 			return nil, false
 		}
-		f.noNode(in, index, "no node that may run "+in.Tool+" for this intent was ready by "+protocol.FormatTime(in.WaitUntil))
+		sc.noNode(in, index, "no node that may run "+in.Tool+" for this intent was ready by "+protocol.FormatTime(in.WaitUntil))
 		return []string{in.ID}, true
-	case f.cfg.NodeWait <= 0 || !f.possible(in):
-		f.noNode(in, index, "no ready node may run "+in.Tool+" for this intent")
+	case sc.f.cfg.NodeWait <= 0 || !sc.possible(in):
+		sc.noNode(in, index, "no ready node may run "+in.Tool+" for this intent")
 		return []string{in.ID}, true
 	}
-	in.WaitUntil = now.Add(f.cfg.NodeWait)
+	in.WaitUntil = now.Add(sc.f.cfg.NodeWait)
 	if in.ExpiresAt.Before(in.WaitUntil) {
 		in.WaitUntil = in.ExpiresAt
 	}
-	f.idx.waits.add(in.WaitUntil, in.ID)
+	sc.f.idx.waits.add(in.WaitUntil, in.ID)
 	return nil, false
 }
 
 // expire ends an intent that was not dispatched by its expiry.
-func (f *FSM) expire(in *Intent, index uint64) {
+func (sc scheduler) expire(in *Intent, index uint64) {
 	in.State = StateExpired
 	in.Error = &protocol.ErrorBody{Code: protocol.CodeExpired, Message: "expired at " + protocol.FormatTime(in.ExpiresAt)}
-	in.UpdatedAt, in.Index = f.state.Clock, index
+	in.UpdatedAt, in.Index = sc.f.state.Clock, index
 }
 
 // noNode rejects an intent no node ran, and releases what its admission
 // took: its idempotency key, so that a retry with the same key once a node
 // can take it proceeds, and its use of its run's budget.
-func (f *FSM) noNode(in *Intent, index uint64, msg string) {
-	s := f.state
+func (sc scheduler) noNode(in *Intent, index uint64, msg string) {
+	s := sc.f.state
 	in.State = StateRejected
 	in.Error = &protocol.ErrorBody{Code: protocol.CodeNoEligibleNode, Message: msg}
 	in.UpdatedAt, in.Index = s.Clock, index
@@ -116,7 +124,7 @@ func (f *FSM) noNode(in *Intent, index uint64, msg string) {
 		run.Used--
 	}
 	in.Unbound = true
-	f.idx.rejected.add(in.AdmittedAt, in.ID)
+	sc.f.idx.rejected.add(in.AdmittedAt, in.ID)
 }
 
 // possible reports whether some registered node could ever run in: one not
@@ -125,8 +133,8 @@ func (f *FSM) noNode(in *Intent, index uint64, msg string) {
 // tier, with labels that fit the tool's selector and the intent's target.
 // Its status and load do not matter: a node that is down may connect, a
 // draining one be undrained.
-func (f *FSM) possible(in *Intent) bool {
-	s := f.state
+func (sc scheduler) possible(in *Intent) bool {
+	s := sc.f.state
 	tool := s.Tools[in.Tool]
 	if tool == nil {
 		return false
@@ -150,14 +158,14 @@ func (f *FSM) possible(in *Intent) bool {
 		if n := s.Nodes[t.Node]; n != nil && could(n) {
 			return true
 		}
-		for _, id := range f.idx.names[t.Node] {
+		for _, id := range sc.f.idx.names[t.Node] {
 			if n := s.Nodes[id]; n != nil && could(n) {
 				return true
 			}
 		}
 		return false
 	}
-	x := f.idx.sched
+	x := sc.f.idx.sched
 	if len(x.fresh) > 0 {
 		return true
 	}
@@ -174,20 +182,20 @@ func (f *FSM) possible(in *Intent) bool {
 // intent targeted at one node looks at the nodes of that id or name only;
 // any other walks the scheduler's index (sched.go). Equal loads are spread
 // by hashes: the choice is a function of the replicated state only.
-func (f *FSM) pick(in *Intent) (*Node, bool) {
-	s := f.state
+func (sc scheduler) pick(in *Intent) (*Node, bool) {
+	s := sc.f.state
 	tool := s.Tools[in.Tool]
 	if tool == nil {
 		return nil, false
 	}
 	t := in.Target
 	if t == nil || t.Node == "" {
-		return f.pickOnRing(in, tool)
+		return sc.pickOnRing(in, tool)
 	}
 	var best *Node
 	eligible := false
 	consider := func(n *Node) {
-		if !f.eligible(n, in, tool) {
+		if !sc.eligible(n, in, tool) {
 			return
 		}
 		eligible = true
@@ -198,7 +206,7 @@ func (f *FSM) pick(in *Intent) (*Node, bool) {
 	if n := s.Nodes[t.Node]; n != nil {
 		consider(n)
 	}
-	for _, id := range f.idx.names[t.Node] {
+	for _, id := range sc.f.idx.names[t.Node] {
 		if n := s.Nodes[id]; n != nil && id != t.Node {
 			consider(n)
 		}
@@ -206,14 +214,14 @@ func (f *FSM) pick(in *Intent) (*Node, bool) {
 	return best, eligible
 }
 
-func (f *FSM) eligible(n *Node, in *Intent, tool *Tool) bool {
+func (sc scheduler) eligible(n *Node, in *Intent, tool *Tool) bool {
 	if n.Status != NodeReady || n.Tools[tool.Name] != tool.Hash || !slices.Contains(n.Tiers, tool.Tier) {
 		return false
 	}
 	if !subset(tool.Selector, n.Labels) {
 		return false
 	}
-	if f.locked(in, n.ID) {
+	if sc.f.locked(in, n.ID) {
 		return false // a lock holds the intent on this node
 	}
 	if t := in.Target; t != nil {
@@ -228,27 +236,27 @@ func (f *FSM) eligible(n *Node, in *Intent, tool *Tool) bool {
 }
 
 // dispatch records the dispatch of in to n, made by the entry at index.
-func (f *FSM) dispatch(in *Intent, n *Node, index uint64) []string {
-	s := f.state
+func (sc scheduler) dispatch(in *Intent, n *Node, index uint64) []string {
+	s := sc.f.state
 	now := s.Clock
 	tool := s.Tools[in.Tool]
 	id := derive("writ dispatch id", in.ID, index)
 	d := &Dispatch{
 		ID: "dsp-" + hex.EncodeToString(id[:16]), IntentID: in.ID, Node: n.ID, Fence: index,
-		IssuedAt: now, ExpiresAt: now.Add(f.cfg.DispatchTTL), Open: true,
+		IssuedAt: now, ExpiresAt: now.Add(sc.f.cfg.DispatchTTL), Open: true,
 	}
 	nonce := derive("writ dispatch nonce", d.ID, index)
 	d.Nonce = base64.StdEncoding.EncodeToString(nonce[:16])
 	if in.ExpiresAt.Before(d.ExpiresAt) {
 		d.ExpiresAt = in.ExpiresAt
 	}
-	d.Deadline = d.ExpiresAt.Add(time.Duration(tool.TimeoutMS)*time.Millisecond + f.cfg.DispatchGrace)
+	d.Deadline = d.ExpiresAt.Add(time.Duration(tool.TimeoutMS)*time.Millisecond + sc.f.cfg.DispatchGrace)
 	s.Dispatches[d.ID] = d
-	f.idx.views.dispatched(d)
-	f.idx.deadlines.add(d.Deadline, d.ID)
-	f.idx.opened(n.ID, d.ID)
+	sc.f.idx.views.dispatched(d)
+	sc.f.idx.deadlines.add(d.Deadline, d.ID)
+	sc.f.idx.opened(n.ID, d.ID)
 	n.InFlight++
-	f.reschedule(n)
+	sc.reschedule(n)
 	in.State = StateDispatched
 	in.Dispatch = &protocol.DispatchRef{ID: d.ID, Node: n.ID, Fence: index}
 	in.UpdatedAt, in.Index = now, index
@@ -258,8 +266,8 @@ func (f *FSM) dispatch(in *Intent, n *Node, index uint64) []string {
 // drainQueue places every queued intent (place), in the order they were
 // queued: those that can run go to nodes with free slots, those past their
 // expiry or their wait for a node end, and the rest stay queued.
-func (f *FSM) drainQueue(index uint64) []string {
-	s := f.state
+func (sc scheduler) drainQueue(index uint64) []string {
+	s := sc.f.state
 	if len(s.Queue) == 0 {
 		return nil
 	}
@@ -270,7 +278,7 @@ func (f *FSM) drainQueue(index uint64) []string {
 		if in == nil || in.State != StateQueued {
 			continue // expired by a tick, or pruned
 		}
-		ch, left := f.place(in, index)
+		ch, left := sc.place(in, index)
 		changed = append(changed, ch...)
 		if !left {
 			keep = append(keep, id)

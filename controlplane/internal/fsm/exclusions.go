@@ -17,10 +17,10 @@ const maxExclusions = 8
 // target, or at capacity — and how many nodes are not ready. It reads the
 // state as it is now, for the answer an orchestrator gets; receipts keep the
 // FSM's own message. "" when the intent or its tool is unknown.
-func (f *FSM) Exclusions(id string) string {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	s := f.state
+func (rd Reader) Exclusions(id string) string {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
+	s := rd.f.state
 	in := s.Intents[id]
 	if in == nil {
 		return ""

@@ -29,7 +29,7 @@ func TestExclusions(t *testing.T) {
 	ready("n6", func(n *Node) { n.InFlight = 2 })
 	s.Nodes["n7"] = &Node{ID: "n7", Status: NodeDown}
 	s.Nodes["n8"] = &Node{ID: "n8", Status: NodeDraining}
-	got := f.Exclusions("i1")
+	got := f.Reader().Exclusions("i1")
 	for _, want := range []string{
 		"6 ready: n1: tool echo is not in its allowlist",
 		"n2: its manifest of echo differs from the registered one (hash bbbbbbbbbbbb, registered aaaaaaaaaaaa)",
@@ -46,13 +46,13 @@ func TestExclusions(t *testing.T) {
 	for i := range 20 {
 		ready("z"+string(rune('a'+i)), func(n *Node) { delete(n.Tools, "echo") })
 	}
-	if got := f.Exclusions("i1"); !strings.Contains(got, "26 ready: ") || !strings.HasSuffix(got, "; zb: tool echo is not in its allowlist; and 18 more (2 not ready: down, draining or revoked)") || strings.Contains(got, "zc") {
+	if got := f.Reader().Exclusions("i1"); !strings.Contains(got, "26 ready: ") || !strings.HasSuffix(got, "; zb: tool echo is not in its allowlist; and 18 more (2 not ready: down, draining or revoked)") || strings.Contains(got, "zc") {
 		t.Errorf("with 26 ready nodes: %q, want %d named and the rest counted", got, maxExclusions)
 	}
-	if got := f.Exclusions("i2"); got != "" {
+	if got := f.Reader().Exclusions("i2"); got != "" {
 		t.Errorf("an intent of an unknown tool: %q, want nothing", got)
 	}
-	if got := f.Exclusions("none"); got != "" {
+	if got := f.Reader().Exclusions("none"); got != "" {
 		t.Errorf("an unknown intent: %q", got)
 	}
 }

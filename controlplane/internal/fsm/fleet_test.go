@@ -51,11 +51,11 @@ func TestNodeDispatchesNewestFirst(t *testing.T) {
 		}
 		ids = append(ids, id)
 	}
-	if got := f.NodeDispatches("n1", 0); len(got) != 0 {
+	if got := f.Reader().NodeDispatches("n1", 0); len(got) != 0 {
 		t.Errorf("limit 0: got %v, want none", got)
 	}
 	for _, limit := range []int{1, 5, 30, 100} {
-		got := f.NodeDispatches("n1", limit)
+		got := f.Reader().NodeDispatches("n1", limit)
 		var want []string
 		for i := len(ids) - 1; i >= 0 && len(want) < limit; i-- {
 			want = append(want, ids[i])
@@ -64,7 +64,7 @@ func TestNodeDispatchesNewestFirst(t *testing.T) {
 			t.Errorf("limit %d: got %v, want %v", limit, got, want)
 		}
 	}
-	if got := f.NodeDispatches("nobody", 5); len(got) != 0 {
+	if got := f.Reader().NodeDispatches("nobody", 5); len(got) != 0 {
 		t.Errorf("unknown node: got %v, want none", got)
 	}
 }

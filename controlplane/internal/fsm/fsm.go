@@ -86,8 +86,10 @@ type Result struct {
 	Err       *protocol.ErrorBody
 }
 
-// FSM is the replicated state machine. Apply and Restore are called by Raft;
-// the read methods may be called concurrently from any goroutine.
+// FSM is the replicated state machine: its apply side. Apply and Restore
+// are called by Raft; what the API and the dashboard read goes through its
+// read side, Reader (reader.go), which may be called concurrently from any
+// goroutine.
 type FSM struct {
 	cfg Config
 
@@ -145,7 +147,7 @@ func (f *FSM) receiptCount() uint64 {
 }
 
 // ReceiptsChanged returns a channel closed when the next receipt is appended.
-func (f *FSM) ReceiptsChanged() <-chan struct{} { return f.watch.watch(ReceiptsWatch) }
+func (rd Reader) ReceiptsChanged() <-chan struct{} { return rd.f.watch.watch(ReceiptsWatch) }
 
 // applyLocked applies one entry: a Result, or a []Result for a group.
 func (f *FSM) applyLocked(l *raft.Log) (any, []string) {
@@ -173,9 +175,9 @@ func (f *FSM) recordFinal(changed []string) {
 		switch {
 		case in == nil || !Final(in.State):
 		case in.Receipt == nil:
-			f.recordReceipt(in)
+			f.recorder().recordReceipt(in)
 		case in.Superseding:
-			f.recordSuperseding(in)
+			f.recorder().recordSuperseding(in)
 		}
 	}
 }
@@ -211,8 +213,8 @@ func (f *FSM) apply(index uint64, t MsgType, data []byte) (res Result, changed [
 		var c PutTool
 		decode(&c)
 		f.state.Tools[c.Name] = &c
-		f.idx.sched = buildSched(f.state)    // which nodes may run it may have changed
-		return Result{}, f.drainQueue(index) // and which queued intents may run
+		f.idx.sched = buildSched(f.state)                // which nodes may run it may have changed
+		return Result{}, f.scheduler().drainQueue(index) // and which queued intents may run
 	case MsgPutPolicy:
 		var c PutPolicy
 		decode(&c)

@@ -60,7 +60,7 @@ func apply(t testing.TB, f *FSM, b *logBuilder, mt MsgType, cmd any) Result {
 
 func state(t testing.TB, f *FSM, id string) Intent {
 	t.Helper()
-	in, ok := f.Intent(id)
+	in, ok := f.Reader().Intent(id)
 	if !ok {
 		t.Fatalf("intent %s not found", id)
 	}
@@ -76,7 +76,7 @@ func TestIdempotency(t *testing.T) {
 	if r.Err != nil || r.IntentID != "int-1" || !r.Duplicate {
 		t.Fatalf("same key, same payload: got %+v, want the original intent", r)
 	}
-	if _, ok := f.Intent("int-2"); ok {
+	if _, ok := f.Reader().Intent("int-2"); ok {
 		t.Fatal("a repeat created a second intent")
 	}
 	r = apply(t, f, b, MsgAdmit, admit("int-3", "k1", "other", t0.Add(time.Second)))
@@ -187,7 +187,7 @@ func TestApprovals(t *testing.T) {
 			before, _ := replay(t, b.logs).Encode()
 			// Refused commands change nothing but the index and the clock.
 			after := state(t, g, "d")
-			if after.State != StatePendingApproval || g.NonceConsumed(c.cmd.Nonce) != (c.cmd.Nonce == "n1") {
+			if after.State != StatePendingApproval || g.Reader().NonceConsumed(c.cmd.Nonce) != (c.cmd.Nonce == "n1") {
 				t.Errorf("refused approval changed state: %+v (before %d bytes)", after, len(before))
 			}
 		})
@@ -209,7 +209,7 @@ func TestTickExpiresAndPrunes(t *testing.T) {
 	if s := state(t, f, "w").State; s != StatePendingApproval {
 		t.Fatalf("before expiry: got %s", s)
 	}
-	_, ch, _ := f.WatchIntent("w")
+	_, ch, _ := f.Reader().WatchIntent("w")
 	apply(t, f, b, MsgTick, Tick{At: t0.Add(10 * time.Minute)})
 	select {
 	case <-ch:
@@ -219,19 +219,19 @@ func TestTickExpiresAndPrunes(t *testing.T) {
 	if in := state(t, f, "w"); in.State != StateExpired || in.Error.Code != protocol.CodeExpired {
 		t.Fatalf("at expiry: got %+v", in)
 	}
-	if !f.NonceConsumed("nonce") {
+	if !f.Reader().NonceConsumed("nonce") {
 		t.Fatal("nonce forgotten too early")
 	}
 	apply(t, f, b, MsgTick, Tick{At: t0.Add(time.Minute + 15*time.Minute)})
-	if f.NonceConsumed("nonce") {
+	if f.Reader().NonceConsumed("nonce") {
 		t.Error("nonce kept past its approval's expiry plus margin")
 	}
 	apply(t, f, b, MsgTick, Tick{At: t0.Add(24*time.Hour - time.Second)})
-	if _, ok := f.Intent("p"); !ok {
+	if _, ok := f.Reader().Intent("p"); !ok {
 		t.Fatal("intent pruned before the retention")
 	}
 	apply(t, f, b, MsgTick, Tick{At: t0.Add(24 * time.Hour)})
-	if _, ok := f.Intent("p"); ok {
+	if _, ok := f.Reader().Intent("p"); ok {
 		t.Error("final intent kept past the retention")
 	}
 	enc, _ := f.Encode()
@@ -383,7 +383,7 @@ func TestRejectionDoesNotBindKey(t *testing.T) {
 		t.Errorf("retry after a denial: got %+v, want the denied intent", r)
 	}
 	apply(t, f, b, MsgTick, Tick{At: t0.Add(24*time.Hour + time.Second)})
-	if _, ok := f.Intent("bad"); ok {
+	if _, ok := f.Reader().Intent("bad"); ok {
 		t.Error("rejected attempt kept past the retention")
 	}
 	got, _ := f.Encode()
@@ -399,8 +399,8 @@ func TestWatchersOnlyForWaitingIntents(t *testing.T) {
 	f, b := fleetFSM(t)
 	apply(t, f, b, MsgAdmit, admit("done", "k", "p", t0, func(a *Admit) { a.Decision = Decision{PolicyHash: "sha256:p"} }))
 	for i := 0; i < 1000; i++ {
-		f.WatchIntent(fmt.Sprintf("nope-%d", i))
-		f.WatchIntent("done")
+		f.Reader().WatchIntent(fmt.Sprintf("nope-%d", i))
+		f.Reader().WatchIntent("done")
 	}
 	f.watch.mu.Lock()
 	n := len(f.watch.m)

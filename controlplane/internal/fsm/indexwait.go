@@ -9,16 +9,16 @@ const indexWatch = "\x00index"
 // Apply rather than by polling; it reports whether the index was reached. A
 // follower uses it to answer, from its own state, about a write the leader
 // has applied.
-func (f *FSM) WaitIndex(ctx context.Context, index uint64) bool {
+func (rd Reader) WaitIndex(ctx context.Context, index uint64) bool {
 	for {
-		ch := f.watch.watch(indexWatch)
-		if f.Index() >= index {
+		ch := rd.f.watch.watch(indexWatch)
+		if rd.Index() >= index {
 			return true
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return f.Index() >= index
+			return rd.Index() >= index
 		}
 	}
 }

@@ -143,7 +143,7 @@ func (f *FSM) applyDeleteLock(index uint64, c *DeleteLock) (Result, []string) {
 		return refuse(protocol.CodeNotFound, "no lock %q", c.ID), nil
 	}
 	delete(f.state.Locks, c.ID)
-	return Result{}, f.drainQueue(index)
+	return Result{}, f.scheduler().drainQueue(index)
 }
 
 // expireLocks forgets the locks whose time is up and reports whether there
@@ -160,12 +160,12 @@ func (f *FSM) expireLocks(now time.Time) bool {
 }
 
 // Locks returns the locks in force, by id.
-func (f *FSM) Locks() []Lock {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+func (rd Reader) Locks() []Lock {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
 	out := []Lock{}
-	for _, id := range sortedKeys(f.state.Locks) {
-		if l := f.state.Locks[id]; l.active(f.state.Clock) {
+	for _, id := range sortedKeys(rd.f.state.Locks) {
+		if l := rd.f.state.Locks[id]; l.active(rd.f.state.Clock) {
 			out = append(out, *l)
 		}
 	}

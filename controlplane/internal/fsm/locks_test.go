@@ -50,7 +50,7 @@ func TestLocks(t *testing.T) {
 	if grew := l.Size() - size; grew != 2 {
 		t.Fatalf("%d receipts, want one for each stopped waiting intent", grew)
 	}
-	for _, d := range f.OpenDispatches("n1") {
+	for _, d := range f.Reader().OpenDispatches("n1") {
 		if d.IntentID == "running" && (!d.Cancel || d.CancelBy != "lock lk1") {
 			t.Fatalf("the running intent's dispatch is not marked: %+v", d)
 		}
@@ -89,7 +89,7 @@ func TestLocks(t *testing.T) {
 	if in := state(t, f, "retry"); in.State != StateQueued {
 		t.Fatalf("a retry with the refused attempt's key: %+v, want admitted and queued (n1 is locked)", in)
 	}
-	if got := f.Locks(); len(got) != 1 || got[0].ID != "lk2" || !got[0].CreatedAt.Equal(at(6)) {
+	if got := f.Reader().Locks(); len(got) != 1 || got[0].ID != "lk2" || !got[0].CreatedAt.Equal(at(6)) {
 		t.Fatalf("Locks: %+v", got)
 	}
 	// The lock expires at a tick: the queued intent is dispatched.
@@ -97,7 +97,7 @@ func TestLocks(t *testing.T) {
 	if in := state(t, f, "retry"); in.State != StateDispatched {
 		t.Fatalf("after the lock expired: %s, want dispatched", in.State)
 	}
-	if got := f.Locks(); len(got) != 0 {
+	if got := f.Reader().Locks(); len(got) != 0 {
 		t.Fatalf("Locks after expiry: %+v", got)
 	}
 	want, _ := f.Encode()

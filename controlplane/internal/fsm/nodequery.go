@@ -7,10 +7,10 @@ import (
 )
 
 // Node returns a copy of a node's record.
-func (f *FSM) Node(id string) (Node, bool) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	n, ok := f.state.Nodes[id]
+func (rd Reader) Node(id string) (Node, bool) {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
+	n, ok := rd.f.state.Nodes[id]
 	if !ok {
 		return Node{}, false
 	}
@@ -18,12 +18,12 @@ func (f *FSM) Node(id string) (Node, bool) {
 }
 
 // Nodes returns every enrolled node, by id.
-func (f *FSM) Nodes() []Node {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	out := make([]Node, 0, len(f.state.Nodes))
-	for _, id := range sortedKeys(f.state.Nodes) {
-		out = append(out, f.state.Nodes[id].clone())
+func (rd Reader) Nodes() []Node {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
+	out := make([]Node, 0, len(rd.f.state.Nodes))
+	for _, id := range sortedKeys(rd.f.state.Nodes) {
+		out = append(out, rd.f.state.Nodes[id].clone())
 	}
 	return out
 }
@@ -31,11 +31,11 @@ func (f *FSM) Nodes() []Node {
 // HeldBy returns the ids of the nodes recorded as not down with their
 // session on server, in no order: one pass over the nodes, copying nothing
 // else, as a server checks it every heartbeat.
-func (f *FSM) HeldBy(server string) []string {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+func (rd Reader) HeldBy(server string) []string {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
 	var out []string
-	for id, n := range f.state.Nodes {
+	for id, n := range rd.f.state.Nodes {
 		if n.Server == server && n.Status != NodeDown {
 			out = append(out, id)
 		}
@@ -44,10 +44,10 @@ func (f *FSM) HeldBy(server string) []string {
 }
 
 // JoinToken returns an unused join token.
-func (f *FSM) JoinToken(id string) (JoinToken, bool) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	t, ok := f.state.JoinTokens[id]
+func (rd Reader) JoinToken(id string) (JoinToken, bool) {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
+	t, ok := rd.f.state.JoinTokens[id]
 	if !ok {
 		return JoinToken{}, false
 	}
@@ -55,11 +55,11 @@ func (f *FSM) JoinToken(id string) (JoinToken, bool) {
 }
 
 // JoinTokens returns the unused join tokens, by id.
-func (f *FSM) JoinTokens() []JoinToken {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	out := make([]JoinToken, 0, len(f.state.JoinTokens))
-	for _, t := range f.state.JoinTokens {
+func (rd Reader) JoinTokens() []JoinToken {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
+	out := make([]JoinToken, 0, len(rd.f.state.JoinTokens))
+	for _, t := range rd.f.state.JoinTokens {
 		out = append(out, *t)
 	}
 	slices.SortFunc(out, func(a, b JoinToken) int { return cmp.Compare(a.ID, b.ID) })
@@ -67,10 +67,10 @@ func (f *FSM) JoinTokens() []JoinToken {
 }
 
 // Dispatch returns a copy of a dispatch record.
-func (f *FSM) Dispatch(id string) (Dispatch, bool) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	d, ok := f.state.Dispatches[id]
+func (rd Reader) Dispatch(id string) (Dispatch, bool) {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
+	d, ok := rd.f.state.Dispatches[id]
 	if !ok {
 		return Dispatch{}, false
 	}
@@ -80,12 +80,12 @@ func (f *FSM) Dispatch(id string) (Dispatch, bool) {
 // OpenDispatches returns the dispatches of a node that have no result yet, in
 // the order they were made: what a server pushes when the node's session
 // (re)starts.
-func (f *FSM) OpenDispatches(node string) []Dispatch {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+func (rd Reader) OpenDispatches(node string) []Dispatch {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
 	var out []Dispatch
-	for id := range f.idx.open[node] {
-		out = append(out, *f.state.Dispatches[id])
+	for id := range rd.f.idx.open[node] {
+		out = append(out, *rd.f.state.Dispatches[id])
 	}
 	slices.SortFunc(out, func(a, b Dispatch) int { return cmp.Compare(a.Fence, b.Fence) })
 	return out

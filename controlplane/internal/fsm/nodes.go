@@ -132,7 +132,7 @@ func (f *FSM) applyEnroll(c *Enroll) Result {
 		Tools: map[string]string{}, EnrolledAt: now, UpdatedAt: now,
 	}
 	f.idx.names[c.Name] = append(f.idx.names[c.Name], c.Node)
-	f.reschedule(s.Nodes[c.Node])
+	f.scheduler().reschedule(s.Nodes[c.Node])
 	return Result{}
 }
 
@@ -156,9 +156,9 @@ func (f *FSM) applyNodeSession(index uint64, c *NodeSession) (Result, []string) 
 			n.Status = NodeDown
 		}
 		n.Server, n.Session, n.UpdatedAt = "", "", now
-		f.reschedule(n)
+		f.scheduler().reschedule(n)
 		// Intents queued for it alone begin their wait for a node.
-		return Result{}, append([]string{NodeWatch(n.ID)}, f.drainQueue(index)...)
+		return Result{}, append([]string{NodeWatch(n.ID)}, f.scheduler().drainQueue(index)...)
 	}
 	n.OS, n.Arch, n.Version, n.Concurrency = c.OS, c.Arch, c.Version, max(c.Concurrency, 1)
 	n.Tiers = slices.Sorted(slices.Values(c.Tiers))
@@ -175,8 +175,8 @@ func (f *FSM) applyNodeSession(index uint64, c *NodeSession) (Result, []string) 
 	if n.Status == NodeDown {
 		n.Status = NodeReady
 	}
-	f.reschedule(n)
-	return Result{}, append([]string{NodeWatch(n.ID)}, f.drainQueue(index)...)
+	f.scheduler().reschedule(n)
+	return Result{}, append([]string{NodeWatch(n.ID)}, f.scheduler().drainQueue(index)...)
 }
 
 func (f *FSM) applyNodeStatus(index uint64, c *NodeStatus) (Result, []string) {
@@ -202,8 +202,8 @@ func (f *FSM) applyNodeStatus(index uint64, c *NodeStatus) (Result, []string) {
 		return refuse(protocol.CodeMalformed, "status %q is not ready, draining or revoked", c.Status), nil
 	}
 	n.UpdatedAt = now
-	f.reschedule(n)
+	f.scheduler().reschedule(n)
 	// Ready: queued intents may go to it; else those that only it could
 	// run begin their wait for a node, or end if it is revoked.
-	return Result{}, append([]string{NodeWatch(n.ID)}, f.drainQueue(index)...)
+	return Result{}, append([]string{NodeWatch(n.ID)}, f.scheduler().drainQueue(index)...)
 }

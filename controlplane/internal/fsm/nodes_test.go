@@ -35,7 +35,7 @@ func TestEnrollmentTokenIsOneTime(t *testing.T) {
 	if r := apply(t, f, b, MsgEnroll, Enroll{At: t0.Add(time.Minute), TokenID: "t5", TokenHash: "sha256:s5", Node: "n5"}); r.Err == nil {
 		t.Fatal("an expired token enrolled a node")
 	}
-	if n, ok := f.Node("n3"); !ok || n.Status != NodeDown {
+	if n, ok := f.Reader().Node("n3"); !ok || n.Status != NodeDown {
 		t.Fatalf("enrolled node: %+v, %v; want down until its session begins", n, ok)
 	}
 }
@@ -47,11 +47,11 @@ func TestDispatchAndResult(t *testing.T) {
 	if in.State != StateDispatched || in.Dispatch == nil || in.Dispatch.Node != "n1" || in.Dispatch.Fence != b.logs[len(b.logs)-1].Index {
 		t.Fatalf("after admission: %+v", in)
 	}
-	d, ok := f.Dispatch(in.Dispatch.ID)
+	d, ok := f.Reader().Dispatch(in.Dispatch.ID)
 	if !ok || !d.Open || d.Nonce == "" || !d.ExpiresAt.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("dispatch record: %+v", d)
 	}
-	if n, _ := f.Node("n1"); n.InFlight != 1 {
+	if n, _ := f.Reader().Node("n1"); n.InFlight != 1 {
 		t.Fatalf("in flight: %d", n.InFlight)
 	}
 	res := result(in, protocol.StatusOK, t0.Add(time.Second))
@@ -83,7 +83,7 @@ func TestDispatchAndResult(t *testing.T) {
 	if r := apply(t, f, b, MsgResult, wrong); r.Err == nil || r.Err.Code != protocol.CodeWrongNode {
 		t.Fatalf("a result from another node: %+v", r)
 	}
-	if n, _ := f.Node("n1"); n.InFlight != 0 {
+	if n, _ := f.Reader().Node("n1"); n.InFlight != 0 {
 		t.Fatalf("in flight after the result: %d", n.InFlight)
 	}
 }
@@ -97,7 +97,7 @@ func TestSilentNodeEndsUnknownAndLateResultSupersedes(t *testing.T) {
 	}
 	apply(t, f, b, MsgAdmit, admit("i1", "k1", "p", t0))
 	in := state(t, f, "i1")
-	d, _ := f.Dispatch(in.Dispatch.ID)
+	d, _ := f.Reader().Dispatch(in.Dispatch.ID)
 	apply(t, f, b, MsgTick, Tick{At: d.Deadline.Add(-time.Nanosecond)})
 	if s := state(t, f, "i1").State; s != StateDispatched {
 		t.Fatalf("before the deadline: %s", s)
@@ -190,11 +190,11 @@ func TestNodeSessionsAndRevocation(t *testing.T) {
 	apply(t, f, b, MsgNodeSession, NodeSession{At: t0, Node: "n1", Server: "s2", Connected: true, Tiers: []string{"wasm"},
 		Tools: map[string]string{"echo": toolHash}, Concurrency: 4})
 	apply(t, f, b, MsgNodeSession, NodeSession{At: t0, Node: "n1", Server: "s1"})
-	if n, _ := f.Node("n1"); n.Status != NodeReady || n.Server != "s2" || n.InFlight != 1 {
+	if n, _ := f.Reader().Node("n1"); n.Status != NodeReady || n.Server != "s2" || n.InFlight != 1 {
 		t.Fatalf("after a takeover: %+v", n)
 	}
 	apply(t, f, b, MsgNodeSession, NodeSession{At: t0, Node: "n1", Server: "s2"})
-	if n, _ := f.Node("n1"); n.Status != NodeDown {
+	if n, _ := f.Reader().Node("n1"); n.Status != NodeDown {
 		t.Fatalf("after its server lost it: %+v", n)
 	}
 	apply(t, f, b, MsgNodeStatus, NodeStatus{At: t0, Node: "n1", Status: NodeRevoked})
@@ -217,7 +217,7 @@ func TestNodeLabels(t *testing.T) {
 	apply(t, f, b, MsgNodeSession, NodeSession{At: t0, Node: "n1", Server: "s1", Connected: true, OS: "linux", Arch: "amd64",
 		Tiers: []string{"wasm"}, Tools: map[string]string{"echo": toolHash}, Concurrency: 4,
 		Labels: map[string]string{"zone": "b", "gpu": "yes"}})
-	n, _ := f.Node("n1")
+	n, _ := f.Reader().Node("n1")
 	if n.Labels["zone"] != "a" || n.Labels["gpu"] != "yes" || len(n.Labels) != 2 || n.TokenLabels["zone"] != "a" {
 		t.Fatalf("labels %v (token's %v): want the token's zone=a and the node's gpu=yes", n.Labels, n.TokenLabels)
 	}
@@ -236,7 +236,7 @@ func TestNodeLabels(t *testing.T) {
 	// A later session without them drops the node's own labels, never the token's.
 	apply(t, f, b, MsgNodeSession, NodeSession{At: t0, Node: "n1", Server: "s2", Connected: true, OS: "linux", Arch: "amd64",
 		Tiers: []string{"wasm"}, Tools: map[string]string{"echo": toolHash}, Concurrency: 4})
-	if n, _ := f.Node("n1"); len(n.Labels) != 1 || n.Labels["zone"] != "a" {
+	if n, _ := f.Reader().Node("n1"); len(n.Labels) != 1 || n.Labels["zone"] != "a" {
 		t.Fatalf("labels after a session without its own: %v", n.Labels)
 	}
 }

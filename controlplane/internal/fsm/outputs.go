@@ -102,10 +102,10 @@ func (f *FSM) dropOutput(intentID string) {
 // keeps it. The caller MUST check that the reader is entitled to the
 // intent's tenant, and should check the output against the intent's signed
 // result (Output.Hash is the captured_hash it was stored under).
-func (f *FSM) IntentOutput(intentID string) (Output, bool) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	o := f.state.Outputs[intentID]
+func (rd Reader) IntentOutput(intentID string) (Output, bool) {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
+	o := rd.f.state.Outputs[intentID]
 	if o == nil {
 		return Output{}, false
 	}
@@ -113,8 +113,8 @@ func (f *FSM) IntentOutput(intentID string) (Output, bool) {
 }
 
 // OutputUsage returns how many outputs the FSM keeps and their total size.
-func (f *FSM) OutputUsage() (count int, bytes int64) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return len(f.state.Outputs), f.idx.outputBytes
+func (rd Reader) OutputUsage() (count int, bytes int64) {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
+	return len(rd.f.state.Outputs), rd.f.idx.outputBytes
 }

@@ -51,7 +51,7 @@ func runWithOutput(t *testing.T, f *FSM, b *logBuilder, id string, data []byte, 
 func kept(f *FSM, ids ...string) string {
 	var s string
 	for _, id := range ids {
-		if _, ok := f.IntentOutput(id); ok {
+		if _, ok := f.Reader().IntentOutput(id); ok {
 			s += id + " "
 		}
 	}
@@ -66,7 +66,7 @@ func TestOutputKeptBesideIntentNotReceipt(t *testing.T) {
 	f, b := outputFSM(t, time.Hour, 1<<20)
 	secret := []byte("the tool's confidential output")
 	runWithOutput(t, f, b, "i1", secret, t0)
-	o, ok := f.IntentOutput("i1")
+	o, ok := f.Reader().IntentOutput("i1")
 	in := state(t, f, "i1")
 	if !ok || !bytes.Equal(o.Data, secret) || o.Hash != protocol.HashBytes(secret) || o.DispatchID != in.Dispatch.ID {
 		t.Fatalf("got output %+v, %v; want the one stored", o, ok)
@@ -74,13 +74,13 @@ func TestOutputKeptBesideIntentNotReceipt(t *testing.T) {
 	if bytes.Contains(in.Result, secret) {
 		t.Fatal("the output is inside the intent's result")
 	}
-	if n, size := f.OutputUsage(); n != 1 || size != int64(len(secret)) {
+	if n, size := f.Reader().OutputUsage(); n != 1 || size != int64(len(secret)) {
 		t.Fatalf("usage: got %d outputs, %d bytes; want 1, %d", n, size, len(secret))
 	}
 	if r := apply(t, f, b, MsgPutOutput, putOutput(in, []byte("other"), t0)); r.Err != nil || !r.Duplicate {
 		t.Fatalf("an output after the result: got %+v, want a duplicate that changes nothing", r)
 	}
-	if o, _ := f.IntentOutput("i1"); !bytes.Equal(o.Data, secret) {
+	if o, _ := f.Reader().IntentOutput("i1"); !bytes.Equal(o.Data, secret) {
 		t.Fatalf("an output after the result replaced the stored one: %q", o.Data)
 	}
 	apply(t, f, b, MsgAdmit, admit("i2", "k2", "p", t0))
@@ -95,7 +95,7 @@ func TestOutputKeptBesideIntentNotReceipt(t *testing.T) {
 	if r := apply(t, f, b, MsgPutOutput, none); r.Err == nil || r.Err.Code != protocol.CodeNotFound {
 		t.Fatalf("an output for no dispatch: got %+v, want not_found", r)
 	}
-	if _, ok := f.IntentOutput("i2"); ok {
+	if _, ok := f.Reader().IntentOutput("i2"); ok {
 		t.Fatal("a refused output was stored")
 	}
 }
@@ -112,7 +112,7 @@ func TestOutputRetentionAndBudget(t *testing.T) {
 	if got, want := kept(f, "i0", "i1", "i2", "i3"), "i1 i2 i3 "; got != want {
 		t.Fatalf("after the budget: got %q, want %q", got, want)
 	}
-	if _, size := f.OutputUsage(); size != 90 {
+	if _, size := f.Reader().OutputUsage(); size != 90 {
 		t.Fatalf("usage: got %d bytes, want 90", size)
 	}
 	runWithOutput(t, f, b, "big", bytes.Repeat([]byte{'z'}, 101), t0.Add(5*time.Minute))
@@ -129,14 +129,14 @@ func TestOutputRetentionAndBudget(t *testing.T) {
 	if got, want := kept(g, "i2", "i3"), "i2 i3 "; got != want {
 		t.Fatalf("after a restore: got %q, want %q", got, want)
 	}
-	if n, size := g.OutputUsage(); n != 2 || size != 60 {
+	if n, size := g.Reader().OutputUsage(); n != 2 || size != 60 {
 		t.Fatalf("usage after a restore: got %d outputs, %d bytes; want 2, 60", n, size)
 	}
 	apply(t, g, b, MsgTick, Tick{At: t0.Add(2 * time.Hour)})
 	if got := kept(g, "i2", "i3"); got != "" {
 		t.Fatalf("after every retention: got %q kept, want none", got)
 	}
-	if n, size := g.OutputUsage(); n != 0 || size != 0 {
+	if n, size := g.Reader().OutputUsage(); n != 0 || size != 0 {
 		t.Fatalf("usage: got %d outputs, %d bytes; want none", n, size)
 	}
 }
@@ -148,12 +148,12 @@ func TestOutputGoesWithItsIntent(t *testing.T) {
 	f, b := outputFSM(t, cfg.IdempotencyRetention, 1<<20)
 	runWithOutput(t, f, b, "i1", []byte("out"), t0)
 	f.forget(func() *Intent { f.mu.Lock(); defer f.mu.Unlock(); return f.state.Intents["i1"] }())
-	if _, ok := f.IntentOutput("i1"); ok {
+	if _, ok := f.Reader().IntentOutput("i1"); ok {
 		t.Fatal("the output outlived its intent")
 	}
 	g, gb := outputFSM(t, 0, 1<<20)
 	runWithOutput(t, g, gb, "i1", []byte("out"), t0)
-	if _, ok := g.IntentOutput("i1"); ok {
+	if _, ok := g.Reader().IntentOutput("i1"); ok {
 		t.Fatal("retention 0 kept an output")
 	}
 }
@@ -175,7 +175,7 @@ func TestOutputReplayIsByteIdentical(t *testing.T) {
 	if !bytes.Equal(a, c) {
 		t.Fatal("replicas differ after the same log")
 	}
-	if n, _ := f.OutputUsage(); n == 0 || n == 6 {
+	if n, _ := f.Reader().OutputUsage(); n == 0 || n == 6 {
 		t.Fatalf("got %d outputs kept, want some evicted and some kept", n)
 	}
 }

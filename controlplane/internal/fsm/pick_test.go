@@ -23,7 +23,7 @@ func scanPick(f *FSM, in *Intent) (*Node, bool) {
 	if t := in.Target; t != nil && t.Node != "" {
 		for _, id := range sortedKeys(f.state.Nodes) {
 			n := f.state.Nodes[id]
-			if !f.eligible(n, in, tool) {
+			if !f.scheduler().eligible(n, in, tool) {
 				continue
 			}
 			eligible = true
@@ -46,7 +46,7 @@ func scanPick(f *FSM, in *Intent) (*Node, bool) {
 		l := levels[k]
 		for j := range l {
 			n := f.state.Nodes[l[(int(mix64(in.ID)%uint64(len(l)))+j)%len(l)]]
-			if !f.eligible(n, in, tool) {
+			if !f.scheduler().eligible(n, in, tool) {
 				continue
 			}
 			eligible = true
@@ -138,11 +138,11 @@ func TestPickMatchesScan(t *testing.T) {
 	for i := range 600 {
 		at = at.Add(time.Second)
 		check := func(in *Intent) {
-			if got, want := f.possible(in), scanPossible(f, in); got != want {
+			if got, want := f.scheduler().possible(in), scanPossible(f, in); got != want {
 				t.Fatalf("step %d, intent %s target %+v: possible %v, a scan says %v", i, in.ID, in.Target, got, want)
 			}
 			want, wantOK := scanPick(f, in)
-			got, gotOK := f.pick(in)
+			got, gotOK := f.scheduler().pick(in)
 			if gotOK != wantOK || (got == nil) != (want == nil) || (got != nil && got.ID != want.ID) {
 				t.Fatalf("step %d, intent %s target %+v: pick %v %v, scan %v %v", i, in.ID, in.Target, got, gotOK, want, wantOK)
 			}
@@ -202,7 +202,7 @@ func TestPickSpreadsEqualLoads(t *testing.T) {
 	}
 	count := map[string]int{}
 	for i := range 10_000 {
-		n, _ := f.pick(&Intent{ID: fmt.Sprintf("int-%d", i), Tool: "echo"})
+		n, _ := f.scheduler().pick(&Intent{ID: fmt.Sprintf("int-%d", i), Tool: "echo"})
 		count[n.ID]++
 	}
 	for id, c := range count {
@@ -222,7 +222,7 @@ func TestTargetByNameAfterRestore(t *testing.T) {
 	g := restoreInto(t, f, newFSM(t))
 	for _, target := range []*protocol.Target{{Node: "n1"}, {Node: "n1.example"}, nil} {
 		in := &Intent{ID: "i", Tool: "echo", Target: target}
-		if n, ok := g.pick(in); !ok || n == nil || n.ID != "n1" {
+		if n, ok := g.scheduler().pick(in); !ok || n == nil || n.ID != "n1" {
 			t.Fatalf("target %+v after a restore: %v %v", target, n, ok)
 		}
 	}
@@ -250,7 +250,7 @@ func BenchmarkPick(b *testing.B) {
 					if targeted {
 						in.Target = &protocol.Target{Node: ids[i%size]}
 					}
-					if n, _ := f.pick(in); n == nil {
+					if n, _ := f.scheduler().pick(in); n == nil {
 						b.Fatal("no node")
 					}
 				}

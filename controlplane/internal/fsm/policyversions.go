@@ -45,17 +45,17 @@ func (s *State) recordPolicy(index uint64, c PutPolicy) {
 
 // PolicyVersions returns the kept policy versions, oldest first; the last is
 // the current policy set.
-func (f *FSM) PolicyVersions() []PolicyVersion {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return append([]PolicyVersion(nil), f.state.PolicyVersions...)
+func (rd Reader) PolicyVersions() []PolicyVersion {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
+	return append([]PolicyVersion(nil), rd.f.state.PolicyVersions...)
 }
 
 // PolicyVersion returns one kept version.
-func (f *FSM) PolicyVersion(v uint64) (PolicyVersion, bool) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	for _, p := range f.state.PolicyVersions {
+func (rd Reader) PolicyVersion(v uint64) (PolicyVersion, bool) {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
+	for _, p := range rd.f.state.PolicyVersions {
 		if p.Version == v {
 			return p, true
 		}

@@ -20,21 +20,21 @@ func TestPolicyVersions(t *testing.T) {
 		}
 		f.Apply(b.add(MsgPutPolicy, c))
 	}
-	vs := f.PolicyVersions()
+	vs := f.Reader().PolicyVersions()
 	if len(vs) != maxPolicyVersions {
 		t.Fatalf("%d versions kept, want %d", len(vs), maxPolicyVersions)
 	}
 	last := vs[len(vs)-1]
-	if last.Version != b.logs[len(b.logs)-1].Index || last.Text != f.Policy().Text || last.Hash != f.Policy().Hash {
-		t.Fatalf("the last version %+v is not the current policy %+v", last, f.Policy())
+	if last.Version != b.logs[len(b.logs)-1].Index || last.Text != f.Reader().Policy().Text || last.Hash != f.Reader().Policy().Hash {
+		t.Fatalf("the last version %+v is not the current policy %+v", last, f.Reader().Policy())
 	}
 	if first := vs[0]; first.Version != 7 || first.Text != "// v6" {
 		t.Fatalf("the oldest kept version: %+v, want version 7 (// v6)", first)
 	}
-	if _, ok := f.PolicyVersion(6); ok {
+	if _, ok := f.Reader().PolicyVersion(6); ok {
 		t.Fatal("a dropped version is still found")
 	}
-	if v, ok := f.PolicyVersion(20); !ok || v.Text != "// v19" || !v.InstalledAt.Equal(at.Add(19*time.Minute)) {
+	if v, ok := f.Reader().PolicyVersion(20); !ok || v.Text != "// v19" || !v.InstalledAt.Equal(at.Add(19*time.Minute)) {
 		t.Fatalf("version 20: %+v %v", v, ok)
 	}
 	// The same log replayed whole, or from a snapshot taken midway, gives
@@ -58,11 +58,11 @@ func TestPolicyEntryWithoutTimeKeepsNoVersion(t *testing.T) {
 	f := newFSM(t)
 	b := &logBuilder{t: t}
 	f.Apply(b.add(MsgPutPolicy, PutPolicy{Text: "x", Hash: "sha256:x"}))
-	if f.Policy().Hash != "sha256:x" || len(f.PolicyVersions()) != 0 {
-		t.Fatalf("policy %+v, versions %+v", f.Policy(), f.PolicyVersions())
+	if f.Reader().Policy().Hash != "sha256:x" || len(f.Reader().PolicyVersions()) != 0 {
+		t.Fatalf("policy %+v, versions %+v", f.Reader().Policy(), f.Reader().PolicyVersions())
 	}
 	f.Apply(b.add(MsgPutPolicy, PutPolicy{Text: "y", Hash: "sha256:y", At: t0, RollbackOf: 1}))
-	if v, ok := f.PolicyVersion(2); !ok || !v.InstalledAt.Equal(t0) || v.RollbackOf != 1 || len(f.PolicyVersions()) != 1 {
+	if v, ok := f.Reader().PolicyVersion(2); !ok || !v.InstalledAt.Equal(t0) || v.RollbackOf != 1 || len(f.Reader().PolicyVersions()) != 1 {
 		t.Fatalf("%+v %v", v, ok)
 	}
 }
@@ -76,12 +76,12 @@ func TestPolicyVersionsBoundedBySize(t *testing.T) {
 	for i := 0; i < 6; i++ {
 		f.Apply(b.add(MsgPutPolicy, PutPolicy{Text: big, Hash: fmt.Sprintf("sha256:%d", i), At: t0}))
 	}
-	if vs := f.PolicyVersions(); len(vs) != 4 || vs[3].Hash != "sha256:5" {
+	if vs := f.Reader().PolicyVersions(); len(vs) != 4 || vs[3].Hash != "sha256:5" {
 		t.Fatalf("%d versions kept, the last %s; want 4 (4 MiB), the last sha256:5", len(vs), vs[len(vs)-1].Hash)
 	}
 	huge := string(make([]byte, 5<<20))
 	f.Apply(b.add(MsgPutPolicy, PutPolicy{Text: huge, Hash: "sha256:huge", At: t0}))
-	if vs := f.PolicyVersions(); len(vs) != 1 || vs[0].Hash != "sha256:huge" {
+	if vs := f.Reader().PolicyVersions(); len(vs) != 1 || vs[0].Hash != "sha256:huge" {
 		t.Fatalf("a version past the size bound alone: %d kept", len(vs))
 	}
 }

@@ -8,17 +8,17 @@ import (
 
 // Index returns the last applied log index: every receipt of the entries up
 // to it is in the ledger.
-func (f *FSM) Index() uint64 {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return f.applied
+func (rd Reader) Index() uint64 {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
+	return rd.f.applied
 }
 
 // Intent returns a copy of an intent's record.
-func (f *FSM) Intent(id string) (Intent, bool) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	in, ok := f.state.Intents[id]
+func (rd Reader) Intent(id string) (Intent, bool) {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
+	in, ok := rd.f.state.Intents[id]
 	if !ok {
 		return Intent{}, false
 	}
@@ -29,22 +29,22 @@ func (f *FSM) Intent(id string) (Intent, bool) {
 // final, a channel closed at its next change (or after a restore), so that a
 // caller can wait without polling. Watchers exist only for intents that will
 // change: every waiting intent ends by its expiry, which closes and drops them.
-func (f *FSM) WatchIntent(id string) (Intent, <-chan struct{}, bool) {
-	in, ok := f.Intent(id)
+func (rd Reader) WatchIntent(id string) (Intent, <-chan struct{}, bool) {
+	in, ok := rd.Intent(id)
 	if !ok || Final(in.State) {
 		return in, nil, ok
 	}
-	ch := f.watch.watch(id)
+	ch := rd.f.watch.watch(id)
 	// Read again after registering, so that no change is missed in between.
-	in, ok = f.Intent(id)
+	in, ok = rd.Intent(id)
 	return in, ch, ok
 }
 
 // IntentKey returns the sealed secret of an orchestrator key of a tenant.
-func (f *FSM) IntentKey(tenant, keyID string) ([]byte, bool) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	t := f.state.Tenants[tenant]
+func (rd Reader) IntentKey(tenant, keyID string) ([]byte, bool) {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
+	t := rd.f.state.Tenants[tenant]
 	if t == nil {
 		return nil, false
 	}
@@ -53,10 +53,10 @@ func (f *FSM) IntentKey(tenant, keyID string) ([]byte, bool) {
 }
 
 // ApproverKey returns a registered approver key of a tenant.
-func (f *FSM) ApproverKey(tenant, keyID string) (ed25519.PublicKey, string, bool) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	t := f.state.Tenants[tenant]
+func (rd Reader) ApproverKey(tenant, keyID string) (ed25519.PublicKey, string, bool) {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
+	t := rd.f.state.Tenants[tenant]
 	if t == nil {
 		return nil, "", false
 	}
@@ -68,10 +68,10 @@ func (f *FSM) ApproverKey(tenant, keyID string) (ed25519.PublicKey, string, bool
 }
 
 // Tool returns a registered tool.
-func (f *FSM) Tool(name string) (Tool, bool) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	t, ok := f.state.Tools[name]
+func (rd Reader) Tool(name string) (Tool, bool) {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
+	t, ok := rd.f.state.Tools[name]
 	if !ok {
 		return Tool{}, false
 	}
@@ -79,30 +79,30 @@ func (f *FSM) Tool(name string) (Tool, bool) {
 }
 
 // Tools returns every registered tool, by name.
-func (f *FSM) Tools() []Tool {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	out := make([]Tool, 0, len(f.state.Tools))
-	for _, name := range sortedKeys(f.state.Tools) {
-		out = append(out, *f.state.Tools[name])
+func (rd Reader) Tools() []Tool {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
+	out := make([]Tool, 0, len(rd.f.state.Tools))
+	for _, name := range sortedKeys(rd.f.state.Tools) {
+		out = append(out, *rd.f.state.Tools[name])
 	}
 	return out
 }
 
 // Policy returns the current policy set's text and hash.
-func (f *FSM) Policy() PutPolicy {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return f.state.Policy
+func (rd Reader) Policy() PutPolicy {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
+	return rd.f.state.Policy
 }
 
 // NonceConsumed reports whether an approval nonce has been used.
-func (f *FSM) NonceConsumed(nonce string) bool {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	_, ok := f.state.Nonces[nonce]
+func (rd Reader) NonceConsumed(nonce string) bool {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
+	_, ok := rd.f.state.Nonces[nonce]
 	return ok
 }
 
 // CheckpointChanged returns a channel closed when the next checkpoint is applied.
-func (f *FSM) CheckpointChanged() <-chan struct{} { return f.watch.watch(CheckpointWatch) }
+func (rd Reader) CheckpointChanged() <-chan struct{} { return rd.f.watch.watch(CheckpointWatch) }

@@ -55,12 +55,12 @@ func TestQueuedIntentPastExpiryIsNeverDispatched(t *testing.T) {
 	if long := state(t, f, "long"); long.State != StateDispatched || long.Dispatch == nil {
 		t.Fatalf("the next intent did not get the freed slot: %+v", long)
 	}
-	for _, d := range f.OpenDispatches("n1") {
+	for _, d := range f.Reader().OpenDispatches("n1") {
 		if d.IntentID == "short" || !d.ExpiresAt.After(d.IssuedAt) {
 			t.Fatalf("dispatch %+v: an expired intent dispatched, or one that cannot be signed", d)
 		}
 	}
-	if n, _ := f.Node("n1"); n.InFlight != 1 {
+	if n, _ := f.Reader().Node("n1"); n.InFlight != 1 {
 		t.Fatalf("in flight %d, want 1 (long's)", n.InFlight)
 	}
 }
@@ -241,7 +241,7 @@ func TestAbandonFreesTheSlot(t *testing.T) {
 	if bi.State != StateDispatched {
 		t.Fatalf("the freed slot: %+v, want b dispatched", bi)
 	}
-	if n, _ := f.Node("n1"); n.InFlight != 1 {
+	if n, _ := f.Reader().Node("n1"); n.InFlight != 1 {
 		t.Fatalf("in flight %d, want 1", n.InFlight)
 	}
 	apply(t, f, b, MsgAbandon, Abandon{At: t0.Add(30 * time.Second), DispatchID: bi.Dispatch.ID, Server: "s1"})
@@ -259,7 +259,7 @@ func TestAbandonFreesTheSlot(t *testing.T) {
 	if c = state(t, f, "c"); c.State != StateCompleted || l.Size() != size {
 		t.Fatalf("after abandoning closed dispatches: %+v, %d receipts (was %d)", c, l.Size(), size)
 	}
-	if n, _ := f.Node("n1"); n.InFlight != 0 {
+	if n, _ := f.Reader().Node("n1"); n.InFlight != 0 {
 		t.Fatalf("in flight %d, want 0", n.InFlight)
 	}
 }
@@ -326,7 +326,7 @@ func TestEndOfAnOlderSession(t *testing.T) {
 		if r := apply(t, f, b, MsgNodeSession, step.cmd); r.Err != nil {
 			t.Fatal(r.Err)
 		}
-		if n, _ := f.Node("n1"); n.Status != step.want {
+		if n, _ := f.Reader().Node("n1"); n.Status != step.want {
 			t.Fatalf("step %d (%+v): node %s, want %s", i, step.cmd, n.Status, step.want)
 		}
 	}
@@ -348,7 +348,7 @@ func BenchmarkNoEligibleNode(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("nodes=%d/baseline=pick", size), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				if n, _ := f.pick(&Intent{ID: fmt.Sprintf("int-%d", i), Tool: "echo"}); n == nil {
+				if n, _ := f.scheduler().pick(&Intent{ID: fmt.Sprintf("int-%d", i), Tool: "echo"}); n == nil {
 					b.Fatal("no node")
 				}
 			}
@@ -356,7 +356,7 @@ func BenchmarkNoEligibleNode(b *testing.B) {
 		b.Run(fmt.Sprintf("nodes=%d/possible", size), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				in := &Intent{ID: fmt.Sprintf("int-%d", i), Tool: "other"}
-				if f.anyEligible(in) || f.possible(in) {
+				if f.scheduler().anyEligible(in) || f.scheduler().possible(in) {
 					b.Fatal("a node may run it")
 				}
 			}

@@ -30,34 +30,42 @@ type PutCheckpoint struct {
 // MsgPutCheckpoint carries a signed checkpoint.
 const MsgPutCheckpoint MsgType = 19
 
+// recorder is the apply side's record keeping: the receipt of an intent
+// made final, appended to the ledger as a leaf, and the leaves of a batch
+// of entries written together (batch.go). It runs under the FSM's write
+// lock, from the apply functions.
+type recorder struct{ f *FSM }
+
+func (f *FSM) recorder() recorder { return recorder{f} }
+
 // recordReceipt appends the receipt of an intent that has just reached its
 // final state. A store that holds a different leaf at that index, or fails to
 // append, stops the server: the receipt log must never silently differ from
 // the Raft log.
-func (f *FSM) recordReceipt(in *Intent) {
-	if f.ledger == nil {
+func (rr recorder) recordReceipt(in *Intent) {
+	if rr.f.ledger == nil {
 		return
 	}
-	r := f.receipt(in, outcomeOf(in.State), in.Error)
-	f.appendReceipt(in, r)
+	r := rr.receipt(in, outcomeOf(in.State), in.Error)
+	rr.appendReceipt(in, r)
 	in.Receipt = &r.Index
 }
 
 // recordRefused appends the receipt of an attempt refused without being
 // kept (its intent id belongs to another attempt).
-func (f *FSM) recordRefused(in *Intent, e *protocol.ErrorBody) {
-	if f.ledger == nil {
+func (rr recorder) recordRefused(in *Intent, e *protocol.ErrorBody) {
+	if rr.f.ledger == nil {
 		return
 	}
-	f.appendReceipt(in, f.receipt(in, protocol.OutcomeRejected, e))
+	rr.appendReceipt(in, rr.receipt(in, protocol.OutcomeRejected, e))
 }
 
 // recordSuperseding appends the receipt of a result that arrived after its
 // intent was given up as unknown. The unknown receipt stays; this one names it
 // and carries the result and the outcome it shows.
-func (f *FSM) recordSuperseding(in *Intent) {
+func (rr recorder) recordSuperseding(in *Intent) {
 	in.Superseding = false
-	if f.ledger == nil {
+	if rr.f.ledger == nil {
 		return
 	}
 	outcome, e := protocol.OutcomeCompleted, (*protocol.ErrorBody)(nil)
@@ -70,15 +78,15 @@ func (f *FSM) recordSuperseding(in *Intent) {
 			outcome = protocol.OutcomeCanceled
 		}
 	}
-	r := f.receipt(in, outcome, e)
+	r := rr.receipt(in, outcome, e)
 	old := *in.Receipt
 	r.Supersedes = &old
-	f.appendReceipt(in, r)
+	rr.appendReceipt(in, r)
 	in.SupersededBy = &r.Index
 }
 
-func (f *FSM) receipt(in *Intent, outcome string, e *protocol.ErrorBody) *protocol.Receipt {
-	s := f.state
+func (rr recorder) receipt(in *Intent, outcome string, e *protocol.ErrorBody) *protocol.Receipt {
+	s := rr.f.state
 	r := &protocol.Receipt{
 		Type: protocol.ReceiptType, Index: s.Receipts, IntentID: in.ID, Tenant: in.Tenant, Principal: in.Principal,
 		Tool: in.Tool, PayloadHash: in.PayloadHash, IdempotencyKey: in.IdempotencyKey, Outcome: outcome,
@@ -98,13 +106,13 @@ func (f *FSM) receipt(in *Intent, outcome string, e *protocol.ErrorBody) *protoc
 	return r
 }
 
-func (f *FSM) appendReceipt(in *Intent, r *protocol.Receipt) {
+func (rr recorder) appendReceipt(in *Intent, r *protocol.Receipt) {
 	leaf, err := r.Leaf()
 	if err != nil {
 		panic(fmt.Sprintf("fsm: receipt %d of intent %s: %v", r.Index, in.ID, err))
 	}
-	f.putLeaf(int64(r.Index), leaf)
-	f.state.Receipts++
+	rr.putLeaf(int64(r.Index), leaf)
+	rr.f.state.Receipts++
 }
 
 // resultStatus reads the status and error of a signed result the FSM holds.
@@ -121,16 +129,16 @@ func resultStatus(raw []byte) (status, msg string) {
 
 // putLeaf appends leaf at index, or checks the leaf a durable store already
 // holds there.
-func (f *FSM) putLeaf(index int64, leaf []byte) {
-	size := f.ledgerSize()
+func (rr recorder) putLeaf(index int64, leaf []byte) {
+	size := rr.ledgerSize()
 	switch {
-	case index < f.ledger.Size():
-		stored, err := f.ledger.Leaf(index)
+	case index < rr.f.ledger.Size():
+		stored, err := rr.f.ledger.Leaf(index)
 		if err != nil || !bytes.Equal(stored, leaf) {
 			panic(fmt.Sprintf("fsm: the receipt log holds another receipt at %d than the Raft log makes (%v)", index, err))
 		}
 	case index == size:
-		f.appendLeaf(index, leaf)
+		rr.appendLeaf(index, leaf)
 	default:
 		panic(fmt.Sprintf("fsm: the receipt log has %d receipts, the state %d", size, index))
 	}
@@ -143,7 +151,7 @@ func (f *FSM) applyCheckpoint(c *PutCheckpoint) {
 	if f.ledger == nil {
 		return
 	}
-	f.flushLeaves()
+	f.recorder().flushLeaves()
 	err := f.untilSpace("store a checkpoint", func() error { return f.ledger.SetCheckpoint(c.Note) })
 	if err != nil && !errors.Is(err, ledger.ErrRollback) {
 		panic(fmt.Sprintf("fsm: checkpoint: %v", err))

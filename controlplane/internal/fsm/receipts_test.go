@@ -147,7 +147,7 @@ func TestCheckpointsThroughTheLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	woken := f.CheckpointChanged()
+	woken := f.Reader().CheckpointChanged()
 	f.Apply(b.add(MsgPutCheckpoint, PutCheckpoint{Note: note}))
 	select {
 	case <-woken:
@@ -230,7 +230,7 @@ type indexAtAppend struct {
 }
 
 func (l *indexAtAppend) Append(leaves ...[]byte) (int64, error) {
-	l.seen = append(l.seen, l.f.Index())
+	l.seen = append(l.seen, l.f.Reader().Index())
 	return l.Log.Append(leaves...)
 }
 
@@ -247,7 +247,7 @@ func TestIndexWaitsForReceipts(t *testing.T) {
 	if len(l.seen) != 1 || l.seen[0] != 0 {
 		t.Fatalf("Index while the batch's receipts were appended: %v, want [0]", l.seen)
 	}
-	if f.Index() != last || l.Size() != 5 {
-		t.Fatalf("after the batch: index %d, %d receipts; want %d and 5", f.Index(), l.Size(), last)
+	if f.Reader().Index() != last || l.Size() != 5 {
+		t.Fatalf("after the batch: index %d, %d receipts; want %d and 5", f.Reader().Index(), l.Size(), last)
 	}
 }

@@ -77,9 +77,9 @@ func (f *FSM) closeDispatch(d *Dispatch, index uint64) []string {
 	f.idx.closed(d.Node, d.ID)
 	if n := f.state.Nodes[d.Node]; n != nil && n.InFlight > 0 {
 		n.InFlight--
-		f.reschedule(n)
+		f.scheduler().reschedule(n)
 	}
-	return append([]string{NodeWatch(d.Node)}, f.drainQueue(index)...)
+	return append([]string{NodeWatch(d.Node)}, f.scheduler().drainQueue(index)...)
 }
 
 // expireDispatches ends, as unknown, intents whose node has not reported by

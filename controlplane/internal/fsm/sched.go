@@ -142,9 +142,9 @@ func (x *schedIndex) place(n *Node, tools map[string]*Tool) {
 }
 
 // reschedule puts a node back in the index after its record changed.
-func (f *FSM) reschedule(n *Node) {
-	f.idx.sched.remove(n.ID)
-	f.idx.sched.place(n, f.state.Tools)
+func (sc scheduler) reschedule(n *Node) {
+	sc.f.idx.sched.remove(n.ID)
+	sc.f.idx.sched.place(n, sc.f.state.Tools)
 }
 
 // pickOnRing finds the node for an intent not targeted at a node by id or
@@ -152,8 +152,8 @@ func (f *FSM) reschedule(n *Node) {
 // level that has one, it takes the first eligible node with a free slot from
 // a place chosen by a hash of the intent id, going round: equal loads are
 // spread evenly, and a fleet with room costs O(1) map reads per intent.
-func (f *FSM) pickOnRing(in *Intent, tool *Tool) (*Node, bool) {
-	r := f.idx.sched.rings[tool.Name]
+func (sc scheduler) pickOnRing(in *Intent, tool *Tool) (*Node, bool) {
+	r := sc.f.idx.sched.rings[tool.Name]
 	if r == nil {
 		return nil, false
 	}
@@ -162,8 +162,8 @@ func (f *FSM) pickOnRing(in *Intent, tool *Tool) (*Node, bool) {
 	for _, load := range r.order {
 		level := r.levels[load]
 		for j, k := 0, int(h%uint64(max(len(level), 1))); j < len(level); j++ {
-			n := f.state.Nodes[level[(k+j)%len(level)]]
-			if n == nil || !f.eligible(n, in, tool) {
+			n := sc.f.state.Nodes[level[(k+j)%len(level)]]
+			if n == nil || !sc.eligible(n, in, tool) {
 				continue
 			}
 			eligible = true

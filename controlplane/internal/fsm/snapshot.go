@@ -58,7 +58,7 @@ func (f *FSM) Restore(r io.ReadCloser) error {
 			return fmt.Errorf("fsm: restore: receipt %d: %w", i, err)
 		}
 		if f.ledger != nil {
-			f.putLeaf(i, leaf)
+			f.recorder().putLeaf(i, leaf)
 		}
 	}
 	upgradeQueue(s)

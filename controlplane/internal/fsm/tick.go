@@ -19,7 +19,7 @@ func (f *FSM) applyTick(index uint64, at time.Time) []string {
 		if in == nil || Final(in.State) || in.Dispatch != nil || !in.ExpiresAt.Equal(e.at) {
 			continue // already final, pruned, or in a node's hands
 		}
-		f.expire(in, index)
+		f.scheduler().expire(in, index)
 		changed = append(changed, in.ID)
 	}
 	changed = append(changed, f.expireDispatches(index, now)...)
@@ -39,7 +39,7 @@ func (f *FSM) applyTick(index uint64, at time.Time) []string {
 		waited = true // what a lock held may now be dispatched
 	}
 	if waited {
-		changed = append(changed, f.drainQueue(index)...)
+		changed = append(changed, f.scheduler().drainQueue(index)...)
 	}
 	f.expireOutputs(now)
 	for id, tok := range s.JoinTokens { // deleting the expired ones: any order gives the same state

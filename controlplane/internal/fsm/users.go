@@ -216,10 +216,10 @@ func (f *FSM) pruneSessions(now time.Time) {
 }
 
 // User returns a dashboard user.
-func (f *FSM) User(id string) (User, bool) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	u, ok := f.state.Users[id]
+func (rd Reader) User(id string) (User, bool) {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
+	u, ok := rd.f.state.Users[id]
 	if !ok {
 		return User{}, false
 	}
@@ -228,10 +228,10 @@ func (f *FSM) User(id string) (User, bool) {
 
 // Session returns the session whose cookie secret hashes to hash. The caller
 // checks its expiry against its own clock.
-func (f *FSM) Session(hash string) (Session, bool) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	s, ok := f.state.Sessions[hash]
+func (rd Reader) Session(hash string) (Session, bool) {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
+	s, ok := rd.f.state.Sessions[hash]
 	if !ok {
 		return Session{}, false
 	}
@@ -239,11 +239,11 @@ func (f *FSM) Session(hash string) (Session, bool) {
 }
 
 // Users returns the dashboard users, by id.
-func (f *FSM) Users() []User {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	out := make([]User, 0, len(f.state.Users))
-	for _, u := range f.state.Users {
+func (rd Reader) Users() []User {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
+	out := make([]User, 0, len(rd.f.state.Users))
+	for _, u := range rd.f.state.Users {
 		out = append(out, *u)
 	}
 	slices.SortFunc(out, func(a, b User) int { return cmp.Compare(a.ID, b.ID) })
@@ -252,11 +252,11 @@ func (f *FSM) Users() []User {
 
 // Sessions returns the open sessions, oldest first, each with its id
 // (SessionID). The caller drops the expired ones by its own clock.
-func (f *FSM) Sessions() []SessionInfo {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	out := make([]SessionInfo, 0, len(f.state.Sessions))
-	for h, s := range f.state.Sessions {
+func (rd Reader) Sessions() []SessionInfo {
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
+	out := make([]SessionInfo, 0, len(rd.f.state.Sessions))
+	for h, s := range rd.f.state.Sessions {
 		out = append(out, SessionInfo{Session: *s, ID: SessionID(h)})
 	}
 	slices.SortFunc(out, func(a, b SessionInfo) int {
@@ -270,14 +270,14 @@ func (f *FSM) Sessions() []SessionInfo {
 
 // SessionHash returns the hash of the open session whose id is id; false
 // when none or more than one has it.
-func (f *FSM) SessionHash(id string) (string, bool) {
+func (rd Reader) SessionHash(id string) (string, bool) {
 	if len(id) != SessionIDLen {
 		return "", false
 	}
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+	rd.f.mu.RLock()
+	defer rd.f.mu.RUnlock()
 	found := ""
-	for h := range f.state.Sessions {
+	for h := range rd.f.state.Sessions {
 		if SessionID(h) == id {
 			if found != "" {
 				return "", false

@@ -36,22 +36,22 @@ func TestUserSessions(t *testing.T) {
 	if r := open("sess-a", "u1", "sha256:s1", t0); r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	s, ok := f.Session("sess-a")
+	s, ok := f.Reader().Session("sess-a")
 	if !ok || s.Role != RoleApprover || s.Approver != "alice" || s.Tenant != "acme" || !s.ExpiresAt.Equal(t0.Add(time.Hour)) {
 		t.Fatalf("session %+v, %v: want approver alice of acme, ending with its token", s, ok)
 	}
 	if r := open("sess-b", AdminTokenUser, "", t0); r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	if s, _ := f.Session("sess-b"); s.Role != RoleAdmin {
+	if s, _ := f.Reader().Session("sess-b"); s.Role != RoleAdmin {
 		t.Fatalf("admin-token session has role %q", s.Role)
 	}
 	apply(t, f, b, MsgCloseSession, CloseSession{Hash: "sess-b"})
-	if _, ok := f.Session("sess-b"); ok {
+	if _, ok := f.Reader().Session("sess-b"); ok {
 		t.Fatal("a closed session is still open")
 	}
 	apply(t, f, b, MsgDeleteUser, DeleteUser{ID: "u1"})
-	if _, ok := f.Session("sess-a"); ok {
+	if _, ok := f.Reader().Session("sess-a"); ok {
 		t.Fatal("deleting a user left its session open")
 	}
 	if r := open("sess-c", "u1", "sha256:s1", t0); r.Err == nil {
@@ -91,7 +91,7 @@ func TestAuditorUser(t *testing.T) {
 	if r := apply(t, f, b, MsgPutUser, aud); r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	if u, ok := f.User("a1"); !ok || u.Role != RoleAuditor || u.Tenant != "acme" || !u.Outputs {
+	if u, ok := f.Reader().User("a1"); !ok || u.Role != RoleAuditor || u.Tenant != "acme" || !u.Outputs {
 		t.Fatalf("auditor %+v, %v", u, ok)
 	}
 	bad := PutUser{ID: "v1", Hash: "sha256:v1", Role: RoleViewer, Outputs: true, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
@@ -102,7 +102,7 @@ func TestAuditorUser(t *testing.T) {
 	if r.Err == nil || r.Err.Code != protocol.CodeInvalidToken {
 		t.Fatalf("an auditor token opened a session: %+v", r)
 	}
-	if _, ok := f.Session("sess-a"); ok {
+	if _, ok := f.Reader().Session("sess-a"); ok {
 		t.Fatal("an auditor session is open")
 	}
 }
@@ -129,7 +129,7 @@ func TestSessionCapPerUser(t *testing.T) {
 		}
 	}
 	var viewer []string
-	for _, s := range f.Sessions() {
+	for _, s := range f.Reader().Sessions() {
 		if s.User == "v" {
 			viewer = append(viewer, s.ID)
 		}
@@ -137,17 +137,17 @@ func TestSessionCapPerUser(t *testing.T) {
 	if want := []string{"0000000000000093", "0000000000000092", "0000000000000091"}; !slices.Equal(viewer, want) {
 		t.Fatalf("the viewer's sessions: got %v, want its 3 newest %v", viewer, want)
 	}
-	if _, ok := f.Session("sha256:aaaa0000000000000000admin"); !ok {
+	if _, ok := f.Reader().Session("sha256:aaaa0000000000000000admin"); !ok {
 		t.Fatal("the viewer's sessions closed the admin's")
 	}
-	if h, ok := f.SessionHash("0000000000000092"); !ok || h != "sha256:0000000000000092" {
+	if h, ok := f.Reader().SessionHash("0000000000000092"); !ok || h != "sha256:0000000000000092" {
 		t.Fatalf("SessionHash: got %q %v", h, ok)
 	}
 	// Entries without a cap (written before it) keep every session.
 	for i := range 3 {
 		open(fmt.Sprintf("sha256:%016d", 200+i), "v", "sha256:v", t0.Add(time.Minute), 0)
 	}
-	if n := len(f.Sessions()); n != 7 {
+	if n := len(f.Reader().Sessions()); n != 7 {
 		t.Fatalf("uncapped opens: %d sessions, want 7", n)
 	}
 	// A full table refuses with too_many_sessions, and closes nothing.

@@ -70,7 +70,7 @@ func pages(t *testing.T, f *FSM, q IntentFilter) []string {
 		if n > 10_000 {
 			t.Fatal("the pages never end")
 		}
-		list, next := f.ListIntents(q)
+		list, next := f.Reader().ListIntents(q)
 		for _, in := range list {
 			ids = append(ids, in.ID)
 		}
@@ -101,17 +101,17 @@ func checkViews(t *testing.T, f *FSM, when string) {
 		}
 	}
 	pending := len(oracleList(f, IntentFilter{State: StatePendingApproval}))
-	if got := f.PendingApprovals(); got != pending {
+	if got := f.Reader().PendingApprovals(); got != pending {
 		t.Fatalf("%s: %d pending approvals, want %d", when, got, pending)
 	}
 	for _, since := range []time.Time{now.Add(-15 * time.Minute), now.Add(-time.Hour)} {
-		got, want := f.StatesPerMinute(since), oracleMinutes(f, since)
+		got, want := f.Reader().StatesPerMinute(since), oracleMinutes(f, since)
 		if !maps.EqualFunc(got, want, maps.Equal) {
 			t.Fatalf("%s: per minute since %s:\n got %v\nwant %v", when, since, got, want)
 		}
 	}
 	for _, node := range []string{"n1", "n2", "n3"} {
-		if got, want := f.NodeDispatches(node, 5), oracleNode(f, node, 5); !slices.Equal(got, want) {
+		if got, want := f.Reader().NodeDispatches(node, 5), oracleNode(f, node, 5); !slices.Equal(got, want) {
 			t.Fatalf("%s: recent dispatches of %s: got %v want %v", when, node, got, want)
 		}
 	}
@@ -146,21 +146,21 @@ func TestViewsMatchAScan(t *testing.T) {
 				a.Target = &protocol.Target{Node: "n9"} // no such node: rejected
 			}
 		}))
-		in, _ := f.Intent(id)
+		in, _ := f.Reader().Intent(id)
 		switch {
 		case in.State == StatePendingApproval && i%10 == 0:
 			step(MsgApprove, approve(id, fmt.Sprintf("nonce-%d", i), "approve", at.Add(time.Second)))
 		case in.State == StatePendingApproval && i%15 == 5:
 			step(MsgApprove, approve(id, fmt.Sprintf("nonce-%d", i), "deny", at.Add(time.Second)))
 		}
-		if in, _ = f.Intent(id); in.Dispatch != nil && i%4 != 3 {
+		if in, _ = f.Reader().Intent(id); in.Dispatch != nil && i%4 != 3 {
 			status := []string{protocol.StatusOK, protocol.StatusError, protocol.StatusTimeout}[i%3]
 			step(MsgResult, result(in, status, at.Add(2*time.Second)))
 		}
 		if i%9 == 0 {
 			step(MsgTick, Tick{At: at.Add(time.Second)})
 		}
-		maxPending = max(maxPending, f.PendingApprovals())
+		maxPending = max(maxPending, f.Reader().PendingApprovals())
 		if i%25 == 0 {
 			checkViews(t, f, fmt.Sprintf("after intent %d", i))
 		}
@@ -216,7 +216,7 @@ func TestListIntentsScanLimit(t *testing.T) {
 		})))
 	}
 	q := IntentFilter{Principal: "rare", Limit: 10}
-	list, next := f.ListIntents(q)
+	list, next := f.Reader().ListIntents(q)
 	if len(list) != 0 || next == nil {
 		t.Fatalf("first page: %d intents, next %v; want none found within the first 50 and a cursor", len(list), next)
 	}
@@ -246,11 +246,11 @@ func TestListIntentsByTenant(t *testing.T) {
 		}
 	}
 	for _, tenant := range []string{"smal", "smalll", "small\x00"} {
-		if list, next := f.ListIntents(IntentFilter{Tenant: tenant, Limit: 10}); len(list) != 0 || next != nil {
+		if list, next := f.Reader().ListIntents(IntentFilter{Tenant: tenant, Limit: 10}); len(list) != 0 || next != nil {
 			t.Fatalf("tenant %q: %d intents, next %v; want none", tenant, len(list), next)
 		}
 	}
-	list, next := f.ListIntents(IntentFilter{Tenant: "small", Limit: 10})
+	list, next := f.Reader().ListIntents(IntentFilter{Tenant: "small", Limit: 10})
 	var got []string
 	for _, in := range list {
 		got = append(got, in.ID)

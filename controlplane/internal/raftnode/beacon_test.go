@@ -94,10 +94,10 @@ func learnCommitsRound(t *testing.T, ca *testCA) (changed bool, err error) {
 			return moved(), err
 		}
 		for _, n := range nodes[1:] {
-			for n.FSM.Index() < idx {
+			for n.FSM.Reader().Index() < idx {
 				select {
 				case <-ctx.Done():
-					return moved(), fmt.Errorf("entry %d (index %d): follower %s is still at %d: it was never told of the commit", i, idx, n.Raft, n.FSM.Index())
+					return moved(), fmt.Errorf("entry %d (index %d): follower %s is still at %d: it was never told of the commit", i, idx, n.Raft, n.FSM.Reader().Index())
 				case <-time.After(5 * time.Millisecond):
 				}
 			}

@@ -296,7 +296,7 @@ func TestClusterProposeConcurrently(t *testing.T) {
 	}
 	var want []byte
 	for _, m := range nodes {
-		eventually.True(t, fmt.Sprintf("%s to apply %d", m.Raft, last), func() bool { return m.FSM.Index() >= last })
+		eventually.True(t, fmt.Sprintf("%s to apply %d", m.Raft, last), func() bool { return m.FSM.Reader().Index() >= last })
 		got, _ := m.FSM.Encode()
 		if want == nil {
 			want = got

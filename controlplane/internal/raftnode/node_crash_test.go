@@ -147,7 +147,7 @@ func nodeCrashChild(t *testing.T, dir, ackedFile string) {
 		acked = strings.Split(string(b), "\n")
 	}
 	for _, id := range acked {
-		if _, ok := f.Intent(id); !ok {
+		if _, ok := f.Reader().Intent(id); !ok {
 			t.Fatalf("intent %s, applied before a kill, is not in the FSM", id)
 		}
 	}

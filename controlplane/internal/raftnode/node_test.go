@@ -123,10 +123,10 @@ func TestClusterReplicates(t *testing.T) {
 	}
 	want, _ := a.FSM.Encode()
 	for _, n := range nodes[1:] {
-		eventually.True(t, fmt.Sprintf("%s to apply %d", n.Raft, last), func() bool { return n.FSM.Index() >= last })
+		eventually.True(t, fmt.Sprintf("%s to apply %d", n.Raft, last), func() bool { return n.FSM.Reader().Index() >= last })
 		got, _ := n.FSM.Encode()
 		if !bytes.Equal(got, want) {
-			t.Fatalf("%s's state differs from the leader's (index %d, want %d)", n.Raft, n.FSM.Index(), last)
+			t.Fatalf("%s's state differs from the leader's (index %d, want %d)", n.Raft, n.FSM.Reader().Index(), last)
 		}
 	}
 	if _, _, err := nodes[1].Apply(ctx, fsm.MsgAdmit, admitCmd(99)); err != ErrNotLeader {

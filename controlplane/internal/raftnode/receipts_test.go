@@ -98,7 +98,7 @@ func deniedCmd(i int) *fsm.Admit {
 func waitApplied(t *testing.T, r *replica, index uint64) {
 	t.Helper()
 	eventually.NoError(t, fmt.Sprintf("%s to apply %d", r.id, index), func() error {
-		if got := r.FSM.Index(); got < index {
+		if got := r.FSM.Reader().Index(); got < index {
 			return fmt.Errorf("applied %d", got)
 		}
 		return nil
