@@ -3,11 +3,12 @@ package sandbox
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/gowebpki/jcs"
+
+	"github.com/writhq/writ/internal/jsonx"
 )
 
 // Tier names, as they appear in manifests and outcomes.
@@ -127,7 +128,7 @@ func (m Manifest) WithDefaults() Manifest {
 // the control plane and the agent hash the manifest text as registered (see
 // HashRegistered); Hash identifies what a tier will actually run.
 func (m Manifest) Hash() (string, error) {
-	raw, err := json.Marshal(m.WithDefaults())
+	raw, err := jsonx.Marshal(m.WithDefaults())
 	if err != nil {
 		return "", fmt.Errorf("sandbox: encode manifest: %w", err)
 	}

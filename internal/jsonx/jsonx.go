@@ -67,8 +67,8 @@ func Encode(w io.Writer, v any) error {
 	return json.MarshalEncode(jsontext.NewEncoder(w, Stable), v)
 }
 
-// UnmarshalStored decodes data that the project itself wrote, with [Lenient].
-func UnmarshalStored(data []byte, v any) error {
+// UnmarshalLenient decodes data that the project itself wrote, with [Lenient].
+func UnmarshalLenient(data []byte, v any) error {
 	return json.Unmarshal(data, v, Lenient)
 }
 

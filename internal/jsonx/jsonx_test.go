@@ -93,7 +93,7 @@ func TestStableInvalidUTF8(t *testing.T) {
 		t.Fatalf("got %s, encoding/json %s", got, want)
 	}
 	var a, b map[string]string
-	if json.Unmarshal(got, &a) != nil || UnmarshalStored(want, &b) != nil || a["bad"] != b["bad"] || a["bad"] != "a\ufffdb" {
+	if json.Unmarshal(got, &a) != nil || UnmarshalLenient(want, &b) != nil || a["bad"] != b["bad"] || a["bad"] != "a\ufffdb" {
 		t.Errorf("read back %q and %q", a["bad"], b["bad"])
 	}
 }
@@ -116,10 +116,10 @@ func TestLenientReadsWhatEncodingJSONRead(t *testing.T) {
 		if err := json.Unmarshal([]byte(doc), &want); err != nil {
 			t.Fatalf("encoding/json refused %q: %v", doc, err)
 		}
-		if err := UnmarshalStored([]byte(doc), &got); err != nil {
-			t.Errorf("UnmarshalStored(%q): %v", doc, err)
+		if err := UnmarshalLenient([]byte(doc), &got); err != nil {
+			t.Errorf("UnmarshalLenient(%q): %v", doc, err)
 		} else if got != want {
-			t.Errorf("UnmarshalStored(%q) = %+v, want %+v", doc, got, want)
+			t.Errorf("UnmarshalLenient(%q) = %+v, want %+v", doc, got, want)
 		}
 		if err := UnmarshalStrict([]byte(doc), &got); err == nil {
 			t.Errorf("UnmarshalStrict(%q) accepted it", doc)

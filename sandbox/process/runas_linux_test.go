@@ -2,12 +2,14 @@ package process_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/process"
@@ -61,7 +63,7 @@ func TestRunAs(t *testing.T) {
 		t.Helper()
 		m := sandbox.Manifest{Name: "testtool", Tier: sandbox.TierProcess, ReadOnly: []string{granted},
 			Command: &sandbox.Command{Path: tool}}
-		o, err := d.Run(context.Background(), sandbox.Invocation{Manifest: m, Params: json.RawMessage(params), Workspace: ws})
+		o, err := d.Run(context.Background(), sandbox.Invocation{Manifest: m, Params: jsontext.Value(params), Workspace: ws})
 		if err != nil {
 			t.Fatalf("%s: %v", params, err)
 		}
