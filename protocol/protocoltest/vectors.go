@@ -3,10 +3,11 @@
 package protocoltest
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/go-json-experiment/json"
 )
 
 // EnvVectors names a folder of vectors to use instead of ../shared/vectors.
