@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,6 +26,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/writhq/writ/client"
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -457,7 +457,7 @@ func TestForwardedInBatches(t *testing.T) {
 		if err := in.Sign(secret); err != nil {
 			t.Fatal(err)
 		}
-		b, _ := json.Marshal(in)
+		b, _ := jsonx.Marshal(in)
 		return b
 	}
 

@@ -11,7 +11,6 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
@@ -23,6 +22,7 @@ import (
 	"github.com/quic-go/quic-go"
 
 	"github.com/writhq/writ/controlplane"
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -81,14 +81,14 @@ func enrollSimVia(t testing.TB, s *controlplane.Server, base string, hc *http.Cl
 	n.key = key
 	n.tlsKey, _ = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	csr, _ := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{}, n.tlsKey)
-	body, _ := json.Marshal(map[string]any{"token": tok.Token, "name": "sim", "public": []byte(pub), "csr": csr})
+	body, _ := jsonx.Marshal(map[string]any{"token": tok.Token, "name": "sim", "public": []byte(pub), "csr": csr})
 	resp, err := hc.Post(base+"/v1/enroll", "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	var out protocol.EnrollResponse
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 200 {
+	if err := jsonv2.UnmarshalRead(resp.Body, &out, jsonx.Lenient); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("enroll: HTTP %d, %v", resp.StatusCode, err)
 	}
 	n.id, n.chain = out.Node, out.Chain
@@ -277,7 +277,7 @@ func toolHashesVia(t testing.TB, base string, hc *http.Client) map[string]string
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	json.NewDecoder(resp.Body).Decode(&out)
+	jsonv2.UnmarshalRead(resp.Body, &out, jsonx.Lenient)
 	m := map[string]string{}
 	for _, tl := range out.Tools {
 		m[tl.Name] = tl.Hash
