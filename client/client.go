@@ -304,7 +304,9 @@ func (c *Client) once(ctx context.Context, base, method, path string, body []byt
 		// names, which v2 requires.
 		return false, jsonv2.Unmarshal(b, r)
 	}
-	return false, jsonv2.Unmarshal(b, out)
+	// out may be a caller's own type (AdminJSON): its fields match the
+	// server's member names without regard to case, as they always have.
+	return false, jsonx.UnmarshalLenient(b, out)
 }
 
 // CreateJoinToken issues a join token for a node with labels, valid for ttl.
