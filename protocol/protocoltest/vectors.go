@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/go-json-experiment/json"
+	"github.com/writhq/writ/internal/jsonx"
 )
 
 // EnvVectors names a folder of vectors to use instead of ../shared/vectors.
@@ -51,7 +51,7 @@ func Load(t testing.TB, name string, v any) {
 	if err != nil {
 		t.Fatalf("protocol vectors: %v", err)
 	}
-	if err := json.Unmarshal(b, v); err != nil {
+	if err := jsonx.UnmarshalLenient(b, v); err != nil {
 		t.Fatalf("protocol vectors: %s: %v", name, err)
 	}
 }
