@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json"
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -238,7 +237,7 @@ func checkEcho(t *testing.T, d *mcpDev, r *mcp.CallToolResult, msg string) strin
 		if err != nil {
 			t.Fatal(err)
 		}
-		json.UnmarshalRead(resp.Body, &public, jsonx.Lenient)
+		jsonv2.UnmarshalRead(resp.Body, &public, jsonx.Lenient)
 		resp.Body.Close()
 	}
 	if public.LeafHash != leaf {
