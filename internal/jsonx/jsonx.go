@@ -15,9 +15,11 @@ import (
 // Stable makes json.Marshal write the bytes the project has always written
 // (it started on encoding/json): nil slices and maps as null, map members
 // sorted, <, >, &, U+2028 and U+2029 escaped, omitempty meaning what it
-// meant to encoding/json (false and 0 omitted too), durations as nanoseconds, byte arrays as arrays of numbers, and invalid UTF-8 replaced
-// rather than refused. Everything signed, hashed, stored in Raft, bbolt or a
-// snapshot, or already on the wire is encoded with it.
+// meant to encoding/json (false and 0 omitted too), durations as
+// nanoseconds, byte arrays as arrays of numbers, invalid UTF-8 replaced and
+// raw values with a repeated member name kept, rather than refused.
+// Everything signed, hashed, stored in Raft, bbolt or a snapshot, or already
+// on the wire is encoded with it.
 var Stable = json.JoinOptions(
 	json.FormatNilSliceAsNull(true),
 	json.FormatNilMapAsNull(true),
@@ -25,6 +27,7 @@ var Stable = json.JoinOptions(
 	jsontext.EscapeForHTML(true),
 	jsontext.EscapeForJS(true),
 	jsontext.AllowInvalidUTF8(true),
+	jsontext.AllowDuplicateNames(true),
 	jsonv1.OmitEmptyWithLegacySemantics(true),
 	jsonv1.FormatDurationAsNano(true),
 	jsonv1.FormatByteArrayAsArray(true),

@@ -48,7 +48,8 @@ func samples() []any {
 		Ints:   map[int]string{10: "ten", 2: "two"},
 	}
 	full.inner.N = 7
-	return []any{sample{}, full, []any(nil), map[string]any(nil), "plain <&>", 12.5, nil}
+	dup := sample{Raw: json.RawMessage(`{"a":1,"a":2}`)}
+	return []any{sample{}, full, dup, []any(nil), map[string]any(nil), "plain <&>", 12.5, nil}
 }
 
 // TestStableMatchesEncodingJSON: every shape the project encodes comes out
