@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +14,8 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -97,12 +98,12 @@ func TestIntentResponseDecodesAsV1(t *testing.T) {
 			ReceiptIndex: &idx, Receipt: jsontext.Value(`{"index":7}`), Proof: []string{"aa", "bb"}, Checkpoint: "cp\nline"},
 		{IntentID: "int-2", State: "denied", Error: &protocol.ErrorBody{Code: "policy_denied", Message: "denied by p"}},
 	} {
-		b, err := json.Marshal(want)
+		b, err := jsonx.Marshal(want)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var v1, v2 protocol.IntentResponse
-		if err := json.Unmarshal(b, &v1); err != nil {
+		if err := jsonx.UnmarshalLenient(b, &v1); err != nil {
 			t.Fatal(err)
 		}
 		if err := jsonv2.Unmarshal(b, &v2); err != nil {

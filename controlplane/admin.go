@@ -6,12 +6,12 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"encoding/json"
 	"net/http"
 
 	"github.com/writhq/writ/controlplane/internal/fsm"
 	"github.com/writhq/writ/controlplane/internal/policy"
 	"github.com/writhq/writ/controlplane/internal/tools"
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -82,9 +82,7 @@ func decodeAdmin(w http.ResponseWriter, r *http.Request, v any) *apiError {
 	if aerr != nil {
 		return aerr
 	}
-	dec := json.NewDecoder(bytesReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := jsonx.UnmarshalStrict(body, v); err != nil {
 		return refusal(protocol.CodeMalformed, err.Error())
 	}
 	return nil

@@ -4,10 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 
 	jsonv2 "github.com/go-json-experiment/json"
+
 	"github.com/writhq/writ/controlplane/internal/fsm"
 	"github.com/writhq/writ/web"
 )
@@ -90,7 +90,7 @@ func (s *Server) applyAdminAnywhere(ctx context.Context, t fsm.MsgType, cmd any)
 // the follower's.
 func relayedAdminChange(s *Server, raw []byte) (*fsm.AdminCmd, error) {
 	c := &fsm.AdminCmd{}
-	if err := json.Unmarshal(raw, c); err != nil {
+	if err := jsonv2.Unmarshal(raw, c); err != nil {
 		return nil, err
 	}
 	now := s.now()

@@ -4,13 +4,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/writhq/writ/controlplane"
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -22,7 +24,7 @@ func (w *accessWorld) adminEntries(t *testing.T, kind string) []protocol.AdminEn
 		t.Fatalf("%s lists admin entries: %d %s", kind, a.status, a.body)
 	}
 	var l struct{ Entries []protocol.AdminEntry }
-	if err := json.Unmarshal(a.body, &l); err != nil {
+	if err := jsonx.UnmarshalLenient(a.body, &l); err != nil {
 		t.Fatal(err)
 	}
 	return l.Entries
@@ -103,10 +105,10 @@ func TestAdminEntriesAPI(t *testing.T) {
 		for _, kind := range controlplane.AccessKinds {
 			a := w.send(t, kind, probe{method: "GET", path: fmt.Sprintf("/v1/receipts/%d", c.entry.Index)})
 			var body struct {
-				Receipt  json.RawMessage `json:"receipt"`
-				LeafHash string          `json:"leaf_hash"`
+				Receipt  jsontext.Value `json:"receipt"`
+				LeafHash string         `json:"leaf_hash"`
 			}
-			json.Unmarshal(a.body, &body)
+			jsonx.UnmarshalLenient(a.body, &body)
 			var is string
 			switch {
 			case a.status == http.StatusOK && strings.Contains(string(body.Receipt), `"type":"writ.admin/v1"`):

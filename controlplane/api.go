@@ -1,15 +1,13 @@
 package controlplane
 
 import (
+	"io"
+	"net/http"
 	"strings"
+	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-
-	"encoding/json"
-	"io"
-	"net/http"
-	"time"
 
 	"github.com/writhq/writ/protocol"
 )
@@ -276,7 +274,7 @@ func (ep intentsAPI) handleTools(w http.ResponseWriter, r *http.Request) {
 		if caps == nil {
 			caps = []string{}
 		}
-		out = append(out, protocol.ToolView{Name: t.Name, Description: t.Description, InputSchema: json.RawMessage(t.InputSchema),
+		out = append(out, protocol.ToolView{Name: t.Name, Description: t.Description, InputSchema: jsontext.Value(t.InputSchema),
 			Sandbox: t.Tier, Capabilities: caps, RequiresApproval: t.NeedsApproval(), ManifestHash: t.Hash})
 	}
 	if format != "" {

@@ -4,11 +4,11 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -47,7 +47,7 @@ func TestTwoApprovers(t *testing.T) {
 	if err := a.Sign(priv); err != nil {
 		t.Fatal(err)
 	}
-	second, _ := json.Marshal(a)
+	second, _ := jsonx.Marshal(a)
 	r, err = d.c.Approve(ctx, second)
 	// Approved: it goes on to scheduling (queued: the registration above
 	// names a manifest no node has).

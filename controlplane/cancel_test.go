@@ -3,12 +3,12 @@ package controlplane_test
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/internal/eventually"
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -25,7 +25,7 @@ func receiptOutcome(t *testing.T, r *client.IntentResponse) (outcome, status str
 	}
 	if len(rc.Result) > 0 && rc.Result.Kind() == '{' {
 		var res struct{ Status string }
-		json.Unmarshal(rc.Result, &res)
+		jsonx.UnmarshalLenient(rc.Result, &res)
 		status = res.Status
 	}
 	return rc.Outcome, status

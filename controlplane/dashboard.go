@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/writhq/writ/controlplane/internal/fsm"
 	"github.com/writhq/writ/controlplane/internal/policy"
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 	"github.com/writhq/writ/web"
 )
@@ -194,15 +194,15 @@ func relayedDashboardCommand(s *Server, t fsm.MsgType, raw []byte) (any, error) 
 	switch t {
 	case fsm.MsgOpenSession:
 		c := &fsm.OpenSession{}
-		err := json.Unmarshal(raw, c)
+		err := jsonx.UnmarshalLenient(raw, c)
 		c.At, c.MaxPerUser = s.now(), s.cfg.MaxSessionsPerUser
 		return c, err
 	case fsm.MsgCloseSession:
 		c := &fsm.CloseSession{}
-		return c, json.Unmarshal(raw, c)
+		return c, jsonx.UnmarshalLenient(raw, c)
 	case fsm.MsgNodeStatus:
 		c := &fsm.NodeStatus{}
-		err := json.Unmarshal(raw, c)
+		err := jsonx.UnmarshalLenient(raw, c)
 		c.At = s.now()
 		return c, err
 	case fsm.MsgAdmin:

@@ -2,7 +2,6 @@ package controlplane_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -10,7 +9,9 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
 	"github.com/writhq/writ/client"
+	"github.com/writhq/writ/internal/jsonx"
 )
 
 var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -108,7 +109,7 @@ func TestEventsStream(t *testing.T) {
 			Seq      uint64
 			Intent   struct{ State string }
 		}
-		json.Unmarshal(b, &ev)
+		jsonx.UnmarshalLenient(b, &ev)
 		if ev.Type == "intent" && ev.ID == resp.IntentID {
 			if ev.Index == 0 || ev.Seq == 0 || ev.Intent.State != "pending_approval" {
 				t.Fatalf("event %s", b)

@@ -2,14 +2,16 @@ package controlplane_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/controlplane"
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -143,11 +145,11 @@ func TestSessionCap(t *testing.T) {
 // adminGet reads an admin list and returns its body.
 func adminGet(t *testing.T, d *devServer, path string, out any) string {
 	t.Helper()
-	var raw json.RawMessage
+	var raw jsontext.Value
 	if err := d.admin.AdminJSON(context.Background(), "GET", path, nil, &raw); err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(raw, out); err != nil {
+	if err := jsonx.UnmarshalLenient(raw, out); err != nil {
 		t.Fatal(err)
 	}
 	return string(raw)

@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -17,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/writhq/writ/controlplane/internal/policy"
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/internal/secretfile"
 	"github.com/writhq/writ/ledger"
 	"github.com/writhq/writ/protocol"
@@ -212,7 +212,7 @@ func devCredentials(path, addr string) (*DevCredentials, error) {
 			return nil, err
 		}
 		var c DevCredentials
-		if err := json.Unmarshal(b, &c); err != nil {
+		if err := jsonx.UnmarshalLenient(b, &c); err != nil {
 			return nil, fmt.Errorf("%s: %v", p, err)
 		}
 		if c.Addr != "http://"+addr {
@@ -280,7 +280,7 @@ func newDevCredentials(addr string) (*DevCredentials, error) {
 // writeCredentials creates path (mode 0600, secretfile); it never replaces
 // a file.
 func writeCredentials(path string, c *DevCredentials) error {
-	out, _ := json.MarshalIndent(c, "", "  ")
+	out, _ := jsonx.MarshalIndent(c, "", "  ")
 	return secretfile.Create(path, append(out, '\n'))
 }
 

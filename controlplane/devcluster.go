@@ -3,7 +3,6 @@ package controlplane
 import (
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/writhq/writ/controlplane/internal/policy"
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/ledger"
 	"github.com/writhq/writ/protocol"
 )
@@ -75,7 +75,7 @@ func LoadDevCredentials(path string) (*DevCredentials, error) {
 		return nil, err
 	}
 	var c DevCredentials
-	if err := json.Unmarshal(b, &c); err != nil {
+	if err := jsonx.UnmarshalLenient(b, &c); err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
 	return &c, nil

@@ -1,10 +1,12 @@
 package controlplane
 
 import (
-	"encoding/json"
 	"testing"
 
-	"github.com/writhq/writ/sandbox"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/writhq/writ/internal/jsonx"
+	"github.com/writhq/writ/protocol"
 )
 
 // TestDevAllowlistMatchesRegistration: the manifests an agent's allowlist
@@ -19,14 +21,14 @@ func TestDevAllowlistMatchesRegistration(t *testing.T) {
 			continue
 		}
 		var reg struct {
-			Name     string          `json:"name"`
-			Manifest json.RawMessage `json:"manifest"`
+			Name     string         `json:"name"`
+			Manifest jsontext.Value `json:"manifest"`
 		}
-		if err := json.Unmarshal(call.Body, &reg); err != nil {
+		if err := jsonx.UnmarshalLenient(call.Body, &reg); err != nil {
 			t.Fatal(err)
 		}
-		want, err1 := sandbox.HashRegistered(reg.Manifest)
-		got, err2 := sandbox.HashRegistered(allow[reg.Name])
+		want, err1 := protocol.ManifestHash(reg.Manifest)
+		got, err2 := protocol.ManifestHash(allow[reg.Name])
 		if err1 != nil || err2 != nil || got != want {
 			t.Errorf("tool %s: registered with hash %s, the allowlist holds %s (%v %v)", reg.Name, want, got, err1, err2)
 		}

@@ -2,13 +2,13 @@ package controlplane
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -38,7 +38,7 @@ func TestRefuseWhileFull(t *testing.T) {
 	}
 	refused := func(rec *httptest.ResponseRecorder) bool {
 		var e protocol.ErrorResponse
-		return rec.Code == http.StatusServiceUnavailable && json.Unmarshal(rec.Body.Bytes(), &e) == nil &&
+		return rec.Code == http.StatusServiceUnavailable && jsonx.UnmarshalLenient(rec.Body.Bytes(), &e) == nil &&
 			e.Error.Code == protocol.CodeNoLeader && strings.Contains(e.Error.Message, "disk is full") && rec.Header().Get("Retry-After") != ""
 	}
 	if rec := get("/v1/intents/x"); rec.Code != http.StatusOK {

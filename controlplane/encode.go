@@ -1,11 +1,6 @@
 package controlplane
 
-import (
-	"bytes"
-	"io"
-
-	"github.com/go-json-experiment/json"
-)
+import "github.com/go-json-experiment/json"
 
 func mustMarshal(v any) []byte {
 	b, err := json.Marshal(v)
@@ -14,5 +9,3 @@ func mustMarshal(v any) []byte {
 	}
 	return b
 }
-
-func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

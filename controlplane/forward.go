@@ -3,7 +3,6 @@ package controlplane
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/writhq/writ/controlplane/internal/pki"
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -147,7 +147,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 		}
 		deadline := time.Now().Add(wait)
 		wctx, wcancel := context.WithDeadline(r.Context(), deadline)
-		caught := idx > 0 && json.Unmarshal(out, &ir) == nil && ir.ID != "" && s.state.WaitIndex(wctx, idx)
+		caught := idx > 0 && jsonx.UnmarshalLenient(out, &ir) == nil && ir.ID != "" && s.state.WaitIndex(wctx, idx)
 		wcancel()
 		if caught {
 			s.answer(w, r, ir.ID, time.Until(deadline))
@@ -256,7 +256,7 @@ func (s *Server) countForwardedFailure(w http.ResponseWriter, r *http.Request, s
 		return false
 	}
 	var e protocol.ErrorResponse
-	if json.Unmarshal(body, &e) != nil || !authFailure(e.Error.Code) {
+	if jsonx.UnmarshalLenient(body, &e) != nil || !authFailure(e.Error.Code) {
 		return false
 	}
 	return s.auth().limitFailure(w, r)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,6 +23,7 @@ import (
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/controlplane"
 	"github.com/writhq/writ/controlplane/localcluster"
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/internal/testtier"
 	"github.com/writhq/writ/protocol"
 )
@@ -81,7 +81,7 @@ func TestForwardedInBatches(t *testing.T) {
 		if err := in.Sign(secret); err != nil {
 			t.Fatal(err)
 		}
-		b, _ := json.Marshal(in)
+		b, _ := jsonx.Marshal(in)
 		return b
 	}
 

@@ -2,7 +2,6 @@ package controlplane
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	stdlog "log"
 	"log/slog"
@@ -14,7 +13,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+
 	"github.com/writhq/writ/controlplane/internal/keyring"
+	"github.com/writhq/writ/internal/jsonx"
 )
 
 // memberMeta is what a server tells the others about itself in memberlist's
@@ -153,7 +154,7 @@ func (g *gossip) note(n *memberlist.Node, alive bool) {
 
 func parseMeta(name string, meta []byte) (memberMeta, bool) {
 	var m memberMeta
-	if json.Unmarshal(meta, &m) != nil || m.V != 1 || m.ID != name {
+	if jsonx.UnmarshalLenient(meta, &m) != nil || m.V != 1 || m.ID != name {
 		return memberMeta{}, false
 	}
 	return m, true
@@ -226,7 +227,7 @@ func (g *gossip) close() {
 func (g *gossip) NodeMeta(limit int) []byte {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	b, _ := json.Marshal(g.self)
+	b, _ := jsonx.Marshal(g.self)
 	if len(b) > limit {
 		g.log.Error("gossip: metadata over the limit", "bytes", len(b), "limit", limit)
 		return nil

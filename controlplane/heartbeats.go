@@ -2,12 +2,14 @@ package controlplane
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"sync"
 	"time"
 
+	"github.com/go-json-experiment/json"
+
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -119,7 +121,7 @@ func (ep nodesAPI) fetchBeats(server string) map[string]string {
 		return nil
 	}
 	var b heartbeatsBody
-	if json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&b) != nil {
+	if json.UnmarshalRead(io.LimitReader(resp.Body, 16<<20), &b, jsonx.Lenient) != nil {
 		return nil
 	}
 	return b.Heartbeats

@@ -2,7 +2,6 @@ package controlplane_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/url"
 	"slices"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/controlplane"
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -21,7 +21,7 @@ func (w *accessWorld) listAs(t *testing.T, kind, query string) protocol.IntentPa
 	t.Helper()
 	status, body := w.get(t, kind, "/v1/intents?"+query)
 	var p protocol.IntentPage
-	if status != 200 || json.Unmarshal([]byte(body), &p) != nil {
+	if status != 200 || jsonx.UnmarshalLenient([]byte(body), &p) != nil {
 		t.Fatalf("%s lists %q: %d %.300s", kind, query, status, body)
 	}
 	return p
@@ -175,7 +175,7 @@ func TestIntentList(t *testing.T) {
 		} {
 			status, body := w.get(t, controlplane.KindTenant, "/v1/intents?"+q)
 			var e protocol.ErrorResponse
-			json.Unmarshal([]byte(body), &e)
+			jsonx.UnmarshalLenient([]byte(body), &e)
 			if status != 400 || e.Error.Code != protocol.CodeMalformed {
 				t.Errorf("%q: %d %.200s, want 400 malformed", q, status, body)
 			}

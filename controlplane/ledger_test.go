@@ -2,7 +2,6 @@ package controlplane_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,8 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/writhq/writ/controlplane"
 	"github.com/writhq/writ/internal/eventually"
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/ledger"
 	"github.com/writhq/writ/protocol"
 )
@@ -26,7 +28,7 @@ func getJSON(t *testing.T, url string, v any) int {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	if v != nil && resp.StatusCode == 200 {
-		if err := json.Unmarshal(b, v); err != nil {
+		if err := jsonx.UnmarshalLenient(b, v); err != nil {
 			t.Fatalf("%s: %v: %s", url, err, b)
 		}
 	}
@@ -65,7 +67,7 @@ func TestReceiptsVerifyOffline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rp := &ledger.ReceiptProof{Receipt: json.RawMessage(r.Receipt), Index: int64(*r.ReceiptIndex), Proof: proof, Checkpoint: r.Checkpoint}
+		rp := &ledger.ReceiptProof{Receipt: jsontext.Value(r.Receipt), Index: int64(*r.ReceiptIndex), Proof: proof, Checkpoint: r.Checkpoint}
 		if _, err := ledger.VerifyReceipt(v, rp); err != nil {
 			t.Fatalf("receipt of %s does not verify: %v", r.IntentID, err)
 		}

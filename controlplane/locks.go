@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"net/http"
 	"time"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/writhq/writ/controlplane/internal/fsm"
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -30,12 +33,11 @@ func lockView(l fsm.Lock) protocol.LockView {
 // with no unknown member, checked.
 func parseLockRequest(body []byte) (protocol.LockRequest, *apiError) {
 	var q protocol.LockRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&q); err != nil {
+	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	if err := json.UnmarshalDecode(dec, &q, jsonx.Strict); err != nil {
 		return protocol.LockRequest{}, refusal(protocol.CodeMalformed, "a lock is {\"tenant\"?, \"principal\"?, \"tool\"?, \"node\"?, \"ttl_seconds\"?, \"reason\"}")
 	}
-	if dec.More() {
+	if dec.PeekKind() != 0 {
 		return protocol.LockRequest{}, refusal(protocol.CodeMalformed, "one JSON object is expected")
 	}
 	return q, checkLock(q)

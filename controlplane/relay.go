@@ -3,16 +3,18 @@ package controlplane
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/hashicorp/raft"
+
 	"github.com/writhq/writ/controlplane/internal/fsm"
 	"github.com/writhq/writ/controlplane/internal/raftnode"
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -28,8 +30,8 @@ var relayable = map[fsm.MsgType]bool{fsm.MsgNodeSession: true, fsm.MsgResult: tr
 	fsm.MsgAdmin: true}
 
 type relayBody struct {
-	Type uint8           `json:"type"`
-	Cmd  json.RawMessage `json:"cmd"`
+	Type uint8          `json:"type"`
+	Cmd  jsontext.Value `json:"cmd"`
 }
 
 type relayAnswer struct {
@@ -84,11 +86,11 @@ func (s *Server) relayOnce(ctx context.Context, t fsm.MsgType, cmd any, body *[]
 		return fsm.Result{}, true, raftnode.ErrNotLeader
 	}
 	if *body == nil {
-		raw, err := json.Marshal(cmd)
+		raw, err := jsonx.Marshal(cmd)
 		if err != nil {
 			return fsm.Result{}, false, err
 		}
-		*body, _ = json.Marshal(relayBody{Type: uint8(t), Cmd: raw})
+		*body, _ = jsonx.Marshal(relayBody{Type: uint8(t), Cmd: raw})
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+m.API+"/v1/internal/apply", bytes.NewReader(*body))
 	if err != nil {
@@ -105,7 +107,7 @@ func (s *Server) relayOnce(ctx context.Context, t fsm.MsgType, cmd any, body *[]
 			fmt.Errorf("controlplane: the leader refused a relayed %s: HTTP %d: %s", t, resp.StatusCode, b)
 	}
 	var a relayAnswer
-	if err := json.Unmarshal(b, &a); err != nil {
+	if err := jsonx.UnmarshalLenient(b, &a); err != nil {
 		return fsm.Result{}, false, err
 	}
 	return a.Result, false, nil
@@ -124,7 +126,7 @@ func (ep internalAPI) handleRelay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var rb relayBody
-	if err := json.Unmarshal(body, &rb); err != nil || !relayable[fsm.MsgType(rb.Type)] {
+	if err := jsonx.UnmarshalLenient(body, &rb); err != nil || !relayable[fsm.MsgType(rb.Type)] {
 		writeError(w, protocol.CodeMalformed, "not a relayable command")
 		return
 	}
@@ -134,19 +136,19 @@ func (ep internalAPI) handleRelay(w http.ResponseWriter, r *http.Request) {
 	switch fsm.MsgType(rb.Type) {
 	case fsm.MsgNodeSession:
 		c := &fsm.NodeSession{}
-		err = json.Unmarshal(rb.Cmd, c)
+		err = jsonx.UnmarshalLenient(rb.Cmd, c)
 		c.At, cmd = ep.srv.now(), c
 	case fsm.MsgResult:
 		c := &fsm.RecordResult{}
-		err = json.Unmarshal(rb.Cmd, c)
+		err = jsonx.UnmarshalLenient(rb.Cmd, c)
 		c.At, cmd = ep.srv.now(), c
 	case fsm.MsgAbandon:
 		c := &fsm.Abandon{}
-		err = json.Unmarshal(rb.Cmd, c)
+		err = jsonx.UnmarshalLenient(rb.Cmd, c)
 		c.At, cmd = ep.srv.now(), c
 	case fsm.MsgPutOutput:
 		c := &fsm.PutOutput{}
-		err = json.Unmarshal(rb.Cmd, c)
+		err = jsonx.UnmarshalLenient(rb.Cmd, c)
 		c.At, cmd = ep.srv.now(), c
 	default:
 		cmd, err = relayedDashboardCommand(ep.srv, fsm.MsgType(rb.Type), rb.Cmd)

@@ -1,11 +1,11 @@
 package controlplane
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 
 	"github.com/writhq/writ/controlplane/internal/fsm"
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -29,7 +29,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+	jsonx.Encode(w, v)
 }
 
 func writeError(w http.ResponseWriter, code protocol.Code, message string) {

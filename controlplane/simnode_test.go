@@ -2,15 +2,16 @@ package controlplane_test
 
 import (
 	"context"
-	"encoding/json"
 	"net"
 	"net/http"
 	"testing"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/quic-go/quic-go"
 
 	"github.com/writhq/writ/controlplane"
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/internal/simagent"
 	"github.com/writhq/writ/protocol"
 )
@@ -117,7 +118,7 @@ func toolHashesVia(t testing.TB, base string, hc *http.Client) map[string]string
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	json.NewDecoder(resp.Body).Decode(&out)
+	jsonv2.UnmarshalRead(resp.Body, &out, jsonx.Lenient)
 	m := map[string]string{}
 	for _, tl := range out.Tools {
 		m[tl.Name] = tl.Hash

@@ -3,11 +3,13 @@ package controlplane
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"net/url"
 	"strconv"
 	"strings"
 
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -51,7 +53,7 @@ func parseToolsQuery(raw string) (string, *apiError) {
 // each name given back to the Writ tool, which is what an intent names.
 type functionCatalog struct {
 	Format string            `json:"format"`
-	Tools  []json.RawMessage `json:"tools"`
+	Tools  []jsontext.Value  `json:"tools"`
 	Names  map[string]string `json:"names"`
 }
 
@@ -61,20 +63,20 @@ type openAITool struct {
 }
 
 type openAIFunction struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters"`
+	Name        string         `json:"name"`
+	Description string         `json:"description,omitempty"`
+	Parameters  jsontext.Value `json:"parameters"`
 }
 
 type anthropicTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"input_schema"`
+	Name        string         `json:"name"`
+	Description string         `json:"description,omitempty"`
+	InputSchema jsontext.Value `json:"input_schema"`
 }
 
 // functionTools converts the catalog (sorted by name) into format.
 func functionTools(format string, tools []protocol.ToolView) functionCatalog {
-	c := functionCatalog{Format: format, Tools: []json.RawMessage{}, Names: map[string]string{}}
+	c := functionCatalog{Format: format, Tools: []jsontext.Value{}, Names: map[string]string{}}
 	for _, t := range tools {
 		name := functionName(t.Name, c.Names)
 		c.Names[name] = t.Name
@@ -82,7 +84,7 @@ func functionTools(format string, tools []protocol.ToolView) functionCatalog {
 		if format == formatOpenAI {
 			v = openAITool{"function", openAIFunction{name, t.Description, t.InputSchema}}
 		}
-		b, err := json.Marshal(v)
+		b, err := jsonx.Marshal(v)
 		if err != nil {
 			continue // a registered schema is valid JSON
 		}

@@ -2,13 +2,15 @@ package controlplane_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -39,19 +41,19 @@ func TestToolFormats(t *testing.T) {
 	var plain struct {
 		Tools []struct{ Name string } `json:"tools"`
 	}
-	if status, b := get(""); status != 200 || json.Unmarshal(b, &plain) != nil {
+	if status, b := get(""); status != 200 || jsonx.UnmarshalLenient(b, &plain) != nil {
 		t.Fatalf("GET /v1/tools: %d %s", status, b)
 	}
 	type catalog struct {
 		Format string            `json:"format"`
-		Tools  []json.RawMessage `json:"tools"`
+		Tools  []jsontext.Value  `json:"tools"`
 		Names  map[string]string `json:"names"`
 	}
 	for _, format := range []string{"openai", "anthropic"} {
 		t.Run(format, func(t *testing.T) {
 			status, b := get("?format=" + format)
 			var c catalog
-			if status != 200 || json.Unmarshal(b, &c) != nil {
+			if status != 200 || jsonx.UnmarshalLenient(b, &c) != nil {
 				t.Fatalf("got %d %s", status, b)
 			}
 			if c.Format != format || len(c.Tools) != len(plain.Tools) || len(c.Names) != len(plain.Tools) {
@@ -62,15 +64,15 @@ func TestToolFormats(t *testing.T) {
 				var def struct {
 					Type     string `json:"type"`
 					Function *struct {
-						Name        string          `json:"name"`
-						Description string          `json:"description"`
-						Parameters  json.RawMessage `json:"parameters"`
+						Name        string         `json:"name"`
+						Description string         `json:"description"`
+						Parameters  jsontext.Value `json:"parameters"`
 					} `json:"function"`
-					Name        string          `json:"name"`
-					Description string          `json:"description"`
-					InputSchema json.RawMessage `json:"input_schema"`
+					Name        string         `json:"name"`
+					Description string         `json:"description"`
+					InputSchema jsontext.Value `json:"input_schema"`
 				}
-				if err := json.Unmarshal(raw, &def); err != nil {
+				if err := jsonx.UnmarshalLenient(raw, &def); err != nil {
 					t.Fatal(err)
 				}
 				name, schema, desc := def.Name, def.InputSchema, def.Description
@@ -106,7 +108,7 @@ func TestToolFormats(t *testing.T) {
 		var e struct {
 			Error struct{ Code protocol.Code } `json:"error"`
 		}
-		if json.Unmarshal(b, &e); status != 400 || e.Error.Code != protocol.CodeMalformed {
+		if jsonx.UnmarshalLenient(b, &e); status != 400 || e.Error.Code != protocol.CodeMalformed {
 			t.Errorf("GET /v1/tools%s: %d %s, want 400 malformed", q, status, b)
 		}
 	}

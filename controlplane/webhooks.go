@@ -6,7 +6,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/writhq/writ/controlplane/internal/fsm"
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -218,7 +218,7 @@ func (w *webhooks) send(in *fsm.Intent, event string) {
 		p.Intent.Policies = []string{}
 	}
 	p.Text = WebhookText(&p)
-	body, _ := json.Marshal(p)
+	body, _ := jsonx.Marshal(p)
 	for i := range w.hooks {
 		if !w.hooks[i].wants(event) {
 			continue

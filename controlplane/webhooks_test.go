@@ -2,7 +2,6 @@ package controlplane_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/writhq/writ/controlplane"
 	"github.com/writhq/writ/internal/eventually"
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/ledger"
 	"github.com/writhq/writ/protocol"
 )
@@ -44,7 +44,7 @@ func (h *hookReceiver) handler(t *testing.T, secret []byte) http.HandlerFunc {
 			return
 		}
 		var p protocol.WebhookPayload
-		if err := json.Unmarshal(body, &p); err != nil || r.Header.Get("Writ-Event") != p.Event || r.Header.Get("Writ-Delivery") != p.Delivery {
+		if err := jsonx.UnmarshalLenient(body, &p); err != nil || r.Header.Get("Writ-Event") != p.Event || r.Header.Get("Writ-Delivery") != p.Delivery {
 			t.Errorf("delivery %s: %v, headers %v", body, err, r.Header)
 		}
 		if strings.Contains(string(body), "wire money") {

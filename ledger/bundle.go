@@ -1,9 +1,10 @@
 package ledger
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
+
+	"github.com/writhq/writ/internal/jsonx"
 )
 
 // maxBundleCheckpoints bounds the checkpoint chain of one bundle.
@@ -30,7 +31,7 @@ type Bundle struct {
 // ErrMalformedBundle or ErrMalformedProof. It checks no signature or proof.
 func DecodeBundle(data []byte) (*Bundle, error) {
 	var b Bundle
-	if err := json.Unmarshal(data, &b); err != nil {
+	if err := jsonx.UnmarshalLenient(data, &b); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformedBundle, err)
 	}
 	if err := b.validate(); err != nil {

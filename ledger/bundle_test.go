@@ -1,11 +1,13 @@
 package ledger_test
 
 import (
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/ledger"
 )
 
@@ -37,7 +39,7 @@ func bundleFixture(t testing.TB) (*fixture, *ledger.Bundle) {
 func TestBundleRoundTrip(t *testing.T) {
 	t.Parallel()
 	f, b := bundleFixture(t)
-	data, err := json.MarshalIndent(b, "", "  ")
+	data, err := jsonx.MarshalIndent(b, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +66,7 @@ func TestVerifyBundleErrors(t *testing.T) {
 	}{
 		{"untrusted key", func(b *ledger.Bundle) string { return other.vkey }, ledger.ErrUntrustedKey},
 		{"changed receipt", func(b *ledger.Bundle) string {
-			b.Receipts[3].Receipt = json.RawMessage(strings.Replace(string(b.Receipts[3].Receipt), "completed", "failed", 1))
+			b.Receipts[3].Receipt = jsontext.Value(strings.Replace(string(b.Receipts[3].Receipt), "completed", "failed", 1))
 			return b.VerifierKey
 		}, ledger.ErrProofMismatch},
 		{"renumbered receipt", func(b *ledger.Bundle) string {
@@ -72,7 +74,7 @@ func TestVerifyBundleErrors(t *testing.T) {
 			return b.VerifierKey
 		}, ledger.ErrIndexMismatch},
 		{"receipt reformatted", func(b *ledger.Bundle) string {
-			b.Receipts[0].Receipt = json.RawMessage(" {\n \"type\": \"writ.receipt/v1\", \"outcome\":\"completed\",\"intent_id\":\"int-0002\",\"index\":2}")
+			b.Receipts[0].Receipt = jsontext.Value(" {\n \"type\": \"writ.receipt/v1\", \"outcome\":\"completed\",\"intent_id\":\"int-0002\",\"index\":2}")
 			return b.VerifierKey
 		}, nil},
 		{"checkpoints out of order", func(b *ledger.Bundle) string {
@@ -88,7 +90,7 @@ func TestVerifyBundleErrors(t *testing.T) {
 			return b.VerifierKey
 		}, ledger.ErrMalformedBundle},
 		{"duplicate member in receipt", func(b *ledger.Bundle) string {
-			b.Receipts[0].Receipt = json.RawMessage(`{"index":2,"index":2}`)
+			b.Receipts[0].Receipt = jsontext.Value(`{"index":2,"index":2}`)
 			return b.VerifierKey
 		}, ledger.ErrMalformedBundle},
 	}

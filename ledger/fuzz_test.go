@@ -2,13 +2,13 @@ package ledger_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/ledger"
 )
 
@@ -19,7 +19,7 @@ var update = flag.Bool("update", false, "rewrite testdata/bundle.json")
 func TestBundleGolden(t *testing.T) {
 	t.Parallel()
 	f, b := bundleFixture(t)
-	got, err := json.MarshalIndent(b, "", "  ")
+	got, err := jsonx.MarshalIndent(b, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,22 +79,22 @@ func FuzzOpenCheckpoint(f *testing.F) {
 
 func FuzzProofJSON(f *testing.F) {
 	v := loadVectors(f)
-	seed, _ := json.Marshal(v.Inclusion.Proof)
+	seed, _ := jsonx.Marshal(v.Inclusion.Proof)
 	f.Add(seed)
 	f.Add([]byte(`[]`))
 	f.Add([]byte(`null`))
 	f.Add([]byte(`["AAAA"]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var p ledger.Proof
-		if err := json.Unmarshal(data, &p); err != nil {
+		if err := jsonx.UnmarshalLenient(data, &p); err != nil {
 			return
 		}
-		out, err := json.Marshal(p)
+		out, err := jsonx.Marshal(p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var again ledger.Proof
-		if err := json.Unmarshal(out, &again); err != nil || !slices.Equal(p, again) {
+		if err := jsonx.UnmarshalLenient(out, &again); err != nil || !slices.Equal(p, again) {
 			t.Errorf("proof does not round-trip: %v, %v then %v", err, p, again)
 		}
 	})
@@ -149,7 +149,7 @@ func FuzzDecodeBundle(f *testing.F) {
 
 func FuzzDecodeReceiptProof(f *testing.F) {
 	fx, b := bundleFixture(f)
-	seed, _ := json.Marshal(b.Receipts[0])
+	seed, _ := jsonx.Marshal(b.Receipts[0])
 	f.Add(seed)
 	f.Add([]byte(`{"receipt":{},"index":0,"proof":[],"checkpoint":"x"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {

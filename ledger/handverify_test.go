@@ -2,7 +2,6 @@ package ledger_test
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,21 +9,24 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/gowebpki/jcs"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/writhq/writ/internal/jsonx"
 )
 
 // verifyByHand is the check that docs/ledger.md shows, written with nothing
 // from Writ: x/mod's note and tlog, and an independent JCS library.
 func verifyByHand(vkey string, body []byte) (string, error) {
 	var r struct {
-		Receipt    json.RawMessage `json:"receipt"`
-		Index      int64           `json:"index"`
-		Proof      []string        `json:"proof"`
-		Checkpoint string          `json:"checkpoint"`
+		Receipt    jsontext.Value `json:"receipt"`
+		Index      int64          `json:"index"`
+		Proof      []string       `json:"proof"`
+		Checkpoint string         `json:"checkpoint"`
 	}
-	if err := json.Unmarshal(body, &r); err != nil {
+	if err := jsonx.UnmarshalLenient(body, &r); err != nil {
 		return "", err
 	}
 	verifier, err := note.NewVerifier(vkey)
@@ -72,10 +74,10 @@ func TestVerifyByHand(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b struct {
-		VerifierKey string            `json:"verifier_key"`
-		Receipts    []json.RawMessage `json:"receipts"`
+		VerifierKey string           `json:"verifier_key"`
+		Receipts    []jsontext.Value `json:"receipts"`
 	}
-	if err := json.Unmarshal(data, &b); err != nil {
+	if err := jsonx.UnmarshalLenient(data, &b); err != nil {
 		t.Fatal(err)
 	}
 	for i, body := range b.Receipts {

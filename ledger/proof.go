@@ -1,8 +1,9 @@
 package ledger
 
 import (
-	"encoding/json"
 	"fmt"
+
+	"github.com/writhq/writ/internal/jsonx"
 )
 
 // maxProofLen bounds decoded proofs: a consistency proof of a tree of 2^63
@@ -14,13 +15,13 @@ const maxProofLen = 128
 type Proof []Hash
 
 // MarshalJSON encodes p as an array of base64 strings; a nil proof is [].
-func (p Proof) MarshalJSON() ([]byte, error) { return json.Marshal(p.Strings()) }
+func (p Proof) MarshalJSON() ([]byte, error) { return jsonx.Marshal(p.Strings()) }
 
 // UnmarshalJSON decodes an array of base64 strings, wrapping any problem in
 // ErrMalformedProof.
 func (p *Proof) UnmarshalJSON(data []byte) error {
 	var s []string
-	if err := json.Unmarshal(data, &s); err != nil {
+	if err := jsonx.UnmarshalLenient(data, &s); err != nil {
 		return fmt.Errorf("%w: %v", ErrMalformedProof, err)
 	}
 	if s == nil && string(data) != "[]" {

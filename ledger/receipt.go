@@ -1,11 +1,12 @@
 package ledger
 
 import (
-	"encoding/json"
 	"fmt"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -13,17 +14,17 @@ import (
 // it is proved against: the body of GET /v1/receipts/{index} (PROTOCOL.md §5)
 // and one entry of a Bundle. The leaf it proves is JCS(Receipt).
 type ReceiptProof struct {
-	Receipt    json.RawMessage `json:"receipt"`
-	Index      int64           `json:"index"`
-	Proof      Proof           `json:"proof"`
-	Checkpoint string          `json:"checkpoint"`
+	Receipt    jsontext.Value `json:"receipt"`
+	Index      int64          `json:"index"`
+	Proof      Proof          `json:"proof"`
+	Checkpoint string         `json:"checkpoint"`
 }
 
 // DecodeReceiptProof parses the JSON of a ReceiptProof. Any problem wraps
 // ErrMalformedBundle (or ErrMalformedProof for the proof).
 func DecodeReceiptProof(data []byte) (*ReceiptProof, error) {
 	var rp ReceiptProof
-	if err := json.Unmarshal(data, &rp); err != nil {
+	if err := jsonx.UnmarshalLenient(data, &rp); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformedBundle, err)
 	}
 	if err := rp.validate(); err != nil {
@@ -80,7 +81,7 @@ func verifyReceipt(v note.Verifier, rp *ReceiptProof) (Checkpoint, error) {
 	var own struct {
 		Index *int64 `json:"index"`
 	}
-	if err := json.Unmarshal(leaf, &own); err != nil {
+	if err := jsonx.UnmarshalLenient(leaf, &own); err != nil {
 		return Checkpoint{}, fmt.Errorf("%w: receipt is not an object with an integer index: %v", ErrMalformedBundle, err)
 	}
 	if own.Index != nil && *own.Index != rp.Index {

@@ -3,12 +3,13 @@ package ledger_test
 import (
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/writhq/writ/internal/jsonx"
 )
 
 // ledgerVectors is ../shared/vectors/ledger.json.
@@ -56,7 +57,7 @@ func loadVectors(t testing.TB) *ledgerVectors {
 		t.Fatalf("reading %s: %v", path, err)
 	}
 	var v ledgerVectors
-	if err := json.Unmarshal(data, &v); err != nil {
+	if err := jsonx.UnmarshalLenient(data, &v); err != nil {
 		t.Fatalf("parsing %s: %v", path, err)
 	}
 	if len(v.Leaves) == 0 || len(v.Roots) != len(v.Leaves) {

@@ -24,7 +24,7 @@ var ErrAllowlist = errors.New("nodeagent: tool allowlist")
 // Entry is one tool the node owner allows on this host.
 type Entry struct {
 	Manifest sandbox.Manifest
-	// Hash is ManifestHash of the file's bytes: what a dispatch must name.
+	// Hash is protocol.ManifestHash of the file's bytes: what a dispatch must name.
 	Hash string
 	// File is where the manifest was read from.
 	File string
@@ -36,23 +36,6 @@ type Entry struct {
 type Allowlist struct {
 	entries map[string]Entry
 	refs    []protocol.ToolRef
-}
-
-// ManifestHash is the hash that identifies a tool's manifest to both the
-// control plane and the agent: protocol.HashBytes of the RFC 8785 canonical
-// form of the manifest exactly as written. Defaults are not filled in, so a
-// manifest that spells out a default limit and one that leaves it out are
-// different tools; whitespace and member order do not matter. raw must be a
-// valid manifest (sandbox.ParseManifest).
-func ManifestHash(raw []byte) (string, error) {
-	if _, err := sandbox.ParseManifest(raw); err != nil {
-		return "", err
-	}
-	canon, err := protocol.Canonicalize(raw)
-	if err != nil {
-		return "", fmt.Errorf("%w: %v", sandbox.ErrInvalidManifest, err)
-	}
-	return protocol.HashBytes(canon), nil
 }
 
 // LoadAllowlist reads every *.json file in dir, each one sandbox manifest.
@@ -106,7 +89,7 @@ func loadEntry(file string) (Entry, error) {
 	if err != nil {
 		return Entry{}, fmt.Errorf("%w: %s: %v", ErrAllowlist, file, err)
 	}
-	h, err := ManifestHash(raw)
+	h, err := protocol.ManifestHash(raw)
 	if err != nil {
 		return Entry{}, fmt.Errorf("%w: %s: %v", ErrAllowlist, file, err)
 	}

@@ -12,7 +12,6 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -24,6 +23,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-json-experiment/json"
+
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -85,7 +87,7 @@ func Enroll(ctx context.Context, base, token, name, dir string) (*Identity, erro
 	if err != nil {
 		return nil, err
 	}
-	body, _ := json.Marshal(protocol.EnrollRequest{Token: tok.raw, Name: name, Public: pub, CSR: csr})
+	body, _ := jsonx.Marshal(protocol.EnrollRequest{Token: tok.raw, Name: name, Public: pub, CSR: csr})
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(base, "/")+"/v1/enroll", bytes.NewReader(body))
@@ -154,7 +156,7 @@ func saveIdentity(dir, node, name string, signKey ed25519.PrivateKey, tlsKey *ec
 	if _, err := saveCert(dir, tlsKey, chain); err != nil {
 		return nil, err
 	}
-	meta, _ := json.Marshal(map[string]string{"node": node, "name": name})
+	meta, _ := jsonx.Marshal(map[string]string{"node": node, "name": name})
 	// node.json last: its presence means the enrollment is complete.
 	if err := writeAtomic(filepath.Join(dir, fileNode), meta, 0o600); err != nil {
 		return nil, err

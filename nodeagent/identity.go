@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/internal/secretfile"
 )
 
@@ -63,7 +63,7 @@ func LoadIdentity(dir string) (*Identity, error) {
 		Node string `json:"node"`
 		Name string `json:"name"`
 	}
-	if err := json.Unmarshal(b, &meta); err != nil || meta.Node == "" {
+	if err := jsonx.UnmarshalLenient(b, &meta); err != nil || meta.Node == "" {
 		return nil, fmt.Errorf("nodeagent: %s is unreadable", fileNode)
 	}
 	signKey, err := readKey(filepath.Join(dir, fileSignKey))

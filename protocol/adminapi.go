@@ -1,6 +1,8 @@
 package protocol
 
-import "encoding/json"
+import (
+	"github.com/go-json-experiment/json/jsontext"
+)
 
 // The bodies of the admin API's tenants and keys, and of the tool catalog.
 
@@ -27,13 +29,13 @@ type ApproverKeyRequest struct {
 // ToolView is one registered tool as GET /v1/tools shows it: the catalog
 // every caller may read, not a tenant's data.
 type ToolView struct {
-	Name             string          `json:"name"`
-	Description      string          `json:"description,omitempty"`
-	InputSchema      json.RawMessage `json:"input_schema"`
-	Sandbox          string          `json:"sandbox"`
-	Capabilities     []string        `json:"capabilities"`
-	RequiresApproval bool            `json:"requires_approval"`
-	ManifestHash     string          `json:"manifest_hash"`
+	Name             string         `json:"name"`
+	Description      string         `json:"description,omitempty"`
+	InputSchema      jsontext.Value `json:"input_schema"`
+	Sandbox          string         `json:"sandbox"`
+	Capabilities     []string       `json:"capabilities"`
+	RequiresApproval bool           `json:"requires_approval"`
+	ManifestHash     string         `json:"manifest_hash"`
 }
 
 // ToolList answers GET /v1/tools.

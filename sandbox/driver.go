@@ -2,8 +2,9 @@ package sandbox
 
 import (
 	"context"
-	"encoding/json"
 	"io"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Driver runs tool invocations in one isolation tier.
@@ -77,7 +78,7 @@ type Invocation struct {
 	// Params is the JSON object of parameters. It reaches the tool on stdin
 	// exactly as given, and fills the manifest's argv template. Empty means
 	// "{}".
-	Params json.RawMessage
+	Params jsontext.Value
 
 	// Workspace is an existing directory, absolute path, owned by the caller.
 	// It is the tool's working directory and the only place it may write;

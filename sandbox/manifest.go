@@ -1,13 +1,7 @@
 package sandbox
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
 	"time"
-
-	"github.com/gowebpki/jcs"
 )
 
 // Tier names, as they appear in manifests and outcomes.
@@ -119,22 +113,4 @@ func (m Manifest) WithDefaults() Manifest {
 	fill(&l.OpenFiles, d.OpenFiles)
 	fill(&l.DiskBytes, d.DiskBytes)
 	return m
-}
-
-// Hash returns "sha256:"+hex of the RFC 8785 canonical JSON of the manifest
-// with its defaults filled in, so that a manifest that spells out a default
-// and one that leaves it out hash the same. It is NOT what dispatches carry:
-// the control plane and the agent hash the manifest text as registered (see
-// HashRegistered); Hash identifies what a tier will actually run.
-func (m Manifest) Hash() (string, error) {
-	raw, err := json.Marshal(m.WithDefaults())
-	if err != nil {
-		return "", fmt.Errorf("sandbox: encode manifest: %w", err)
-	}
-	canon, err := jcs.Transform(raw)
-	if err != nil {
-		return "", fmt.Errorf("sandbox: canonicalize manifest: %w", err)
-	}
-	sum := sha256.Sum256(canon)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/writhq/writ/internal/jsonx"
+	"github.com/writhq/writ/protocol"
 	"github.com/writhq/writ/sandbox"
 )
 
@@ -28,11 +30,22 @@ func TestParseManifestMCP(t *testing.T) {
 	}
 	// The hash covers the mcp member: another tool or inner tier is
 	// another manifest.
-	h1, _ := m.Hash()
+	hash := func() string {
+		raw, err := jsonx.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := protocol.ManifestHash(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	h1 := hash()
 	m.MCP.Tool = "write_file"
-	h2, _ := m.Hash()
+	h2 := hash()
 	m.MCP.Tool, m.MCP.InnerTier = "read_file", sandbox.TierProcess
-	h3, _ := m.Hash()
+	h3 := hash()
 	if h1 == h2 || h1 == h3 || h2 == h3 {
 		t.Errorf("hashes %s %s %s: the mcp member must change the hash", h1, h2, h3)
 	}

@@ -2,14 +2,17 @@ package sandbox
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 
-	"github.com/writhq/writ/sandbox/internal/strictjson"
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // maxManifestBytes bounds what ParseManifest reads; a manifest is small.
 const maxManifestBytes = 1 << 20
+
+// maxParamsDepth bounds how deeply params may nest.
+const maxParamsDepth = 64
 
 // ParseManifest reads the JSON form of a manifest strictly: unknown fields,
 // duplicate keys, keys spelled in another case, trailing data and invalid
@@ -20,12 +23,10 @@ func ParseManifest(data []byte) (Manifest, error) {
 	if len(data) > maxManifestBytes {
 		return m, fmt.Errorf("%w: larger than %d bytes", ErrInvalidManifest, maxManifestBytes)
 	}
-	if err := strictjson.Check(data, manifestKey); err != nil {
-		return m, fmt.Errorf("%w: %v", ErrInvalidManifest, err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
+	// The library's defaults refuse duplicate names at any depth, trailing
+	// data and invalid UTF-8, and match member names case-sensitively; every
+	// field is spelled in lower snake case, so any other spelling is unknown.
+	if err := json.Unmarshal(data, &m, json.RejectUnknownMembers(true)); err != nil {
 		return Manifest{}, fmt.Errorf("%w: %v", ErrInvalidManifest, err)
 	}
 	if err := m.Validate(); err != nil {
@@ -34,34 +35,35 @@ func ParseManifest(data []byte) (Manifest, error) {
 	return m, nil
 }
 
-// manifestKey accepts the only spelling our fields have: lower snake case.
-// With DisallowUnknownFields this makes field matching exact.
-func manifestKey(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if !(c >= 'a' && c <= 'z' || c == '_' || i > 0 && c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
-}
-
 // ParseParams checks that params is one JSON object without duplicate keys
-// (a tool and the argv template must not read different values for one
-// name) and returns its members. Empty params mean "{}".
-func ParseParams(params []byte) (map[string]json.RawMessage, error) {
+// at any depth (a tool and the argv template must not read different values
+// for one name), nested at most 64 deep, and returns its members. Empty
+// params mean "{}".
+func ParseParams(params []byte) (map[string]jsontext.Value, error) {
 	if len(bytes.TrimSpace(params)) == 0 {
-		return map[string]json.RawMessage{}, nil
+		return map[string]jsontext.Value{}, nil
 	}
-	if err := strictjson.Check(params, nil); err != nil {
+	var obj map[string]jsontext.Value
+	if err := json.Unmarshal(params, &obj); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrParams, err)
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(params, &obj); err != nil || obj == nil {
+	if obj == nil {
 		return nil, fmt.Errorf("%w: not a JSON object", ErrParams)
 	}
+	if depth(params) > maxParamsDepth {
+		return nil, fmt.Errorf("%w: JSON nested too deeply", ErrParams)
+	}
 	return obj, nil
+}
+
+// depth returns how deeply the valid JSON value data nests.
+func depth(data []byte) int {
+	dec := jsontext.NewDecoder(bytes.NewReader(data))
+	most := 0
+	for {
+		if _, err := dec.ReadToken(); err != nil {
+			return most
+		}
+		most = max(most, dec.StackDepth())
+	}
 }

@@ -71,29 +71,6 @@ func TestParseManifestRejects(t *testing.T) {
 	}
 }
 
-func TestManifestHash(t *testing.T) {
-	a, err := sandbox.ParseManifest([]byte(`{"name":"echo","tier":"wasm","module":"/m.wasm"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := sandbox.ParseManifest([]byte(`{"module":"/m.wasm","tier":"wasm","name":"echo","limits":{"output_bytes":65536}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ha, _ := a.Hash()
-	hb, _ := b.Hash()
-	if ha != hb {
-		t.Errorf("spelled-out default changed the hash: %s vs %s", ha, hb)
-	}
-	if !strings.HasPrefix(ha, "sha256:") || len(ha) != 7+64 {
-		t.Errorf("hash format: %q", ha)
-	}
-	b.Limits.Pids = 3
-	if hc, _ := b.Hash(); hc == ha {
-		t.Errorf("changing a limit kept the hash %s", hc)
-	}
-}
-
 func TestArgv(t *testing.T) {
 	m := sandbox.Manifest{Name: "t", Tier: sandbox.TierProcess,
 		Command: &sandbox.Command{Path: "/bin/t", Args: []string{"--x={{x}}", "{{y}}", "lit", "{{n}}{{b}}"}}}

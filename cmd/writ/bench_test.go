@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/internal/testtier"
 )
 
@@ -26,7 +26,7 @@ func benchRun(tb testing.TB, v any, args ...string) {
 	if err := cmd.Run(); err != nil {
 		tb.Fatalf("writ bench %v: %v\n%s", args, err, errb.String())
 	}
-	if err := json.Unmarshal(out.Bytes(), v); err != nil {
+	if err := jsonx.UnmarshalLenient(out.Bytes(), v); err != nil {
 		tb.Fatalf("writ bench %v: %v: %q", args, err, out.String())
 	}
 }

@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,13 +9,14 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
-	"testing"
-
 	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/internal/eventually"
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/internal/testtier"
 	"github.com/writhq/writ/protocol"
 )
@@ -350,7 +350,7 @@ func (c *testCluster) signIntent(tool, id, key, params, node string) []byte {
 	}
 	in.SetPayloadHash()
 	in.Sign(c.secret)
-	b, err := json.Marshal(in)
+	b, err := jsonx.Marshal(in)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -365,7 +365,7 @@ func (c *testCluster) witnessIntent(id, key, waitFor, node string) []byte {
 	if waitFor != "" {
 		p["wait_for"] = waitFor
 	}
-	params, _ := json.Marshal(p)
+	params, _ := jsonx.Marshal(p)
 	return c.signIntent("witness", id, key, string(params), node)
 }
 
@@ -475,7 +475,7 @@ func (c *testCluster) receiptsByIntent(i int, size uint64) map[string][]protocol
 					Receipt protocol.Receipt `json:"receipt"`
 				}
 				if err == nil {
-					err = json.Unmarshal(raw, &rp)
+					err = jsonx.UnmarshalLenient(raw, &rp)
 				}
 				if err != nil {
 					mu.Lock()

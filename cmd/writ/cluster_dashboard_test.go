@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -15,8 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/internal/testtier"
+
+	"github.com/writhq/writ/internal/jsonx"
 )
 
 // TestClusterDashboardSessions signs in to the dashboard on a follower of a
@@ -158,9 +160,9 @@ func lockOnFollower(t *testing.T, c *testCluster, i int, base string, hc *http.C
 				return err
 			}
 			var rp struct {
-				Receipt json.RawMessage `json:"receipt"`
+				Receipt jsontext.Value `json:"receipt"`
 			}
-			if err := json.Unmarshal(raw, &rp); err != nil || len(rp.Receipt) == 0 {
+			if err := jsonx.UnmarshalLenient(raw, &rp); err != nil || len(rp.Receipt) == 0 {
 				return fmt.Errorf("no receipt in %q", raw)
 			}
 			leaf = string(rp.Receipt)

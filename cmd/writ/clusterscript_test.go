@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/internal/freeport"
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/internal/testtier"
 )
 
@@ -104,7 +104,7 @@ func TestClusterScript(t *testing.T) {
 		}
 		out, code := run(t, intent, "intent", "submit", "--server", strings.Join(addrs, ","), "--ca", ca, "--wait", "20s")
 		var r map[string]any
-		if json.Unmarshal([]byte(out), &r) != nil {
+		if jsonx.UnmarshalLenient([]byte(out), &r) != nil {
 			t.Fatalf("intent submit: %q exit %d", out, code)
 		}
 		if state, _ := r["state"].(string); code != exitFor(state, true) {
@@ -125,7 +125,7 @@ func TestClusterScript(t *testing.T) {
 		AdminToken string `json:"admin_token"`
 	}{}
 	b, err := os.ReadFile(filepath.Join(dir, "dev.json"))
-	if err != nil || json.Unmarshal(b, &admin) != nil || admin.AdminToken == "" {
+	if err != nil || jsonx.UnmarshalLenient(b, &admin) != nil || admin.AdminToken == "" {
 		t.Fatalf("dev.json: %v", err)
 	}
 	list := exec.Command(writBin, "nodes", "list", "--server", strings.Join(addrs, ","), "--ca", ca)
@@ -137,7 +137,7 @@ func TestClusterScript(t *testing.T) {
 	var nodes struct {
 		Nodes []struct{ ID, Name, Status string } `json:"nodes"`
 	}
-	if err := json.Unmarshal(lo, &nodes); err != nil {
+	if err := jsonx.UnmarshalLenient(lo, &nodes); err != nil {
 		t.Fatalf("nodes list: %v: %s", err, lo)
 	}
 	byID := map[string]string{}

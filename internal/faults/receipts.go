@@ -2,10 +2,11 @@ package faults
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/go-json-experiment/json"
 
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/protocol"

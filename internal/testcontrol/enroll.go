@@ -5,12 +5,14 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
-	"encoding/json"
 	"encoding/pem"
 	"io"
 	"net/http"
 	"strings"
 
+	"github.com/go-json-experiment/json"
+
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -54,7 +56,7 @@ func (c *Control) serveEnroll(w http.ResponseWriter, r *http.Request) {
 	c.nodes[node] = req
 	c.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(protocol.EnrollResponse{Node: node, Chain: chain})
+	jsonx.Encode(w, protocol.EnrollResponse{Node: node, Chain: chain})
 }
 
 func (c *Control) tokenValid(tok string) bool {
@@ -65,5 +67,5 @@ func (c *Control) tokenValid(tok string) bool {
 func refuse(w http.ResponseWriter, status int, code protocol.Code, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(protocol.ErrorResponse{Error: protocol.ErrorBody{Code: code, Message: msg}})
+	jsonx.Encode(w, protocol.ErrorResponse{Error: protocol.ErrorBody{Code: code, Message: msg}})
 }

@@ -4,13 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json/jsontext"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/sandbox"
 )
 
@@ -22,7 +23,7 @@ type call struct {
 
 // call connects over t (initialize), calls tool with args, and closes the
 // session: one tools/call per run, nothing else asked of the server.
-func (d *Driver) call(ctx context.Context, t sdk.Transport, tool string, args map[string]json.RawMessage) call {
+func (d *Driver) call(ctx context.Context, t sdk.Transport, tool string, args map[string]jsontext.Value) call {
 	client := sdk.NewClient(&sdk.Implementation{Name: d.cfg.ClientName, Version: "1"}, nil)
 	cs, err := client.Connect(ctx, t, nil)
 	if err != nil {
@@ -106,7 +107,7 @@ func finish(out sandbox.Outcome, c call, m sandbox.Manifest, info *sandbox.MCPCa
 // structuredContent is that value's JSON.
 func contentText(r *sdk.CallToolResult) []byte {
 	if len(r.Content) == 0 && r.StructuredContent != nil {
-		b, err := json.Marshal(r.StructuredContent)
+		b, err := jsonx.Marshal(r.StructuredContent)
 		if err != nil {
 			return nil
 		}
@@ -118,7 +119,7 @@ func contentText(r *sdk.CallToolResult) []byte {
 			parts = append(parts, t.Text)
 			continue
 		}
-		b, err := json.Marshal(c)
+		b, err := jsonx.Marshal(c)
 		if err != nil {
 			continue
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -19,6 +18,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/nodeagent/mcptier"
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/bwrap"
@@ -183,7 +183,7 @@ func TestList(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, tool := range tools {
-		b, _ := json.Marshal(tool.InputSchema)
+		b, _ := jsonx.Marshal(tool.InputSchema)
 		got[tool.Name] = string(b)
 	}
 	if len(got) != 4 || !strings.Contains(got["echo"], `"text"`) || !strings.Contains(got["connect"], `"port"`) {

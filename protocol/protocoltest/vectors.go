@@ -3,10 +3,11 @@
 package protocoltest
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/writhq/writ/internal/jsonx"
 )
 
 // EnvVectors names a folder of vectors to use instead of ../shared/vectors.
@@ -50,7 +51,7 @@ func Load(t testing.TB, name string, v any) {
 	if err != nil {
 		t.Fatalf("protocol vectors: %v", err)
 	}
-	if err := json.Unmarshal(b, v); err != nil {
+	if err := jsonx.UnmarshalLenient(b, v); err != nil {
 		t.Fatalf("protocol vectors: %s: %v", name, err)
 	}
 }

@@ -1,12 +1,14 @@
 package bwrap
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"syscall"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // join places bwrap and its sandbox in the run's cgroup while bwrap sets
@@ -107,7 +109,7 @@ func readChildPid(r io.Reader) (int, uint64, error) {
 		ChildPid int    `json:"child-pid"`
 		MntNS    uint64 `json:"mnt-namespace"`
 	}
-	if err := json.NewDecoder(r).Decode(&info); err != nil {
+	if err := json.UnmarshalDecode(jsontext.NewDecoder(r), &info); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return 0, 0, io.EOF
 		}

@@ -1,7 +1,6 @@
 package gvisor_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/writhq/writ/internal/testtier"
+
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/gvisor"
 	"github.com/writhq/writ/sandbox/sandboxtest"
@@ -31,7 +32,7 @@ func TestStaleContainer(t *testing.T) {
 	m := sandbox.Manifest{Name: "t", Tier: sandbox.TierGvisor, Command: &sandbox.Command{Path: sandboxtest.HostTool(t)}}
 	ws := t.TempDir()
 	os.Chmod(ws, 0o777)
-	inv := sandbox.Invocation{Manifest: m, Workspace: ws, Params: json.RawMessage(`{"op":"sleep","ms":60000}`)}
+	inv := sandbox.Invocation{Manifest: m, Workspace: ws, Params: jsontext.Value(`{"op":"sleep","ms":60000}`)}
 	runsc := func(args ...string) *exec.Cmd {
 		return exec.Command(d.Runtime(), slices.Concat(d.RuntimeArgs(), args)...)
 	}
@@ -87,7 +88,7 @@ func TestKilledRunLeavesNothing(t *testing.T) {
 	// Killed while the sandbox may still be starting: runsc left the
 	// cgroups of such runs behind.
 	for range 3 {
-		o, err := d.Run(t.Context(), sandbox.Invocation{Manifest: m, Workspace: ws, Params: json.RawMessage(`{"op":"spin"}`)})
+		o, err := d.Run(t.Context(), sandbox.Invocation{Manifest: m, Workspace: ws, Params: jsontext.Value(`{"op":"spin"}`)})
 		if err != nil || o.Status != sandbox.StatusTimeout {
 			t.Fatalf("run: %v %s %s", err, o.Status, o.Reason)
 		}

@@ -2,11 +2,12 @@ package process_test
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/process"
@@ -84,7 +85,7 @@ func TestGroupKillWithoutCgroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := d.Run(context.Background(), sandbox.Invocation{Manifest: m, Workspace: ws,
-		Params: json.RawMessage(`{"op":"spawngroup","ms":700,"path":"alive"}`)})
+		Params: jsontext.Value(`{"op":"spawngroup","ms":700,"path":"alive"}`)})
 	if err != nil || out.Status != sandbox.StatusOK {
 		t.Fatalf("%v %s %q", err, out.Status, out.Stderr)
 	}

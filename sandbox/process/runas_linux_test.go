@@ -2,13 +2,15 @@ package process_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/process"
 	"github.com/writhq/writ/sandbox/sandboxtest"
@@ -61,7 +63,7 @@ func TestRunAs(t *testing.T) {
 		t.Helper()
 		m := sandbox.Manifest{Name: "testtool", Tier: sandbox.TierProcess, ReadOnly: []string{granted},
 			Command: &sandbox.Command{Path: tool}}
-		o, err := d.Run(context.Background(), sandbox.Invocation{Manifest: m, Params: json.RawMessage(params), Workspace: ws})
+		o, err := d.Run(context.Background(), sandbox.Invocation{Manifest: m, Params: jsontext.Value(params), Workspace: ws})
 		if err != nil {
 			t.Fatalf("%s: %v", params, err)
 		}
@@ -73,7 +75,7 @@ func TestRunAs(t *testing.T) {
 		UID, EUID, GID, EGID int
 		Groups               []int
 	}
-	if err := json.Unmarshal(o.Output, &ids); o.Status != sandbox.StatusOK || err != nil {
+	if err := jsonx.UnmarshalLenient(o.Output, &ids); o.Status != sandbox.StatusOK || err != nil {
 		t.Fatalf("ids: %s %q %q %v", o.Status, o.Output, o.Stderr, err)
 	}
 	if ids.UID != 65533 || ids.EUID != 65533 || ids.GID != 65532 || ids.EGID != 65532 || len(ids.Groups) != 0 {

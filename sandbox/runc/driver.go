@@ -2,7 +2,6 @@ package runc
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/egress"
 	"github.com/writhq/writ/sandbox/internal/cgroup"
@@ -285,7 +285,7 @@ func (d *Driver) writeBundle(dir, id string, m sandbox.Manifest, inv sandbox.Inv
 	if d.flavor.Spec != nil {
 		d.flavor.Spec(spec)
 	}
-	raw, err := json.MarshalIndent(spec, "", "  ")
+	raw, err := jsonx.MarshalIndent(spec, "", "  ")
 	if err != nil {
 		return nil, "", err
 	}

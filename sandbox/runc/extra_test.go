@@ -2,7 +2,6 @@ package runc_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/writhq/writ/internal/eventually"
+
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/internal/benchstat"
 	"github.com/writhq/writ/sandbox/runc"
@@ -28,7 +29,7 @@ func TestContainment(t *testing.T) {
 	ws := t.TempDir()
 	os.Chmod(ws, 0o777)
 	out, err := d.Run(context.Background(), sandbox.Invocation{Manifest: m, Workspace: ws,
-		Params: json.RawMessage(`{"op":"read","path":"/proc/self/status"}`)})
+		Params: jsontext.Value(`{"op":"read","path":"/proc/self/status"}`)})
 	if err != nil || out.Status != sandbox.StatusOK {
 		t.Fatalf("%v %s %q", err, out.Status, out.Stderr)
 	}
@@ -67,7 +68,7 @@ func BenchmarkTrue(b *testing.B) {
 	ws := b.TempDir()
 	os.Chmod(ws, 0o777)
 	params := `{"op":"exit","code":0}`
-	inv := sandbox.Invocation{Manifest: m, Workspace: ws, Params: json.RawMessage(params)}
+	inv := sandbox.Invocation{Manifest: m, Workspace: ws, Params: jsontext.Value(params)}
 	bundle := b.TempDir()
 	if err := d.WriteBundle(bundle, "writ-bench-raw", inv); err != nil {
 		b.Fatal(err)
@@ -121,7 +122,7 @@ func cgroupLimits(t *testing.T, rt string) {
 	done := make(chan sandbox.Outcome)
 	go func() {
 		out, _ := d.Run(context.Background(), sandbox.Invocation{Manifest: m, Workspace: ws,
-			Params: json.RawMessage(`{"op":"sleep","ms":3000}`)})
+			Params: jsontext.Value(`{"op":"sleep","ms":3000}`)})
 		done <- out
 	}()
 	var want map[string]string
@@ -190,7 +191,7 @@ func staleContainer(t *testing.T, rt string) {
 	m := sandbox.Manifest{Name: "t", Tier: sandbox.TierRunc, Command: &sandbox.Command{Path: sandboxtest.HostTool(t)}}
 	ws := t.TempDir()
 	os.Chmod(ws, 0o777)
-	inv := sandbox.Invocation{Manifest: m, Workspace: ws, Params: json.RawMessage(`{"op":"sleep","ms":60000}`)}
+	inv := sandbox.Invocation{Manifest: m, Workspace: ws, Params: jsontext.Value(`{"op":"sleep","ms":60000}`)}
 	state := func(id string) error {
 		return runtime(exec.Command(d.Runtime(), "--root", d.StateDir(), "state", id))
 	}

@@ -5,7 +5,6 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,8 @@ import (
 
 	digest "github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/writhq/writ/internal/jsonx"
 )
 
 // ErrImage is the parent of every error reading an OCI image.
@@ -136,7 +137,7 @@ func blob(layout string, d ocispec.Descriptor) ([]byte, error) {
 // following at most one nested index.
 func pickManifest(indexJSON []byte, layout string, depth int) (ocispec.Manifest, error) {
 	var idx ocispec.Index
-	if err := json.Unmarshal(indexJSON, &idx); err != nil || depth > 1 {
+	if err := jsonx.UnmarshalLenient(indexJSON, &idx); err != nil || depth > 1 {
 		return ocispec.Manifest{}, fmt.Errorf("%w: index: %v", ErrImage, err)
 	}
 	var cands []ocispec.Descriptor
@@ -156,7 +157,7 @@ func pickManifest(indexJSON []byte, layout string, depth int) (ocispec.Manifest,
 		return pickManifest(b, layout, depth+1)
 	}
 	var m ocispec.Manifest
-	if err := json.Unmarshal(b, &m); err != nil || m.MediaType != "" && m.MediaType != ocispec.MediaTypeImageManifest {
+	if err := jsonx.UnmarshalLenient(b, &m); err != nil || m.MediaType != "" && m.MediaType != ocispec.MediaTypeImageManifest {
 		return m, fmt.Errorf("%w: manifest %s: %v", ErrImage, cands[0].Digest, err)
 	}
 	return m, nil

@@ -7,12 +7,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/runc"
 	"github.com/writhq/writ/sandbox/sandboxtest"
@@ -62,9 +64,9 @@ func ociLayout(t testing.TB, layers [][2]string) string {
 		ls = append(ls, desc(l[0], []byte(l[1])))
 	}
 	cfg := desc("application/vnd.oci.image.config.v1+json", []byte(`{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}`))
-	man, _ := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+	man, _ := jsonx.Marshal(map[string]any{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
 		"config": cfg, "layers": ls})
-	idx, _ := json.Marshal(map[string]any{"schemaVersion": 2, "manifests": []any{desc("application/vnd.oci.image.manifest.v1+json", man)}})
+	idx, _ := jsonx.Marshal(map[string]any{"schemaVersion": 2, "manifests": []any{desc("application/vnd.oci.image.manifest.v1+json", man)}})
 	add("oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`))
 	add("index.json", idx)
 	tw.Close()
@@ -147,7 +149,7 @@ func TestImage(t *testing.T) {
 	ws := t.TempDir()
 	os.Chmod(ws, 0o777)
 	out, err := d.Run(context.Background(), sandbox.Invocation{Manifest: m, Workspace: ws,
-		Params: json.RawMessage(`{"op":"read","path":"/etc/passwd"}`)})
+		Params: jsontext.Value(`{"op":"read","path":"/etc/passwd"}`)})
 	if err != nil || out.Status != sandbox.StatusOK || string(out.Output) != "layer2\n" {
 		t.Fatalf("run in the image: %v %s %q %q", err, out.Status, out.Output, out.Stderr)
 	}

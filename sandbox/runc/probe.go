@@ -2,7 +2,6 @@ package runc
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/writhq/writ/internal/jsonx"
 )
 
 var probeSeq atomic.Int64
@@ -116,7 +117,7 @@ func writeProbe(cfg Config, root string, args ...string) (string, string, error)
 			Resources:   &specs.LinuxResources{Pids: &specs.LinuxPids{Limit: pids}},
 		},
 	}
-	raw, err := json.Marshal(spec)
+	raw, err := jsonx.Marshal(spec)
 	if err == nil {
 		err = os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o600)
 	}

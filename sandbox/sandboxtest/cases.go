@@ -3,7 +3,6 @@ package sandboxtest
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/sandbox"
 )
 
@@ -133,7 +135,7 @@ func testWorkspace(t *testing.T, h Harness) {
 	want(t, o, sandbox.StatusError)
 	// A workspace that does not exist is refused.
 	_, err := h.Driver.Run(context.Background(), sandbox.Invocation{Manifest: h.Manifest(),
-		Params: json.RawMessage(`{"op":"echo"}`), Workspace: filepath.Join(ws, "missing")})
+		Params: jsontext.Value(`{"op":"echo"}`), Workspace: filepath.Join(ws, "missing")})
 	if err == nil {
 		t.Errorf("missing workspace: got no error")
 	}
@@ -175,7 +177,7 @@ func testWrongTier(t *testing.T, h Harness) {
 func testBadParams(t *testing.T, h Harness) {
 	for _, p := range []string{`[1]`, `{"op":"echo","op":"exit"}`, `{"op":`} {
 		o, err := h.Driver.Run(context.Background(), sandbox.Invocation{Manifest: h.Manifest(),
-			Params: json.RawMessage(p), Workspace: workspace(t)})
+			Params: jsontext.Value(p), Workspace: workspace(t)})
 		isRefused(t, o, err, sandbox.ErrParams)
 	}
 }
@@ -185,7 +187,7 @@ func testUnavailable(t *testing.T, h Harness) {
 		t.Fatalf("Available: got %v, want an ErrUnavailable reason", err)
 	}
 	o, err := h.Unavailable.Run(context.Background(), sandbox.Invocation{Manifest: h.Manifest(),
-		Params: json.RawMessage(`{"op":"echo"}`), Workspace: workspace(t)})
+		Params: jsontext.Value(`{"op":"echo"}`), Workspace: workspace(t)})
 	isRefused(t, o, err, sandbox.ErrUnavailable)
 	if o.Tier != h.Unavailable.Name() {
 		t.Errorf("refusal from tier %q, want %q", o.Tier, h.Unavailable.Name())
@@ -199,7 +201,7 @@ func testConcurrent(t *testing.T, h Harness) {
 		go func() {
 			params := `{"op":"echo","i":` + itoa(i) + `}`
 			o, err := h.Driver.Run(context.Background(), sandbox.Invocation{Manifest: h.Manifest(),
-				Params: json.RawMessage(params), Workspace: workspace(t)})
+				Params: jsontext.Value(params), Workspace: workspace(t)})
 			if err != nil || o.Status != sandbox.StatusOK || string(o.Output) != params {
 				errs <- fmt.Sprintf("invocation %d: %v %s", i, err, brief(o))
 				return
@@ -226,4 +228,4 @@ func testSmallMemory(t *testing.T, h Harness) {
 	}
 }
 
-func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+func itoa(n int) string { b, _ := jsonx.Marshal(n); return string(b) }

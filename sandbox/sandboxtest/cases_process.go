@@ -2,7 +2,6 @@ package sandboxtest
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/writhq/writ/sandbox"
 )
@@ -22,7 +23,7 @@ func testArgvTemplate(t *testing.T, h Harness) {
 		t.Errorf("argv: got %s, want %s", got, want)
 	}
 	o, err := h.Driver.Run(context.Background(), sandbox.Invocation{Manifest: m,
-		Params: json.RawMessage(`{"op":"argv","x":"--help","n":1}`), Workspace: workspace(t)})
+		Params: jsontext.Value(`{"op":"argv","x":"--help","n":1}`), Workspace: workspace(t)})
 	isRefused(t, o, err, sandbox.ErrDashArg)
 	m.AllowDashArgs = true
 	o = run(t, h, m, `{"op":"argv","x":"--help","n":1}`, "")
@@ -43,7 +44,7 @@ func testInterpreters(t *testing.T, h Harness) {
 		m := h.Manifest("-c", "id")
 		m.Command.Path = path
 		o, err := h.Driver.Run(context.Background(), sandbox.Invocation{Manifest: m,
-			Params: json.RawMessage(`{}`), Workspace: workspace(t)})
+			Params: jsontext.Value(`{}`), Workspace: workspace(t)})
 		isRefused(t, o, err, sandbox.ErrInterpreter)
 	}
 }
@@ -128,7 +129,7 @@ func testReadOnlyGrant(t *testing.T, h Harness) {
 	m.ReadOnly = []string{dir}
 	if !h.Argv {
 		o, err := h.Driver.Run(context.Background(), sandbox.Invocation{Manifest: m,
-			Params: json.RawMessage(`{"op":"echo"}`), Workspace: workspace(t)})
+			Params: jsontext.Value(`{"op":"echo"}`), Workspace: workspace(t)})
 		isRefused(t, o, err, nil)
 		return
 	}
@@ -214,7 +215,7 @@ func testTraceMe(t *testing.T, h Harness) {
 // called; a driver error becomes an error outcome.
 func runNoFatal(h Harness, m sandbox.Manifest, params, ws string) sandbox.Outcome {
 	o, err := h.Driver.Run(context.Background(), sandbox.Invocation{Manifest: m,
-		Params: json.RawMessage(params), Workspace: ws})
+		Params: jsontext.Value(params), Workspace: ws})
 	if err != nil && o.Status != sandbox.StatusRefused {
 		o.Status, o.Reason = sandbox.StatusError, err.Error()
 	}

@@ -2,7 +2,6 @@ package sandboxtest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/writhq/writ/sandbox"
 )
@@ -343,7 +344,7 @@ func escapeEnvLauncher(t *testing.T, h Harness) {
 	m := h.Manifest("bash", "-c", "{{cmd}}")
 	m.Command.Path = "/usr/bin/env"
 	o, err := h.Driver.Run(context.Background(), sandbox.Invocation{Manifest: m,
-		Params: json.RawMessage(`{"cmd":"id"}`), Workspace: workspace(t)})
+		Params: jsontext.Value(`{"cmd":"id"}`), Workspace: workspace(t)})
 	isRefused(t, o, err, sandbox.ErrInterpreter)
 }
 
@@ -351,7 +352,7 @@ func escapeOptionInjection(t *testing.T, h Harness) {
 	m := h.Manifest("{{file}}")
 	for _, v := range []string{"--output=/etc/passwd", "-rf", "-"} {
 		o, err := h.Driver.Run(context.Background(), sandbox.Invocation{Manifest: m,
-			Params: json.RawMessage(`{"op":"argv","file":"` + v + `"}`), Workspace: workspace(t)})
+			Params: jsontext.Value(`{"op":"argv","file":"` + v + `"}`), Workspace: workspace(t)})
 		isRefused(t, o, err, sandbox.ErrDashArg)
 	}
 }

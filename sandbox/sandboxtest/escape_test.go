@@ -2,7 +2,6 @@ package sandboxtest_test
 
 import (
 	"context"
-	"encoding/json"
 	"net"
 	"os"
 	"os/exec"
@@ -10,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/writhq/writ/internal/testtier"
+
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/process"
 	"github.com/writhq/writ/sandbox/sandboxtest"
@@ -48,7 +49,7 @@ func TestAttacksWork(t *testing.T) {
 		"dotdot":       `{"op":"read","path":"../secret"}`,
 		"tool symlink": `{"op":"symlink","path":"link","data":"../secret"}`,
 	} {
-		out, err := d.Run(context.Background(), sandbox.Invocation{Manifest: m, Params: json.RawMessage(params), Workspace: ws})
+		out, err := d.Run(context.Background(), sandbox.Invocation{Manifest: m, Params: jsontext.Value(params), Workspace: ws})
 		if err != nil || !strings.Contains(string(out.Output), "SECRET") {
 			t.Errorf("%s: the attack did not reach the secret without isolation: %v %s %q", name, err, out.Status, out.Stderr)
 		}
@@ -71,7 +72,7 @@ func TestAttacksWork(t *testing.T) {
 		}
 	}()
 	out, _ := open.Run(context.Background(), sandbox.Invocation{Manifest: m, Workspace: ws,
-		Params: json.RawMessage(`{"op":"connect","data":"` + ln.Addr().String() + `"}`)})
+		Params: jsontext.Value(`{"op":"connect","data":"` + ln.Addr().String() + `"}`)})
 	if out.Status != sandbox.StatusOK {
 		t.Errorf("connect op on the host network: %s %q", out.Status, out.Stderr)
 	}
@@ -109,13 +110,13 @@ func TestAttacksWork(t *testing.T) {
 	}
 
 	os.WriteFile(filepath.Join(ws, "entry"), []byte("safe"), 0o644)
-	out, _ = d.Run(context.Background(), sandbox.Invocation{Manifest: m, Params: json.RawMessage(`{"op":"race","path":"entry","bytes":10}`), Workspace: ws})
+	out, _ = d.Run(context.Background(), sandbox.Invocation{Manifest: m, Params: jsontext.Value(`{"op":"race","path":"entry","bytes":10}`), Workspace: ws})
 	if string(out.Output) != "leaks=0 safe=10 failed=0" {
 		t.Errorf("race op on a plain file: got %q (%s %q %q)", out.Output, out.Status, out.Reason, out.Stderr)
 	}
 	os.Remove(filepath.Join(ws, "entry"))
 	os.Symlink(file, filepath.Join(ws, "entry"))
-	out, _ = d.Run(context.Background(), sandbox.Invocation{Manifest: m, Params: json.RawMessage(`{"op":"race","path":"entry","bytes":10}`), Workspace: ws})
+	out, _ = d.Run(context.Background(), sandbox.Invocation{Manifest: m, Params: jsontext.Value(`{"op":"race","path":"entry","bytes":10}`), Workspace: ws})
 	if !strings.Contains(string(out.Output), "LEAK") {
 		t.Errorf("race op through a link: got %q, want a LEAK report", out.Output)
 	}

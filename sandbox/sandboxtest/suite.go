@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/writhq/writ/sandbox"
 )
@@ -125,7 +126,7 @@ func runCtx(ctx context.Context, t *testing.T, h Harness, m sandbox.Manifest, pa
 	if ws == "" {
 		ws = workspace(t)
 	}
-	out, err := h.Driver.Run(ctx, sandbox.Invocation{Manifest: m, Params: json.RawMessage(params), Workspace: ws, Env: env})
+	out, err := h.Driver.Run(ctx, sandbox.Invocation{Manifest: m, Params: jsontext.Value(params), Workspace: ws, Env: env})
 	if err != nil && out.Status != sandbox.StatusRefused {
 		t.Fatalf("Run: %v (%s)", err, brief(out))
 	}

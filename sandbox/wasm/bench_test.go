@@ -3,13 +3,13 @@ package wasm_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
@@ -140,7 +140,7 @@ func compare(b *testing.B, path, want, params string) {
 	}
 	tier := func(d *wasm.Driver) func() error {
 		return func() error {
-			out, err := d.Run(ctx, sandbox.Invocation{Manifest: m, Params: json.RawMessage(params), Workspace: ws})
+			out, err := d.Run(ctx, sandbox.Invocation{Manifest: m, Params: jsontext.Value(params), Workspace: ws})
 			if err == nil && (out.Status != sandbox.StatusOK || string(out.Output) != want) {
 				err = fmt.Errorf("status %s output %q reason %s", out.Status, out.Output, out.Reason)
 			}

@@ -2,10 +2,11 @@ package wasm_test
 
 import (
 	"context"
-	"encoding/json"
 	"io/fs"
 	"path/filepath"
 	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/sandboxtest"
@@ -22,7 +23,7 @@ func TestEchoTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	params := `{"message":"hello, writ"}`
-	out, err := d.Run(context.Background(), sandbox.Invocation{Manifest: m, Params: json.RawMessage(params), Workspace: t.TempDir()})
+	out, err := d.Run(context.Background(), sandbox.Invocation{Manifest: m, Params: jsontext.Value(params), Workspace: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,9 @@ package wasm
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/sandboxtest"
@@ -24,7 +25,7 @@ func TestEvictedWhileTaken(t *testing.T) {
 	a := sandboxtest.BuildTool(t, "github.com/writhq/writ/sandbox/tools/echo", "wasip1", "wasm")
 	b := sandboxtest.WasmTool(t)
 	run := func(mod string) (sandbox.Outcome, error) {
-		return d.Run(context.Background(), sandbox.Invocation{Params: json.RawMessage(`{"op":"echo"}`), Workspace: t.TempDir(),
+		return d.Run(context.Background(), sandbox.Invocation{Params: jsontext.Value(`{"op":"echo"}`), Workspace: t.TempDir(),
 			Manifest: sandbox.Manifest{Name: "t", Tier: sandbox.TierWasm, Module: mod}})
 	}
 	taken, evicted := make(chan struct{}), make(chan struct{})

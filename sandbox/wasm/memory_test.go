@@ -3,13 +3,14 @@ package wasm
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/sandboxtest"
@@ -150,7 +151,7 @@ func TestCloseUnderRun(t *testing.T) {
 	}
 	tool := sandboxtest.WasmTool(t)
 	run := func(params string) sandbox.Outcome {
-		out, _ := d.Run(context.Background(), sandbox.Invocation{Params: json.RawMessage(params), Workspace: t.TempDir(),
+		out, _ := d.Run(context.Background(), sandbox.Invocation{Params: jsontext.Value(params), Workspace: t.TempDir(),
 			Manifest: sandbox.Manifest{Name: "t", Tier: sandbox.TierWasm, Module: tool}})
 		return out
 	}
@@ -194,7 +195,7 @@ func TestMemoryOffHeap(t *testing.T) {
 	defer d.Close(context.Background())
 	echo := sandboxtest.BuildTool(t, "github.com/writhq/writ/sandbox/tools/echo", "wasip1", "wasm")
 	run := func() sandbox.Outcome {
-		out, err := d.Run(context.Background(), sandbox.Invocation{Params: json.RawMessage(`{"msg":"hi"}`), Workspace: t.TempDir(),
+		out, err := d.Run(context.Background(), sandbox.Invocation{Params: jsontext.Value(`{"msg":"hi"}`), Workspace: t.TempDir(),
 			Manifest: sandbox.Manifest{Name: "echo", Tier: sandbox.TierWasm, Module: echo}})
 		if err != nil || out.Status != sandbox.StatusOK {
 			t.Fatalf("echo: %v %s %q", err, out.Status, out.Reason)

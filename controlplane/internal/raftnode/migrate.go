@@ -1,7 +1,6 @@
 package raftnode
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,6 +15,8 @@ import (
 	"github.com/hashicorp/raft-wal/segment"
 	"github.com/hashicorp/raft-wal/types"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/writhq/writ/internal/jsonx"
 )
 
 // ErrMigrate is wrapped by every error of a raft-wal directory that cannot
@@ -134,7 +135,7 @@ func readWALMeta(walDir string) (types.PersistentState, map[string][]byte, error
 	err = db.View(func(tx *bolt.Tx) error {
 		if b := tx.Bucket([]byte(metadb.MetaBucket)); b != nil {
 			if raw := b.Get([]byte(metadb.MetaKey)); raw != nil {
-				if err := json.Unmarshal(raw, &state); err != nil {
+				if err := jsonx.UnmarshalLenient(raw, &state); err != nil {
 					return fmt.Errorf("%w: the segment list in %s: %v", ErrMigrate, path, err)
 				}
 			}

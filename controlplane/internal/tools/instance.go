@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bytes"
+	// jsonschema validates numbers as encoding/json's json.Number: the only use.
 	"encoding/json"
 	"errors"
 	"io"

@@ -93,6 +93,10 @@ func Parse(data []byte) (*Tool, error) {
 		return nil, fmt.Errorf("%w: manifest: %v", ErrInvalid, err)
 	}
 	s.Manifest = canon
+	hash, err := protocol.ManifestHash(canon)
+	if err != nil {
+		return nil, fmt.Errorf("%w: manifest: %v", ErrInvalid, err)
+	}
 	if s.InputSchema == nil {
 		s.InputSchema = jsontext.Value(`{"type":"object"}`)
 	}
@@ -107,7 +111,7 @@ func Parse(data []byte) (*Tool, error) {
 	if timeout == 0 {
 		timeout = defaultTimeoutMS
 	}
-	return &Tool{Spec: s, Hash: protocol.HashBytes(canon), Tier: m.Tier, TimeoutMS: timeout, schema: sch}, nil
+	return &Tool{Spec: s, Hash: hash, Tier: m.Tier, TimeoutMS: timeout, schema: sch}, nil
 }
 
 func compile(schema []byte) (*jsonschema.Schema, error) {

@@ -6,11 +6,12 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"time"
+
+	"github.com/go-json-experiment/json"
 )
 
 func main() {

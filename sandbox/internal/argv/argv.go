@@ -5,10 +5,12 @@ package argv
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Errors of Expand; the sandbox package maps them to its own.
@@ -81,7 +83,7 @@ func ident(s string) bool {
 // JSON text of a number, or "true"/"false"; anything else is refused. Unless
 // allowDash, a value starting with '-' is refused wherever it lands, because
 // it could become an option of the tool.
-func Expand(templates []string, params map[string]json.RawMessage, allowDash bool) ([]string, error) {
+func Expand(templates []string, params map[string]jsontext.Value, allowDash bool) ([]string, error) {
 	out := make([]string, 0, len(templates))
 	for _, t := range templates {
 		segs, err := Parse(t)
@@ -115,7 +117,7 @@ func Expand(templates []string, params map[string]json.RawMessage, allowDash boo
 	return out, nil
 }
 
-func scalar(raw json.RawMessage) (string, error) {
+func scalar(raw jsontext.Value) (string, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
 		return "", ErrType
@@ -134,11 +136,11 @@ func scalar(raw json.RawMessage) (string, error) {
 		}
 		return fmt.Sprint(b), nil
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-		var n json.Number
-		if err := json.Unmarshal(raw, &n); err != nil {
+		var n jsontext.Value
+		if err := json.Unmarshal(raw, &n); err != nil || n.Kind() != '0' {
 			return "", ErrType
 		}
-		return n.String(), nil
+		return string(n), nil
 	}
 	return "", ErrType
 }

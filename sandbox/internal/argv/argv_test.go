@@ -1,11 +1,12 @@
 package argv
 
 import (
-	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // TestParse: a template element is literals and {{identifier}} placeholders;
@@ -59,25 +60,25 @@ func TestParse(t *testing.T) {
 // parameter, NUL, or (unless allowed) a leading '-' is refused.
 func TestExpand(t *testing.T) {
 	t.Parallel()
-	params := map[string]json.RawMessage{
-		"s":      json.RawMessage(`"a b; rm -rf / $(x) *"`),
-		"n":      json.RawMessage(`42`),
-		"f":      json.RawMessage(` 1.5e3 `),
-		"neg":    json.RawMessage(`-3`),
-		"t":      json.RawMessage(`true`),
-		"no":     json.RawMessage(`false`),
-		"dash":   json.RawMessage(`"--help"`),
-		"esc":    json.RawMessage(`"\u002dx"`),
-		"nul":    json.RawMessage(`"a\u0000b"`),
-		"empty":  json.RawMessage(`""`),
-		"null":   json.RawMessage(`null`),
-		"obj":    json.RawMessage(`{"a":1}`),
-		"arr":    json.RawMessage(`["a"]`),
-		"blank":  json.RawMessage(``),
-		"tru":    json.RawMessage(`tru`),
-		"badnum": json.RawMessage(`1e`),
-		"badstr": json.RawMessage(`"abc`),
-		"inner":  json.RawMessage(`"x-y"`),
+	params := map[string]jsontext.Value{
+		"s":      jsontext.Value(`"a b; rm -rf / $(x) *"`),
+		"n":      jsontext.Value(`42`),
+		"f":      jsontext.Value(` 1.5e3 `),
+		"neg":    jsontext.Value(`-3`),
+		"t":      jsontext.Value(`true`),
+		"no":     jsontext.Value(`false`),
+		"dash":   jsontext.Value(`"--help"`),
+		"esc":    jsontext.Value(`"\u002dx"`),
+		"nul":    jsontext.Value(`"a\u0000b"`),
+		"empty":  jsontext.Value(`""`),
+		"null":   jsontext.Value(`null`),
+		"obj":    jsontext.Value(`{"a":1}`),
+		"arr":    jsontext.Value(`["a"]`),
+		"blank":  jsontext.Value(``),
+		"tru":    jsontext.Value(`tru`),
+		"badnum": jsontext.Value(`1e`),
+		"badstr": jsontext.Value(`"abc`),
+		"inner":  jsontext.Value(`"x-y"`),
 	}
 	for _, tc := range []struct {
 		name      string

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/writhq/writ/internal/jsonx"
 )
 
 // platformOp runs the operations that need processes and /proc.
@@ -72,7 +73,7 @@ func platformOp(p params) bool {
 		if groups == nil {
 			groups = []int{}
 		}
-		b, _ := json.Marshal(map[string]any{"uid": os.Getuid(), "euid": os.Geteuid(),
+		b, _ := jsonx.Marshal(map[string]any{"uid": os.Getuid(), "euid": os.Geteuid(),
 			"gid": os.Getgid(), "egid": os.Getegid(), "groups": groups})
 		os.Stdout.Write(b)
 	case "traceme":

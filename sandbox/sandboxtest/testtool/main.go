@@ -6,7 +6,6 @@ package main
 import (
 	"bufio"
 	"crypto/tls"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +13,10 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/writhq/writ/internal/jsonx"
 )
 
 type params struct {
@@ -42,7 +45,7 @@ func main() {
 		fmt.Fprint(os.Stderr, p.Msg)
 		os.Exit(p.Code)
 	case "argv":
-		b, _ := json.Marshal(os.Args[1:])
+		b, _ := jsonx.Marshal(os.Args[1:])
 		os.Stdout.Write(b)
 	case "flood":
 		flood(p.Bytes)

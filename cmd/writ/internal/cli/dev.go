@@ -16,6 +16,7 @@ import (
 	"github.com/writhq/writ/controlplane"
 	"github.com/writhq/writ/internal/secretfile"
 	"github.com/writhq/writ/nodeagent"
+	"github.com/writhq/writ/protocol"
 	"github.com/writhq/writ/sandbox/tiers"
 	"github.com/writhq/writ/sandbox/tools/echowasm"
 )
@@ -223,7 +224,7 @@ func readDevAllowlist(dir string) (map[string][]byte, error) {
 			return nil, fmt.Errorf("--allowlist %s: %w", dir, err)
 		}
 		// The bytes read again must still be the manifest that was checked.
-		if h, err := nodeagent.ManifestHash(raw); err != nil || h != e.Hash {
+		if h, err := protocol.ManifestHash(raw); err != nil || h != e.Hash {
 			return nil, fmt.Errorf("--allowlist %s: %s changed while it was read", dir, e.File)
 		}
 		tools[ref.Name] = raw

@@ -2,12 +2,14 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/spf13/pflag"
+
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/protocol"
 )
@@ -51,7 +53,7 @@ func intentArg(args []string, file string, tenant *string) (string, error) {
 // receiptOf waits up to wait for the intent's receipt index, then fetches
 // the receipt, retrying while no checkpoint covers it yet (the leader signs
 // one within a moment of appending it).
-func receiptOf(ctx context.Context, c *client.Client, id string, wait time.Duration) (json.RawMessage, error) {
+func receiptOf(ctx context.Context, c *client.Client, id string, wait time.Duration) (jsontext.Value, error) {
 	r, err := c.Intent(ctx, id, wait)
 	if err != nil {
 		return nil, err

@@ -6,7 +6,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/spf13/cobra"
-	"github.com/writhq/writ/nodeagent"
+	"github.com/writhq/writ/protocol"
 	"github.com/writhq/writ/sandbox"
 )
 
@@ -38,7 +38,7 @@ dispatch runs on a node only when the hashes are equal. The manifest must parse.
 				if err != nil {
 					return fmt.Errorf("%s: %w", f, err)
 				}
-				h, err := nodeagent.ManifestHash(raw)
+				h, err := protocol.ManifestHash(raw)
 				if err != nil {
 					return fmt.Errorf("%s: %w", f, err)
 				}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,11 +12,13 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json/jsontext"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/internal/secretfile"
-	"github.com/writhq/writ/nodeagent"
+	"github.com/writhq/writ/protocol"
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/egress"
 	"github.com/writhq/writ/sandbox/tiers"
@@ -173,25 +174,28 @@ func (ti toolImport) write() (*toolImportReport, [][]byte, error) {
 		seen[name] = t.Name
 		m := base
 		m.Name, m.MCP = name, &sandbox.MCP{Tool: t.Name, InnerTier: base.MCP.InnerTier, URL: base.MCP.URL}
-		raw, err := json.MarshalIndent(m, "", "  ")
+		raw, err := jsonx.MarshalIndent(m, "", "  ")
 		if err != nil {
 			return nil, nil, err
 		}
 		raw = append(raw, '\n')
-		hash, err := nodeagent.ManifestHash(raw)
+		if _, err := sandbox.ParseManifest(raw); err != nil {
+			return nil, nil, fmt.Errorf("MCP tool %q: %w", t.Name, err)
+		}
+		hash, err := protocol.ManifestHash(raw)
 		if err != nil {
 			return nil, nil, fmt.Errorf("MCP tool %q: %w", t.Name, err)
 		}
-		schema, err := json.Marshal(t.InputSchema)
+		schema, err := jsonx.Marshal(t.InputSchema)
 		if err != nil || len(schema) == 0 || schema[0] != '{' {
 			schema = []byte(`{"type":"object"}`)
 		}
-		reg, err := json.MarshalIndent(struct {
-			Name             string          `json:"name"`
-			Description      string          `json:"description,omitempty"`
-			InputSchema      json.RawMessage `json:"input_schema"`
-			RequiresApproval bool            `json:"requires_approval"`
-			Manifest         json.RawMessage `json:"manifest"`
+		reg, err := jsonx.MarshalIndent(struct {
+			Name             string         `json:"name"`
+			Description      string         `json:"description,omitempty"`
+			InputSchema      jsontext.Value `json:"input_schema"`
+			RequiresApproval bool           `json:"requires_approval"`
+			Manifest         jsontext.Value `json:"manifest"`
 		}{name, importDescription(t), schema, ti.requiresApproval, raw}, "", "  ")
 		if err != nil {
 			return nil, nil, err

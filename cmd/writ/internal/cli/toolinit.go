@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,9 +8,12 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/spf13/cobra"
+
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/internal/secretfile"
-	"github.com/writhq/writ/nodeagent"
+	"github.com/writhq/writ/protocol"
 	"github.com/writhq/writ/sandbox"
 )
 
@@ -88,7 +90,7 @@ func (ti toolInit) write() (*toolInitFiles, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw, err := json.MarshalIndent(m, "", "  ")
+	raw, err := jsonx.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return nil, err
 	}
@@ -96,17 +98,17 @@ func (ti toolInit) write() (*toolInitFiles, error) {
 	if _, err := sandbox.ParseManifest(raw); err != nil {
 		return nil, err
 	}
-	hash, err := nodeagent.ManifestHash(raw)
+	hash, err := protocol.ManifestHash(raw)
 	if err != nil {
 		return nil, err
 	}
-	reg, err := json.MarshalIndent(struct {
-		Name             string          `json:"name"`
-		Description      string          `json:"description"`
-		InputSchema      json.RawMessage `json:"input_schema"`
-		RequiresApproval bool            `json:"requires_approval"`
-		Manifest         json.RawMessage `json:"manifest"`
-	}{ti.name, ti.name + ": describe what it does", json.RawMessage(`{"type":"object"}`), false, raw}, "", "  ")
+	reg, err := jsonx.MarshalIndent(struct {
+		Name             string         `json:"name"`
+		Description      string         `json:"description"`
+		InputSchema      jsontext.Value `json:"input_schema"`
+		RequiresApproval bool           `json:"requires_approval"`
+		Manifest         jsontext.Value `json:"manifest"`
+	}{ti.name, ti.name + ": describe what it does", jsontext.Value(`{"type":"object"}`), false, raw}, "", "  ")
 	if err != nil {
 		return nil, err
 	}

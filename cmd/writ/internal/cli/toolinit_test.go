@@ -1,12 +1,12 @@
 package cli
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/nodeagent"
 	"github.com/writhq/writ/sandbox"
 )
@@ -31,7 +31,7 @@ func TestToolInitWritesManifestRegistrationAllowlist(t *testing.T) {
 				t.Fatal(err)
 			}
 			var f toolInitFiles
-			if err := json.Unmarshal([]byte(out), &f); err != nil {
+			if err := jsonx.UnmarshalLenient([]byte(out), &f); err != nil {
 				t.Fatalf("%v: %s", err, out)
 			}
 			if f.Manifest != filepath.Join(dir, "allowlist", "mytool.json") || f.Registration != filepath.Join(dir, "registration.json") {
@@ -70,7 +70,7 @@ func TestToolInitWritesManifestRegistrationAllowlist(t *testing.T) {
 				InputSchema map[string]any `json:"input_schema"`
 			}
 			b, _ := os.ReadFile(f.Registration)
-			if err := json.Unmarshal(b, &reg); err != nil || reg.Name != "mytool" || reg.InputSchema["type"] != "object" {
+			if err := jsonx.UnmarshalLenient(b, &reg); err != nil || reg.Name != "mytool" || reg.InputSchema["type"] != "object" {
 				t.Fatalf("registration %s: %v", b, err)
 			}
 			if !strings.Contains(strings.Join(f.Next, "\n"), "--allowlist "+f.Allowlist) {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"time"
 
+	"github.com/go-json-experiment/json"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -116,7 +118,7 @@ func mcpTool(t protocol.ToolView) (*mcp.Tool, error) {
 
 // toolHash identifies what the catalog said about a tool.
 func toolHash(t protocol.ToolView) string {
-	b, _ := json.Marshal(t)
+	b, _ := jsonx.Marshal(t)
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
 }
