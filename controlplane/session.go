@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/quic-go/quic-go"
 
 	"github.com/writhq/writ/controlplane/internal/fsm"
@@ -392,14 +391,7 @@ func (s *Server) signDispatch(d fsm.Dispatch) ([]byte, error) {
 		IssuedAt: protocol.FormatTime(d.IssuedAt), ExpiresAt: protocol.FormatTime(d.ExpiresAt),
 		Nonce: d.Nonce, Fence: d.Fence, KeyID: s.fleet.keyID,
 	}
-	if err := out.Sign(s.fleet.key); err != nil {
-		return nil, err
-	}
-	b, err := jsonv2.Marshal(out)
-	if err != nil {
-		return nil, err
-	}
-	return protocol.Canonicalize(b)
+	return out.SignCanonical(s.fleet.key)
 }
 
 // certificateRequest parses a CSR from the node and checks its signature:
