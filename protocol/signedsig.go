@@ -30,18 +30,25 @@ func (d *Dispatch) SignCanonical(priv ed25519.PrivateKey) ([]byte, error) {
 func withSigMember(body []byte, sig string) ([]byte, error) {
 	member := make([]byte, 0, len(sig)+9)
 	member = append(append(append(member, `"sig":"`...), sig...), '"')
-	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	dec := decoderPool.Get().(*jsontext.Decoder)
+	defer decoderPool.Put(dec)
+	// body is canonical: its names are unique and its UTF-8 valid.
+	dec.Reset(bytes.NewReader(body), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	defer dec.Reset(emptyReader)
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return nil, malformed("a signed object must be a JSON object")
 	}
 	at, empty := int(dec.InputOffset()), true // where the next member's name starts
 	for dec.PeekKind() != '}' {
-		tok, err := dec.ReadToken()
+		name, err := dec.ReadValue() // the name as written, quotes included
 		if err != nil {
 			return nil, malformed("%v", err)
 		}
-		if name := tok.String(); name >= "sig" {
-			if name == "sig" {
+		// Compared as written: an escape in a canonical name stands for a
+		// byte below 0x60, as the backslash is, so against "sig" the order
+		// is the same as the unescaped name's.
+		if c := bytes.Compare(name[1:len(name)-1], sigName); c >= 0 {
+			if c == 0 {
 				return nil, malformed("the object is signed already")
 			}
 			return insert(body, at, member, ","), nil // before the first name after "sig"
@@ -56,6 +63,8 @@ func withSigMember(body []byte, sig string) ([]byte, error) {
 	}
 	return insert(body, len(body)-1, append([]byte{','}, member...), ""), nil // last
 }
+
+var sigName = []byte("sig")
 
 // insert returns body with member and then after inserted at body[at].
 func insert(body []byte, at int, member []byte, after string) []byte {

@@ -40,6 +40,7 @@ func TestWithSigMember(t *testing.T) {
 		`{"si":1,"sig0":2}`,
 		`{"sif":[],"sih":{},"tool":"x","é":"non-ascii"}`,
 		`{"\u20ac":1,"a":"b"}`,
+		`{"si\u0001":1,"si\\":2,"si\"":3,"sig\\":4,"sig\"":5}`,
 	} {
 		c, err := Canonicalize([]byte(body))
 		if err != nil {
