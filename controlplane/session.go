@@ -377,7 +377,7 @@ func (s *Server) signDispatch(d fsm.Dispatch) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("intent %s is gone", d.IntentID)
 	}
-	intent, err := protocol.DecodeIntent(in.Raw, 0)
+	params, err := protocol.IntentParams(in.Raw) // verified when it was admitted
 	if err != nil {
 		return nil, err
 	}
@@ -387,7 +387,7 @@ func (s *Server) signDispatch(d fsm.Dispatch) ([]byte, error) {
 	}
 	out := &protocol.Dispatch{
 		Type: protocol.KindDispatch.Type(), ID: d.ID, IntentID: d.IntentID, Node: d.Node, Tool: in.Tool,
-		ToolManifestHash: tool.Hash, Params: intent.Params, PayloadHash: in.PayloadHash, Sandbox: tool.Tier,
+		ToolManifestHash: tool.Hash, Params: params, PayloadHash: in.PayloadHash, Sandbox: tool.Tier,
 		IssuedAt: protocol.FormatTime(d.IssuedAt), ExpiresAt: protocol.FormatTime(d.ExpiresAt),
 		Nonce: d.Nonce, Fence: d.Fence, KeyID: s.fleet.keyID,
 	}
