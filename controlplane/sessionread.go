@@ -60,11 +60,11 @@ func (ss *session) read() {
 type nodeKeys struct{ f *fsm.FSM }
 
 func (k nodeKeys) SignerKey(id string) (ed25519.PublicKey, bool) {
-	n, ok := k.f.Node(id)
-	if !ok || n.Status == fsm.NodeRevoked || len(n.Public) != ed25519.PublicKeySize {
+	pub, ok := k.f.NodeKey(id)
+	if !ok || len(pub) != ed25519.PublicKeySize {
 		return nil, false
 	}
-	return ed25519.PublicKey(n.Public), true
+	return ed25519.PublicKey(pub), true
 }
 
 // result verifies a node's signed result and the captured output sent beside
