@@ -1,7 +1,6 @@
 package store
 
 import (
-	"slices"
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
@@ -21,7 +20,7 @@ import (
 // caller gets that run's outcome), and the others are run again together.
 // The writes of one group run in the order they arrived, each seeing what
 // the ones before it wrote, as separate transactions one after the other
-// would.
+// would; a failed one's neighbours keep that order (commit).
 type groupCommit struct {
 	db *bolt.DB
 
@@ -74,8 +73,9 @@ func (g *groupCommit) update(fn func(*bolt.Tx) error) error {
 }
 
 // commit runs group in one transaction and tells every caller but self its
-// outcome. A failing write leaves the group, runs alone, and the rest is
-// tried again.
+// outcome. When a write fails, the transaction is rolled back; the writes
+// that arrived before it commit first (together, again), then it runs
+// alone, then the rest: the writes keep the order they arrived in.
 func (g *groupCommit) commit(group []*write, self *write) {
 	done := func(w *write, err error) {
 		w.err = err
@@ -94,23 +94,28 @@ func (g *groupCommit) commit(group []*write, self *write) {
 			}
 			return nil
 		})
-		g.mu.Lock()
-		g.commits++
-		g.mu.Unlock()
+		g.counted()
 		if failed < 0 || len(group) == 1 {
 			for _, w := range group {
 				done(w, err) // committed, or the commit itself failed
 			}
 			return
 		}
+		if failed > 0 {
+			g.commit(group[:failed], self)
+		}
 		w := group[failed]
 		err = g.db.Update(w.fn)
-		g.mu.Lock()
-		g.commits++
-		g.mu.Unlock()
+		g.counted()
 		done(w, err)
-		group = slices.Delete(group, failed, failed+1)
+		group = group[failed+1:]
 	}
+}
+
+func (g *groupCommit) counted() {
+	g.mu.Lock()
+	g.commits++
+	g.mu.Unlock()
 }
 
 // commitCount returns how many transactions the store has run for writes.

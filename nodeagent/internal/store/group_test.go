@@ -166,3 +166,65 @@ func TestGroupCommitFailureStaysAlone(t *testing.T) {
 		t.Fatalf("got interrupted %+v, want lead, x and y", got)
 	}
 }
+
+// TestGroupCommitKeepsOrder: when a write of a group fails, the writes that
+// arrived before it still come first. Two dispatches with one nonce queued
+// in one group: the first to arrive begins; the second is refused, as it
+// would be had each been a transaction of its own.
+func TestGroupCommitKeepsOrder(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "agent.db"))
+	release := holdWriter(t, s)
+	errs := make(map[string]chan error)
+	begin := func(id string) {
+		st := started(id)
+		st.Nonce = "shared"
+		errs[id] = make(chan error, 1)
+		go func() { errs[id] <- s.Begin(st) }()
+	}
+	begin("lead")
+	waitGroup(t, s, 0)
+	begin("a")
+	waitGroup(t, s, 1)
+	begin("b")
+	waitGroup(t, s, 2)
+	begin("c")
+	waitGroup(t, s, 3)
+	release()
+	if err := <-errs["lead"]; err != nil {
+		t.Fatalf("lead: %v", err)
+	}
+	// lead committed alone with nonce "shared": a, b and c all find it seen.
+	for _, id := range []string{"a", "b", "c"} {
+		if err := <-errs[id]; err == nil {
+			t.Fatalf("%s began with a nonce lead had used", id)
+		}
+	}
+
+	s2 := open(t, filepath.Join(t.TempDir(), "agent.db"))
+	release = holdWriter(t, s2)
+	errs = make(map[string]chan error)
+	begin = func(id string) {
+		st := started(id)
+		if id != "lead" {
+			st.Nonce = "shared"
+		}
+		errs[id] = make(chan error, 1)
+		go func() { errs[id] <- s2.Begin(st) }()
+	}
+	begin("lead")
+	waitGroup(t, s2, 0)
+	begin("a")
+	waitGroup(t, s2, 1)
+	begin("b")
+	waitGroup(t, s2, 2)
+	begin("c")
+	waitGroup(t, s2, 3)
+	release()
+	got := map[string]error{}
+	for _, id := range []string{"lead", "a", "b", "c"} {
+		got[id] = <-errs[id]
+	}
+	if got["lead"] != nil || got["a"] != nil || got["b"] == nil || got["c"] == nil {
+		t.Fatalf("a, b and c share a nonce and queued in that order: got %v, want lead and a begun, b and c refused", got)
+	}
+}
