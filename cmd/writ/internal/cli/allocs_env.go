@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/metrics"
 	"syscall"
 )
@@ -54,10 +55,7 @@ func startEnvAllocs() (stop func()) {
 				a.Bytes = samples[1].Value.Uint64()
 			}
 			b, _ := json.Marshal(a)
-			tmp := path + ".tmp"
-			if os.WriteFile(tmp, b, 0o600) == nil {
-				os.Rename(tmp, path)
-			}
+			writeReplacing(path, b)
 		}
 	}()
 	return func() {
@@ -68,3 +66,17 @@ func startEnvAllocs() (stop func()) {
 
 // allocsSignal asks a process started with $WRIT_ALLOCS for its counters.
 var allocsSignal os.Signal = syscall.SIGUSR1
+
+// writeReplacing replaces the file at path with b, through a new file of a
+// random name beside it (never one someone else made, or a link), renamed
+// over path once written.
+func writeReplacing(path string, b []byte) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return
+	}
+	_, werr := f.Write(b)
+	if cerr := f.Close(); werr != nil || cerr != nil || os.Rename(f.Name(), path) != nil {
+		os.Remove(f.Name())
+	}
+}

@@ -39,11 +39,14 @@ func TestEnvAllocs(t *testing.T) {
 	if before.Seq != 1 || after.Seq != 2 {
 		t.Fatalf("answers numbered %d and %d, want 1 and 2", before.Seq, after.Seq)
 	}
-	if got := after.Objects - before.Objects; got < n {
-		t.Fatalf("%d objects allocated between the answers, want at least %d", got, n)
+	// runtime/metrics counts a span's objects once the span is handed
+	// back to the heap: up to a span of each size class per P may not be
+	// counted yet, so the count may fall a little short of n.
+	if got := after.Objects - before.Objects; got < n*9/10 {
+		t.Fatalf("%d objects allocated between the answers, want at least %d", got, n*9/10)
 	}
-	if got := after.Bytes - before.Bytes; got < n*64 {
-		t.Fatalf("%d bytes allocated between the answers, want at least %d", got, n*64)
+	if got := after.Bytes - before.Bytes; got < n*64*9/10 {
+		t.Fatalf("%d bytes allocated between the answers, want at least %d", got, n*64*9/10)
 	}
 	allocSink = nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"strings"
+	"syscall"
 )
 
 // startEnvCPUProfile starts a CPU profile of this process into the file
@@ -41,7 +42,8 @@ func startEnvCPUProfile(errw io.Writer) (stop func()) {
 // `go tool pprof -sample_index=alloc_objects` shows where it allocated.
 func writeEnvMemProfile(errw io.Writer, cpuPath string) {
 	path := strings.TrimSuffix(cpuPath, ".pprof") + ".mem.pprof"
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	// A name of its own making: never through a link someone else put there.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		fmt.Fprintf(errw, "writ: %s: %v\n", cpuProfileEnv, err)
 		return
