@@ -153,10 +153,21 @@ func (s *Server) propose(ctx context.Context, in *protocol.Intent, canon []byte,
 	return res.IntentID, nil
 }
 
+// groupedCommands are the commands of a run's result (its output, the
+// result, an abandoned dispatch) that apply proposes through group commit,
+// as admissions are: many agents' results arrive at once, and each would
+// otherwise be an entry of its own. The FSM applies each command of a group
+// exactly as if it were its own entry.
+var groupedCommands = map[fsm.MsgType]bool{fsm.MsgResult: true, fsm.MsgPutOutput: true, fsm.MsgAbandon: true}
+
 // apply proposes a command and times it until it is applied here.
 func (s *Server) apply(ctx context.Context, t fsm.MsgType, cmd any) (fsm.Result, error) {
 	start := time.Now()
-	res, _, err := s.node.Apply(ctx, t, cmd)
+	propose := s.node.Apply
+	if groupedCommands[t] {
+		propose = s.node.Propose
+	}
+	res, _, err := propose(ctx, t, cmd)
 	if err == nil {
 		s.metrics.applySeconds.Observe(time.Since(start).Seconds())
 	}

@@ -27,6 +27,7 @@ func TestBudgetRaceThroughGroupCommit(t *testing.T) {
 			in.ID, in.IdempotencyKey, in.RunID = fmt.Sprintf("race-%d", i), fmt.Sprintf("race-key-%d", i), "race-run"
 		})
 	}
+	d.node.Hold.Store(true) // results go through group commit too: none while this counts admissions
 	entries0, commands0 := localcluster.GroupStats(d.s)
 	var mu sync.Mutex
 	outcomes := map[string]int{}

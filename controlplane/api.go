@@ -9,6 +9,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/writhq/writ/controlplane/internal/fsm"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -182,13 +183,17 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, id string, wait 
 func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, wait time.Duration, withOutput bool) {
 	ctx := r.Context()
 	deadline := time.Now().Add(wait)
-	in, ok := s.wait(ctx, id, wait)
+	waitCtx, cut := s.waitWhileSpace(ctx, wait)
+	in, ok := s.wait(waitCtx, id, wait)
 	if !ok {
 		writeError(w, protocol.CodeNotFound, "no intent "+id)
 		return
 	}
-	if s.diskFull() {
-		writeError(w, protocol.CodeNoLeader, diskFullMessage)
+	if cut() && !fsm.Final(in.State) {
+		// The disk filled during the wait: this server cannot see the
+		// intent end. What the request asked of it (a submission, a
+		// cancel) may have been applied; both are safe to send again.
+		writeError(w, protocol.CodeNoLeader, diskFullMessage+" (what was asked may have been applied; sending it again is safe)")
 		return
 	}
 	resp := responseFor(in)

@@ -13,22 +13,13 @@ import (
 )
 
 // TestRefuseWhileFull: a server of a cluster whose disk is full refuses API
-// requests at once (503 no_leader, Retry-After), but for health, version and
-// the endpoints between servers; a request already waiting is cut short
-// when the disk fills; space again ends the refusals. A server alone never
-// refuses for it: it has nowhere to send its clients.
+// requests at once, before anything is read or written (503 no_leader,
+// Retry-After), but for health, version and the endpoints between servers;
+// space again ends the refusals. A server alone never refuses for it: it has
+// nowhere to send its clients.
 func TestRefuseWhileFull(t *testing.T) {
 	s := &Server{space: newDiskSpace(), cluster: &cluster{}}
-	waited := make(chan error, 1)
 	h := s.refuseWhileFull(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("wait") != "" {
-			select {
-			case <-r.Context().Done():
-				waited <- r.Context().Err()
-			case <-time.After(30 * time.Second):
-				waited <- nil
-			}
-		}
 		w.WriteHeader(http.StatusOK)
 	}))
 	get := func(path string) *httptest.ResponseRecorder {
@@ -44,26 +35,8 @@ func TestRefuseWhileFull(t *testing.T) {
 	if rec := get("/v1/intents/x"); rec.Code != http.StatusOK {
 		t.Fatalf("with space: %d", rec.Code)
 	}
-
-	// The disk fills while a request waits: its wait ends at once.
-	done := make(chan struct{})
-	go func() { defer close(done); get("/v1/intents/x?wait=30s") }()
-	time.Sleep(50 * time.Millisecond) // the request is waiting (if not yet, it is refused below: the test still ends)
 	s.space.logAppend(true)
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("a waiting request was not cut short when the disk filled")
-	}
-	select {
-	case err := <-waited:
-		if err == nil {
-			t.Fatal("the wait ran to its end")
-		}
-	default: // refused before its wait began
-	}
-
-	for _, p := range []string{"/v1/intents/x", "/v1/intents", "/v1/tools", "/v1/ledger/checkpoint"} {
+	for _, p := range []string{"/v1/intents/x", "/v1/intents", "/v1/tools", "/v1/ledger/checkpoint", "/v1/approvals"} {
 		if rec := get(p); !refused(rec) {
 			t.Errorf("%s with the log's disk full: %d %s, want 503 no_leader naming the disk", p, rec.Code, rec.Body)
 		}
@@ -95,6 +68,49 @@ func TestRefuseWhileFull(t *testing.T) {
 	alone.space.logAppend(true)
 	if alone.diskFull() {
 		t.Fatal("a server alone reports its disk full to refuse")
+	}
+}
+
+// TestWaitWhileSpace: a wait on a cluster server's state ends when the disk
+// fills, and says the disk ended it; a wait that ended otherwise, an answer
+// that does not wait (the answer to a write: an approval), and a server
+// alone are never cut.
+func TestWaitWhileSpace(t *testing.T) {
+	s := &Server{space: newDiskSpace(), cluster: &cluster{}}
+	ctx, cut := s.waitWhileSpace(context.Background(), time.Minute)
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		s.space.logAppend(true)
+	}()
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a wait was not cut short when the disk filled")
+	}
+	if !cut() {
+		t.Fatal("cut false for a wait the disk ended")
+	}
+	s.space.logAppend(false)
+
+	parent, cancel := context.WithCancel(context.Background())
+	ctx, cut = s.waitWhileSpace(parent, time.Minute)
+	cancel()
+	<-ctx.Done()
+	if cut() {
+		t.Fatal("cut true for a wait whose caller went away")
+	}
+
+	ctx, cut = s.waitWhileSpace(context.Background(), 0)
+	s.space.logAppend(false)
+	s.space.logAppend(true)
+	if ctx.Err() != nil || cut() {
+		t.Fatal("an answer that does not wait was cut: a write's own answer must not be refused after the write")
+	}
+	alone := &Server{space: newDiskSpace()}
+	ctx, cut = alone.waitWhileSpace(context.Background(), time.Minute)
+	alone.space.logAppend(true)
+	if ctx.Err() != nil || cut() {
+		t.Fatal("a server alone cut a wait")
 	}
 }
 

@@ -91,29 +91,37 @@ func (s *Server) diskFull() bool { return s.cluster != nil && s.space.full() }
 
 // refuseWhileFull answers 503 no_leader (with Retry-After) to the API
 // requests of a cluster server whose disk is full, but for health, version
-// and the endpoints between servers. A request that waits (?wait=) is cut
-// short when the disk fills during its wait, and then refused the same way
-// (respond, forward).
+// and the endpoints between servers, before anything is read or written.
+// A wait the disk interrupts later is refused by the code that waits
+// (waitWhileSpace), never the write before it.
 func (s *Server) refuseWhileFull(next http.Handler) http.Handler {
 	if s.cluster == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasPrefix(r.URL.Path, "/v1/") || r.URL.Path == "/v1/health" || r.URL.Path == "/v1/version" || internalPath(r.URL.Path) {
-			next.ServeHTTP(w, r)
-			return
-		}
-		if s.space.full() {
+		if s.space.full() && strings.HasPrefix(r.URL.Path, "/v1/") && r.URL.Path != "/v1/health" && r.URL.Path != "/v1/version" && !internalPath(r.URL.Path) {
 			writeError(w, protocol.CodeNoLeader, diskFullMessage)
 			return
 		}
-		if strings.Contains(r.URL.RawQuery, "wait=") {
-			ctx, cancel := s.space.untilFull(r.Context())
-			defer cancel()
-			r = r.WithContext(ctx)
-		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// waitWhileSpace returns the context a wait of up to wait on this server's
+// state takes: ctx, ended also when the disk fills (of a cluster server, as
+// a server whose disk is full cannot catch up to see what it waits for),
+// and cut, which reports whether the disk ended it. Call cut only once
+// the wait is over; the context's resources go when ctx ends.
+func (s *Server) waitWhileSpace(ctx context.Context, wait time.Duration) (context.Context, func() bool) {
+	if wait <= 0 || s.cluster == nil {
+		return ctx, func() bool { return false }
+	}
+	wctx, cancel := s.space.untilFull(ctx)
+	return wctx, func() bool {
+		cut := wctx.Err() != nil && ctx.Err() == nil
+		cancel()
+		return cut
+	}
 }
 
 // noteFSMNoSpace is the FSM's OnNoSpace: it is about to wait for space.

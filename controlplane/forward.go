@@ -147,7 +147,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 		}
 		deadline := time.Now().Add(wait)
 		wctx, wcancel := context.WithDeadline(r.Context(), deadline)
+		wctx, cut := s.waitWhileSpace(wctx, wait)
 		caught := idx > 0 && jsonx.UnmarshalLenient(out, &ir) == nil && ir.ID != "" && s.state.WaitIndex(wctx, idx)
+		cut()
 		wcancel()
 		if caught {
 			s.answer(w, r, ir.ID, time.Until(deadline))
@@ -187,8 +189,12 @@ func (s *Server) forwardSubmitBatched(r *http.Request, submit bool, body []byte)
 		a = recorded(func(w http.ResponseWriter) {
 			writeOverloaded(w, "too many submissions wait to be forwarded to the leader; retry")
 		})
-	case err != nil:
+	case err != nil && r.Context().Err() != nil:
 		return 0, nil, nil, 0, true // the client is gone
+	case err != nil:
+		a = recorded(func(w http.ResponseWriter) {
+			writeError(w, protocol.CodeNoLeader, "the batch to the leader got no answer; the intent may or may not have been admitted; retry (intents are idempotent by their key)")
+		})
 	}
 	header = http.Header{"Content-Type": {"application/json"}, "Cache-Control": {"no-store"}}
 	if a.RetryAfter > 0 {

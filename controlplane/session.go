@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/quic-go/quic-go"
 
 	"github.com/writhq/writ/controlplane/internal/fsm"
@@ -378,7 +377,7 @@ func (s *Server) signDispatch(d fsm.Dispatch) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("intent %s is gone", d.IntentID)
 	}
-	intent, err := protocol.DecodeIntent(in.Raw, 0)
+	params, err := protocol.IntentParams(in.Raw) // verified when it was admitted
 	if err != nil {
 		return nil, err
 	}
@@ -388,18 +387,11 @@ func (s *Server) signDispatch(d fsm.Dispatch) ([]byte, error) {
 	}
 	out := &protocol.Dispatch{
 		Type: protocol.KindDispatch.Type(), ID: d.ID, IntentID: d.IntentID, Node: d.Node, Tool: in.Tool,
-		ToolManifestHash: tool.Hash, Params: intent.Params, PayloadHash: in.PayloadHash, Sandbox: tool.Tier,
+		ToolManifestHash: tool.Hash, Params: params, PayloadHash: in.PayloadHash, Sandbox: tool.Tier,
 		IssuedAt: protocol.FormatTime(d.IssuedAt), ExpiresAt: protocol.FormatTime(d.ExpiresAt),
 		Nonce: d.Nonce, Fence: d.Fence, KeyID: s.fleet.keyID,
 	}
-	if err := out.Sign(s.fleet.key); err != nil {
-		return nil, err
-	}
-	b, err := jsonv2.Marshal(out)
-	if err != nil {
-		return nil, err
-	}
-	return protocol.Canonicalize(b)
+	return out.SignCanonical(s.fleet.key)
 }
 
 // certificateRequest parses a CSR from the node and checks its signature:

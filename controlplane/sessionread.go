@@ -60,11 +60,11 @@ func (ss *session) read() {
 type nodeKeys struct{ f fsm.Reader }
 
 func (k nodeKeys) SignerKey(id string) (ed25519.PublicKey, bool) {
-	n, ok := k.f.Node(id)
-	if !ok || n.Status == fsm.NodeRevoked || len(n.Public) != ed25519.PublicKeySize {
+	pub, ok := k.f.NodeKey(id)
+	if !ok || len(pub) != ed25519.PublicKeySize {
 		return nil, false
 	}
-	return ed25519.PublicKey(n.Public), true
+	return ed25519.PublicKey(pub), true
 }
 
 // result verifies a node's signed result and the captured output sent beside
@@ -75,7 +75,7 @@ func (k nodeKeys) SignerKey(id string) (ed25519.PublicKey, bool) {
 // put the output in the receipt, which the ledger never holds.
 func (ss *session) result(raw, output []byte) {
 	s := ss.srv
-	res, err := s.verifier.VerifyResult(raw, nodeKeys{s.state})
+	res, canon, err := s.verifier.VerifyResultCanonical(raw, nodeKeys{s.state})
 	switch {
 	case err != nil:
 	case res.Node != ss.node || res.KeyID != ss.node:
@@ -92,10 +92,6 @@ func (ss *session) result(raw, output []byte) {
 		if d, derr := protocol.DecodeResult(raw, 0); derr == nil {
 			ss.ack(protocol.Ack{DispatchID: d.DispatchID, Error: &protocol.ErrorBody{Code: protocol.CodeOf(err), Message: err.Error()}})
 		}
-		return
-	}
-	canon, err := protocol.Canonicalize(raw)
-	if err != nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

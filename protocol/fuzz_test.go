@@ -148,6 +148,7 @@ func FuzzVerifyResult(f *testing.F) {
 		if err != nil && protocol.CodeOf(err) == "" {
 			t.Fatalf("error without a code: %v", err)
 		}
+		checkResultCanonical(t, raw, nodes, err)
 		r, err := protocol.DecodeResult(raw, 0)
 		if err != nil {
 			return

@@ -33,15 +33,29 @@ func (v *Verifier) VerifyDispatch(data []byte, node string, servers SignerKeys) 
 // malformed, unknown_key, bad_signature. Whether the key belongs to the node
 // the dispatch went to is the control plane's check.
 func (v *Verifier) VerifyResult(data []byte, nodes SignerKeys) (*Result, error) {
+	r, _, err := v.VerifyResultCanonical(data, nodes)
+	return r, err
+}
+
+// VerifyResultCanonical is VerifyResult that also returns the result's
+// canonical JSON, signature included: the form to record, without
+// canonicalizing the result a second time. It never returns data itself.
+func (v *Verifier) VerifyResultCanonical(data []byte, nodes SignerKeys) (*Result, []byte, error) {
 	r := new(Result)
-	so, err := decodeSigned(data, v.cfg.MaxBytes, r)
+	c, top, err := decodeStrict(data, v.cfg.MaxBytes, r)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := verifyEd25519(nodes, r.KeyID, KindResult, so, r.Sig); err != nil {
-		return nil, err
+	if err := r.validate(); err != nil {
+		return nil, nil, err
 	}
-	return r, nil
+	if err := verifyEd25519(nodes, r.KeyID, KindResult, withoutSig(c, top), r.Sig); err != nil {
+		return nil, nil, err
+	}
+	if &c[0] == &data[0] {
+		c = append([]byte(nil), c...) // canonical input: do not hand back the caller's buffer
+	}
+	return r, c, nil
 }
 
 func verifyEd25519(keys SignerKeys, keyID string, kind Kind, so signedObject, sig string) error {

@@ -204,6 +204,9 @@ type loadCellFigures struct {
 	CPUPerOp     time.Duration            `json:"cpu_per_op_ns"`
 	CPUByProcess map[string]time.Duration `json:"cpu_by_process_ns"`
 	Latency      benchLatency             `json:"latency"`
+	Allocs       uint64                   `json:"allocs"`
+	AllocsPerOp  float64                  `json:"allocs_per_op"`
+	AllocsBy     map[string]uint64        `json:"allocs_by_process"`
 }
 
 type loadFigures struct {
@@ -263,6 +266,21 @@ func TestBenchLoad(t *testing.T) {
 		}
 		if g := roles(w.CPUByProcess); !slices.Equal(g, procs[row.Setup]) {
 			t.Errorf("%s: CPU of %v, want %v", name, g, procs[row.Setup])
+		}
+		// Every process of the setup is counted, and together they allocate.
+		var allocRoles []string
+		var sum uint64
+		for role, n := range w.AllocsBy {
+			allocRoles = append(allocRoles, role)
+			sum += n
+		}
+		slices.Sort(allocRoles)
+		if !slices.Equal(allocRoles, procs[row.Setup]) || sum != w.Allocs || w.Allocs == 0 ||
+			w.AllocsPerOp != float64(w.Allocs)/float64(w.Completed) {
+			t.Errorf("%s: %d allocations (%.1f per intent) by %v, want some by %v", name, w.Allocs, w.AllocsPerOp, w.AllocsBy, procs[row.Setup])
+		}
+		if row.HTTPS.Allocs == 0 || (row.Sandbox != nil && row.Sandbox.Allocs == 0) {
+			t.Errorf("%s: floors allocated nothing: https %d", name, row.HTTPS.Allocs)
 		}
 		if h := row.HTTPS; h.Completed < 1 || h.Completed != h.Submitted || h.Failed != 0 || !slices.Equal(roles(h.CPUByProcess), []string{"echo-server"}) {
 			t.Errorf("%s: https floor %+v", name, h)

@@ -33,7 +33,7 @@ func (s *Store) Begin(st Started) error {
 	if err != nil {
 		return err
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.group.update(func(tx *bolt.Tx) error {
 		id := []byte(st.DispatchID)
 		if tx.Bucket(bucketJournal).Get(id) != nil {
 			return fmt.Errorf("%w: %s", ErrAlreadyStarted, st.DispatchID)
@@ -62,7 +62,7 @@ func (s *Store) Complete(dispatchID string, result, output []byte) error {
 	if len(result) == 0 {
 		return fmt.Errorf("%w: empty result", ErrInvalid)
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.group.update(func(tx *bolt.Tx) error {
 		id := []byte(dispatchID)
 		v := tx.Bucket(bucketJournal).Get(id)
 		if v == nil {

@@ -17,7 +17,8 @@ func (s *Store) ClaimNonce(nonce string, until time.Time) (fresh bool, err error
 	if nonce == "" || until.IsZero() {
 		return false, fmt.Errorf("%w: empty nonce or time", ErrInvalid)
 	}
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.group.update(func(tx *bolt.Tx) error {
+		fresh = false // a write may run more than once (group.go)
 		b := tx.Bucket(bucketNonces)
 		if b.Get([]byte(nonce)) != nil {
 			return nil
@@ -38,7 +39,7 @@ func (s *Store) ClaimNonce(nonce string, until time.Time) (fresh bool, err error
 // nothing is removed.
 func (s *Store) Prune(now time.Time) (int, error) {
 	n := 0
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.group.update(func(tx *bolt.Tx) error {
 		var dead [][]byte
 		c := tx.Bucket(bucketNonces).Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {

@@ -17,7 +17,7 @@ func (s *Store) Enqueue(dispatchID string, result []byte) error {
 	if dispatchID == "" || len(result) == 0 {
 		return fmt.Errorf("%w: empty dispatch id or result", ErrInvalid)
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.group.update(func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketJournal).Get([]byte(dispatchID)) != nil {
 			return fmt.Errorf("%w: %s", ErrAlreadyStarted, dispatchID)
 		}
@@ -110,7 +110,7 @@ func (s *Store) FlushAcks() error {
 		return nil
 	}
 	slices.Sort(ids)
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.group.update(func(tx *bolt.Tx) error {
 		outbox, outboxIDs := tx.Bucket(bucketOutbox), tx.Bucket(bucketOutboxIDs)
 		for _, id := range ids {
 			key := outboxIDs.Get([]byte(id))

@@ -1,8 +1,9 @@
 // Package store is the node agent's durable memory: the dispatch nonces it has
 // seen, the journal of dispatches it started, and the outbox of signed results
 // no server has acknowledged yet. It is one bbolt file, and every write is
-// committed with fsync before the call returns, so that what a call reported
-// done survives a crash of the agent or the machine.
+// committed with fsync before the call returns (the writes of concurrent
+// calls in one commit), so that what a call reported done survives a crash
+// of the agent or the machine.
 package store
 
 import (
@@ -49,10 +50,12 @@ var (
 )
 
 // Store is the agent's durable store. It is safe for concurrent use; writes
-// are serialised by bbolt, each one atomic and durable when the call returns,
-// except acks (Ack), which are made durable in the background.
+// are atomic and durable when the call returns, except acks (Ack), which are
+// made durable in the background. Concurrent writes share one transaction and
+// one fsync (group commit, group.go).
 type Store struct {
-	db *bolt.DB
+	db    *bolt.DB
+	group groupCommit // every write goes through it (group.go)
 
 	// acked holds the acks not yet written (Ack); flushMu serialises their
 	// writing.
@@ -91,7 +94,7 @@ func Open(path string) (*Store, error) {
 	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
 		os.Chmod(path, 0o600)
 	}
-	s := &Store{db: db, acked: map[string]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Store{db: db, group: groupCommit{db: db}, acked: map[string]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go s.flushAcks(s.stop, s.done)
 	return s, nil
 }

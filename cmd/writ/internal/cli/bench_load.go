@@ -151,8 +151,16 @@ type loadCell struct {
 	// CPUByProcess is each counted process's share, by role (dev; s1, s2,
 	// s3, agent; echo-server; sandbox).
 	CPUByProcess map[string]time.Duration `json:"cpu_by_process_ns"`
-	Latency      latency                  `json:"latency"`
-	Load1        float64                  `json:"load1"` // when the measurement ended
+	// Allocs and AllocBytes are the heap objects and bytes the counted
+	// processes allocated (runtime/metrics, read through $WRIT_ALLOCS);
+	// per completed intent, and by process, below.
+	Allocs          uint64            `json:"allocs"`
+	AllocBytes      uint64            `json:"alloc_bytes"`
+	AllocsPerOp     float64           `json:"allocs_per_op"`
+	AllocBytesPerOp float64           `json:"alloc_bytes_per_op"`
+	AllocsByProcess map[string]uint64 `json:"allocs_by_process"`
+	Latency         latency           `json:"latency"`
+	Load1           float64           `json:"load1"` // when the measurement ended
 }
 
 // loadRow is one setup, agent and concurrency, beside its floors.
@@ -380,6 +388,10 @@ func loadMeasure(procs loadProcs, conc int, dur time.Duration, f func(w, i int) 
 	if err := inParallel(2*conc, conc, func(i int) error { return f(i%conc, -1-i) }); err != nil {
 		return nil, fmt.Errorf("warming up: %w", err)
 	}
+	allocsBefore, err := procs.allocs()
+	if err != nil {
+		return nil, err
+	}
 	before, err := procs.cpu()
 	if err != nil {
 		return nil, err
@@ -392,11 +404,21 @@ func loadMeasure(procs loadProcs, conc int, dur time.Duration, f func(w, i int) 
 	if err := procs.exited(); err != nil {
 		return nil, err
 	}
+	allocsAfter, err := procs.allocs()
+	if err != nil {
+		return nil, err
+	}
 	c := &loadCell{Submitted: r.submitted, Completed: r.completed, Failed: r.failed, FirstError: r.firstErr,
-		Seconds: r.elapsed.Seconds(), Latency: r.lat, CPUByProcess: map[string]time.Duration{}, Load1: loadAvg1()}
+		Seconds: r.elapsed.Seconds(), Latency: r.lat, CPUByProcess: map[string]time.Duration{}, Load1: loadAvg1(),
+		AllocsByProcess: map[string]uint64{}}
 	for role, d := range after {
 		c.CPUByProcess[role] = d - before[role]
 		c.CPU += d - before[role]
+	}
+	for role, a := range allocsAfter {
+		c.AllocsByProcess[role] = a.Objects - allocsBefore[role].Objects
+		c.Allocs += a.Objects - allocsBefore[role].Objects
+		c.AllocBytes += a.Bytes - allocsBefore[role].Bytes
 	}
 	c.finish()
 	return c, nil
@@ -408,6 +430,8 @@ func (c *loadCell) finish() {
 	}
 	if c.Completed > 0 {
 		c.CPUPerOp = c.CPU / time.Duration(c.Completed)
+		c.AllocsPerOp = float64(c.Allocs) / float64(c.Completed)
+		c.AllocBytesPerOp = float64(c.AllocBytes) / float64(c.Completed)
 	}
 }
 
@@ -415,6 +439,10 @@ func (c *loadCell) finish() {
 func sandboxCell(sb *loadProc, conc int, dur time.Duration) (*loadCell, error) {
 	var warm sandboxLoadRun
 	if err := sb.command(fmt.Sprintf("run %d %s", conc, min(dur/5, time.Second)), &warm); err != nil {
+		return nil, err
+	}
+	allocsBefore, err := sb.allocs()
+	if err != nil {
 		return nil, err
 	}
 	before, err := sb.cpu()
@@ -429,11 +457,17 @@ func sandboxCell(sb *loadProc, conc int, dur time.Duration) (*loadCell, error) {
 	if err != nil {
 		return nil, err
 	}
+	allocsAfter, err := sb.allocs()
+	if err != nil {
+		return nil, err
+	}
 	if r.Failed > 0 {
 		return nil, fmt.Errorf("the sandbox floor: %d of %d runs failed; first: %s", r.Failed, r.Runs+r.Failed, r.FirstError)
 	}
 	c := &loadCell{Submitted: r.Runs, Completed: r.Runs, Seconds: r.Elapsed.Seconds(), CPU: after - before,
-		CPUByProcess: map[string]time.Duration{"sandbox": after - before}, Latency: latency{N: int(r.Runs), P50: r.P50, P99: r.P99}, Load1: loadAvg1()}
+		CPUByProcess: map[string]time.Duration{"sandbox": after - before}, Latency: latency{N: int(r.Runs), P50: r.P50, P99: r.P99}, Load1: loadAvg1(),
+		Allocs: allocsAfter.Objects - allocsBefore.Objects, AllocBytes: allocsAfter.Bytes - allocsBefore.Bytes,
+		AllocsByProcess: map[string]uint64{"sandbox": allocsAfter.Objects - allocsBefore.Objects}}
 	c.finish()
 	return c, nil
 }
@@ -452,6 +486,19 @@ func byProcess(c loadCell) string {
 	return strings.Join(out, " ")
 }
 
+// allocsByProcess is each process's heap allocations per completed intent,
+// by role, as "s1=1234 s2=567 …".
+func allocsByProcess(c loadCell) string {
+	if c.Completed == 0 || len(c.AllocsByProcess) == 0 {
+		return "-"
+	}
+	var out []string
+	for _, r := range slices.Sorted(maps.Keys(c.AllocsByProcess)) {
+		out = append(out, fmt.Sprintf("%s=%.0f", r, float64(c.AllocsByProcess[r])/float64(c.Completed)))
+	}
+	return strings.Join(out, " ")
+}
+
 func printLoad(e *env, r *loadReport) {
 	fmt.Fprintf(e.out, "writ bench load: %s per measurement, %d-byte params, GOMAXPROCS %d, %d CPUs, load average %.2f at the start, %.2f at the end\n",
 		r.Duration, r.ParamBytes, r.Procs, r.CPUs, r.Load1Start, r.Load1End)
@@ -460,16 +507,16 @@ func printLoad(e *env, r *loadReport) {
 		fmt.Fprintf(e.out, "%s idle (nothing submitted): %.0fms of CPU per second\n", i.Setup, float64(i.CPUPerSecond)/float64(time.Millisecond))
 	}
 	w := tabwriter.NewWriter(e.out, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "setup\tagent\tconc\tintents/s\tcpu/intent\tp50\tp99\thttps/s\thttps cpu/req\tcpu x https\trate x https\tsandbox/s\tsandbox cpu/run\tcpu x sandbox\tload1\tcpu/intent by process\t")
+	fmt.Fprintln(w, "setup\tagent\tconc\tintents/s\tcpu/intent\tallocs/intent\tKB/intent\tp50\tp99\thttps/s\thttps cpu/req\thttps allocs/req\tcpu x https\trate x https\tsandbox/s\tsandbox cpu/run\tsandbox allocs/run\tcpu x sandbox\tload1\tcpu/intent by process\tallocs/intent by process\t")
 	us := func(d time.Duration) string { return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond)) }
 	for _, x := range r.Rows {
-		sb := "-\t-\t-"
+		sb := "-\t-\t-\t-"
 		if x.Sandbox != nil {
-			sb = fmt.Sprintf("%.0f\t%s\t%.2f", x.Sandbox.PerSecond, us(x.Sandbox.CPUPerOp), x.CPUxSandbox)
+			sb = fmt.Sprintf("%.0f\t%s\t%.0f\t%.2f", x.Sandbox.PerSecond, us(x.Sandbox.CPUPerOp), x.Sandbox.AllocsPerOp, x.CPUxSandbox)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t%.0f\t%s\t%.2f\t%.2f\t%s\t%.2f\t%s\t\n", x.Setup, x.Agent, x.Concurrency,
-			x.Writ.PerSecond, us(x.Writ.CPUPerOp), us(x.Writ.Latency.P50), us(x.Writ.Latency.P99),
-			x.HTTPS.PerSecond, us(x.HTTPS.CPUPerOp), x.CPUxHTTPS, x.RatexHTTPS, sb, x.Writ.Load1, byProcess(x.Writ))
+		fmt.Fprintf(w, "%s\t%s\t%d\t%.0f\t%s\t%.0f\t%.1f\t%s\t%s\t%.0f\t%s\t%.0f\t%.2f\t%.2f\t%s\t%.2f\t%s\t%s\t\n", x.Setup, x.Agent, x.Concurrency,
+			x.Writ.PerSecond, us(x.Writ.CPUPerOp), x.Writ.AllocsPerOp, x.Writ.AllocBytesPerOp/1024, us(x.Writ.Latency.P50), us(x.Writ.Latency.P99),
+			x.HTTPS.PerSecond, us(x.HTTPS.CPUPerOp), x.HTTPS.AllocsPerOp, x.CPUxHTTPS, x.RatexHTTPS, sb, x.Writ.Load1, byProcess(x.Writ), allocsByProcess(x.Writ))
 	}
 	w.Flush()
 	for _, g := range r.Goals {

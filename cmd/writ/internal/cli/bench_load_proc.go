@@ -30,6 +30,10 @@ type loadProc struct {
 	out  *bufio.Scanner // its stdout, for the floors' answers
 	wait chan struct{}  // closed when it has exited
 	err  error          // its exit, once wait is closed
+	// allocsPath is where it writes its allocation counters when asked
+	// (allocs); allocsSeq is the last answer read.
+	allocsPath string
+	allocsSeq  uint64
 }
 
 // startLoadProc starts this binary with args as role, its output in
@@ -47,7 +51,8 @@ func startLoadProc(dir, profDir, role string, pipes bool, args ...string) (*load
 	}
 	defer logf.Close()
 	p.cmd = exec.Command(exe, args...)
-	p.cmd.Env = withoutEnv(os.Environ(), cpuProfileEnv)
+	p.allocsPath = filepath.Join(dir, role+".allocs")
+	p.cmd.Env = append(withoutEnv(os.Environ(), cpuProfileEnv, allocsEnv), allocsEnv+"="+p.allocsPath)
 	if profDir != "" {
 		p.cmd.Env = append(p.cmd.Env, cpuProfileEnv+"="+filepath.Join(profDir, role+".pprof"))
 	}
@@ -95,6 +100,26 @@ func (p *loadProc) cpu() (time.Duration, error) {
 		return 0, fmt.Errorf("%s: no CPU time in /proc/%d/stat", p.role, p.cmd.Process.Pid)
 	}
 	return d, nil
+}
+
+// allocs asks the process for its heap allocation counters (SIGUSR1, see
+// startEnvAllocs) and waits up to 10 s for its answer.
+func (p *loadProc) allocs() (processAllocs, error) {
+	if err := p.cmd.Process.Signal(allocsSignal); err != nil {
+		return processAllocs{}, fmt.Errorf("%s: asking for its allocations: %w", p.role, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var a processAllocs
+		if b, err := os.ReadFile(p.allocsPath); err == nil && jsonx.UnmarshalLenient(b, &a) == nil && a.Seq > p.allocsSeq {
+			p.allocsSeq = a.Seq
+			return a, nil
+		}
+		if time.Now().After(deadline) {
+			return processAllocs{}, fmt.Errorf("%s: no allocation counters in %s after 10 s", p.role, p.allocsPath)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 // exited reports an error when the process has stopped.
@@ -168,6 +193,19 @@ func (ps loadProcs) cpu() (map[string]time.Duration, error) {
 			return nil, err
 		}
 		m[p.role] = d
+	}
+	return m, nil
+}
+
+// allocs is each process's allocation counters so far, by role.
+func (ps loadProcs) allocs() (map[string]processAllocs, error) {
+	m := map[string]processAllocs{}
+	for _, p := range ps {
+		a, err := p.allocs()
+		if err != nil {
+			return nil, err
+		}
+		m[p.role] = a
 	}
 	return m, nil
 }

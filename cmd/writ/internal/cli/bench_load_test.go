@@ -68,8 +68,14 @@ func TestLoadCellFinish(t *testing.T) {
 		{0, 1, time.Second, 0, 0},
 		{5, 0, time.Second, 0, 200 * time.Millisecond},
 	} {
-		c := loadCell{Completed: tc.completed, Seconds: tc.seconds, CPU: tc.cpu}
+		c := loadCell{Completed: tc.completed, Seconds: tc.seconds, CPU: tc.cpu, Allocs: 600, AllocBytes: 6000}
 		c.finish()
+		if tc.completed > 0 && (c.AllocsPerOp != 600/float64(tc.completed) || c.AllocBytesPerOp != 6000/float64(tc.completed)) {
+			t.Errorf("%d completed with 600 allocations of 6000 bytes: %v and %v per op", tc.completed, c.AllocsPerOp, c.AllocBytesPerOp)
+		}
+		if tc.completed == 0 && (c.AllocsPerOp != 0 || c.AllocBytesPerOp != 0) {
+			t.Errorf("none completed: %v allocations per op", c.AllocsPerOp)
+		}
 		if c.PerSecond != tc.perSec || c.CPUPerOp != tc.perOp {
 			t.Errorf("%d in %vs with %v: %v/s and %v per op, want %v/s and %v", tc.completed, tc.seconds, tc.cpu, c.PerSecond, c.CPUPerOp, tc.perSec, tc.perOp)
 		}

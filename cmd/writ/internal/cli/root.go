@@ -40,7 +40,9 @@ func Main(args []string, in io.Reader, out, errw io.Writer) int {
 	root.SetOut(out)
 	root.SetErr(errw)
 	stopProfile := startEnvCPUProfile(errw)
+	stopAllocs := startEnvAllocs()
 	err := root.Execute()
+	stopAllocs()
 	stopProfile()
 	var ee exitError
 	switch {

@@ -1,0 +1,230 @@
+package store
+
+import (
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// holdWriter takes bbolt's writer lock, so that the next group's leader
+// waits inside its commit while other writes queue behind it; release lets
+// it go on.
+func holdWriter(t *testing.T, s *Store) (release func()) {
+	t.Helper()
+	tx, err := s.db.Begin(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func() { tx.Rollback() }
+}
+
+// waitGroup waits until a leader commits and queued writes wait behind it.
+func waitGroup(t *testing.T, s *Store, queued int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		s.group.mu.Lock()
+		leading, n := s.group.leading, len(s.group.pending)
+		s.group.mu.Unlock()
+		if leading && n == queued {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited a minute for a leader and %d queued writes: leading %v, %d queued", queued, leading, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func journaled(s *Store, id string) bool {
+	found := false
+	s.db.View(func(tx *bolt.Tx) error {
+		found = tx.Bucket(bucketJournal).Get([]byte(id)) != nil
+		return nil
+	})
+	return found
+}
+
+// TestGroupCommitSharesOneCommit: two runs' writes that arrive while a
+// commit is under way are committed together, in one transaction, and each
+// call returns only once its own record is committed.
+func TestGroupCommitSharesOneCommit(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "agent.db"))
+	if s.db.NoSync {
+		t.Fatal("the store's bbolt file does not fsync its commits")
+	}
+	if err := s.Begin(started("done")); err != nil { // a run to complete in the group
+		t.Fatal(err)
+	}
+	before := s.group.commitCount()
+	release := holdWriter(t, s)
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	call := func(name string, f func() error, check func() bool) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(); err != nil {
+				errs <- errors.New(name + ": " + err.Error())
+				return
+			}
+			if !check() {
+				errs <- errors.New(name + " returned before its record was committed")
+			}
+		}()
+	}
+	call("leader's Begin", func() error { return s.Begin(started("lead")) }, func() bool { return journaled(s, "lead") })
+	waitGroup(t, s, 0)
+	call("Begin", func() error { return s.Begin(started("a")) }, func() bool { return journaled(s, "a") })
+	call("Complete", func() error { return s.Complete("done", []byte(`{"r":1}`), []byte("out")) }, func() bool {
+		out, err := s.Outbox()
+		return err == nil && len(out) == 1 && out[0].DispatchID == "done"
+	})
+	waitGroup(t, s, 2)
+	release()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if got := s.group.commitCount() - before; got != 2 {
+		t.Fatalf("three writes, two of them queued behind the first: got %d commits, want 2 (the leader's, then one for both)", got)
+	}
+	if got, _ := s.Interrupted(); len(got) != 2 || got[0].DispatchID != "a" || got[1].DispatchID != "lead" {
+		t.Fatalf("got interrupted %+v, want a and lead", got)
+	}
+}
+
+// TestGroupCommitFailureStaysAlone: a write of a group that fails is run
+// again alone and only its caller sees the error; the group's other writes
+// commit, and two writes racing for the same dispatch id still start it once.
+func TestGroupCommitFailureStaysAlone(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "agent.db"))
+	release := holdWriter(t, s)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	results := map[string][]error{}
+	fresh := 0
+	do := func(name string, f func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := f()
+			mu.Lock()
+			results[name] = append(results[name], err)
+			mu.Unlock()
+		}()
+	}
+	do("lead", func() error { return s.Begin(started("lead")) })
+	waitGroup(t, s, 0)
+	do("x", func() error { return s.Begin(started("x")) })
+	waitGroup(t, s, 1)
+	do("nonce", func() error {
+		f, err := s.ClaimNonce("n1", t0.Add(time.Hour))
+		if f {
+			mu.Lock()
+			fresh++
+			mu.Unlock()
+		}
+		return err
+	})
+	waitGroup(t, s, 2)
+	do("x", func() error { return s.Begin(started("x")) })
+	waitGroup(t, s, 3)
+	do("y", func() error { return s.Begin(started("y")) })
+	waitGroup(t, s, 4)
+	do("never begun", func() error { return s.Complete("ghost", []byte("r"), nil) })
+	waitGroup(t, s, 5)
+	release()
+	wg.Wait()
+
+	if errs := results["x"]; len(errs) != 2 || (errs[0] == nil) == (errs[1] == nil) ||
+		!errors.Is(errors.Join(errs...), ErrAlreadyStarted) {
+		t.Errorf("two Begins of x: got %v, want one nil and one ErrAlreadyStarted", errs)
+	}
+	for _, name := range []string{"lead", "y", "nonce"} {
+		if errs := results[name]; len(errs) != 1 || errs[0] != nil {
+			t.Errorf("%s: got %v, want nil", name, errs)
+		}
+	}
+	if errs := results["never begun"]; len(errs) != 1 || !errors.Is(errs[0], ErrNotStarted) {
+		t.Errorf("Complete of a dispatch never begun: got %v, want ErrNotStarted", errs)
+	}
+	if fresh != 1 {
+		t.Errorf("the nonce was fresh %d times, want 1", fresh)
+	}
+	if again, err := s.ClaimNonce("n1", t0.Add(time.Hour)); err != nil || again {
+		t.Errorf("claiming n1 again: got fresh=%v err=%v, want false nil", again, err)
+	}
+	got, _ := s.Interrupted()
+	if len(got) != 3 || got[0].DispatchID != "lead" || got[1].DispatchID != "x" || got[2].DispatchID != "y" {
+		t.Fatalf("got interrupted %+v, want lead, x and y", got)
+	}
+}
+
+// TestGroupCommitKeepsOrder: when a write of a group fails, the writes that
+// arrived before it still come first. Two dispatches with one nonce queued
+// in one group: the first to arrive begins; the second is refused, as it
+// would be had each been a transaction of its own.
+func TestGroupCommitKeepsOrder(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "agent.db"))
+	release := holdWriter(t, s)
+	errs := make(map[string]chan error)
+	begin := func(id string) {
+		st := started(id)
+		st.Nonce = "shared"
+		errs[id] = make(chan error, 1)
+		go func() { errs[id] <- s.Begin(st) }()
+	}
+	begin("lead")
+	waitGroup(t, s, 0)
+	begin("a")
+	waitGroup(t, s, 1)
+	begin("b")
+	waitGroup(t, s, 2)
+	begin("c")
+	waitGroup(t, s, 3)
+	release()
+	if err := <-errs["lead"]; err != nil {
+		t.Fatalf("lead: %v", err)
+	}
+	// lead committed alone with nonce "shared": a, b and c all find it seen.
+	for _, id := range []string{"a", "b", "c"} {
+		if err := <-errs[id]; err == nil {
+			t.Fatalf("%s began with a nonce lead had used", id)
+		}
+	}
+
+	s2 := open(t, filepath.Join(t.TempDir(), "agent.db"))
+	release = holdWriter(t, s2)
+	errs = make(map[string]chan error)
+	begin = func(id string) {
+		st := started(id)
+		if id != "lead" {
+			st.Nonce = "shared"
+		}
+		errs[id] = make(chan error, 1)
+		go func() { errs[id] <- s2.Begin(st) }()
+	}
+	begin("lead")
+	waitGroup(t, s2, 0)
+	begin("a")
+	waitGroup(t, s2, 1)
+	begin("b")
+	waitGroup(t, s2, 2)
+	begin("c")
+	waitGroup(t, s2, 3)
+	release()
+	got := map[string]error{}
+	for _, id := range []string{"lead", "a", "b", "c"} {
+		got[id] = <-errs[id]
+	}
+	if got["lead"] != nil || got["a"] != nil || got["b"] == nil || got["c"] == nil {
+		t.Fatalf("a, b and c share a nonce and queued in that order: got %v, want lead and a begun, b and c refused", got)
+	}
+}

@@ -1,0 +1,128 @@
+package protocol
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"testing"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// wantWithSig is withSigMember's answer made the slow way: decode, add the
+// member, encode, canonicalize.
+func wantWithSig(t *testing.T, body []byte, sig string) []byte {
+	t.Helper()
+	var m map[string]jsontext.Value
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["sig"] = jsontext.Value(`"` + sig + `"`)
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Canonicalize(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestWithSigMember(t *testing.T) {
+	for _, body := range []string{
+		`{}`,
+		`{"a":1}`,
+		`{"z":1}`,
+		`{"a":1,"z":2}`,
+		`{"params":{"sig":"inner","z":[1,{"sig":2}]},"tool":"t"}`,
+		`{"sandbox":"wasm","sif":1}`,
+		`{"si":1,"sig0":2}`,
+		`{"sif":[],"sih":{},"tool":"x","é":"non-ascii"}`,
+		`{"\u20ac":1,"a":"b"}`,
+		`{"si\u0001":1,"si\\":2,"si\"":3,"sig\\":4,"sig\"":5}`,
+	} {
+		c, err := Canonicalize([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := withSigMember(c, "c2lnbmF0dXJl+/==")
+		if err != nil {
+			t.Fatalf("%s: %v", c, err)
+		}
+		if want := wantWithSig(t, c, "c2lnbmF0dXJl+/=="); !bytes.Equal(got, want) {
+			t.Errorf("%s: got %s, want %s", c, got, want)
+		}
+	}
+	for _, bad := range []string{`[]`, `"s"`, `{"sig":"x"}`, `{"a":1,"sig":"x","z":2}`} {
+		if _, err := withSigMember([]byte(bad), "AA=="); CodeOf(err) != CodeMalformed {
+			t.Errorf("%s: got %v, want malformed", bad, err)
+		}
+	}
+}
+
+// TestDispatchSignCanonical: the canonical form SignCanonical returns is the
+// one encoding the signed dispatch and canonicalizing it makes, with the
+// signature Sign makes.
+func TestDispatchSignCanonical(t *testing.T) {
+	priv := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
+	for _, params := range []string{`{}`, `{"msg":"hi"}`, `{"sig":"x","b":[1,2.5,"\u00e9"],"a":{"z":null}}`} {
+		d := &Dispatch{Type: KindDispatch.Type(), ID: "dsp-1", IntentID: "int-1", Node: "node-1", Tool: "echo",
+			ToolManifestHash: "sha256:" + string(bytes.Repeat([]byte{'a'}, 64)), Params: jsontext.Value(params),
+			PayloadHash: "sha256:" + string(bytes.Repeat([]byte{'b'}, 64)), Sandbox: "wasm",
+			IssuedAt: "2026-11-26T10:00:00Z", ExpiresAt: "2026-11-26T10:01:00Z", Nonce: "MDEyMzQ1Njc4OWFiY2RlZg==", Fence: 3, KeyID: "srv-1"}
+		got, err := d.SignCanonical(priv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sig := d.Sig
+		if err := d.Sign(priv); err != nil {
+			t.Fatal(err)
+		}
+		if d.Sig != sig {
+			t.Fatalf("params %s: SignCanonical signed %s, Sign %s", params, sig, d.Sig)
+		}
+		b, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Canonicalize(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("params %s:\ngot  %s\nwant %s", params, got, want)
+		}
+	}
+}
+
+// FuzzWithSigMember: for any canonical object without a top-level "sig",
+// inserting one gives what encoding and canonicalizing give.
+func FuzzWithSigMember(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":1}`, `{"z":{"sig":1}}`, `{"sia":1,"sih":2}`, `{"\u00e9":1,"a":[]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		c, err := Canonicalize(raw)
+		if err != nil || len(c) == 0 || c[0] != '{' {
+			return
+		}
+		var m map[string]jsontext.Value
+		if json.Unmarshal(c, &m) != nil {
+			return
+		}
+		if _, ok := m["sig"]; ok {
+			if _, err := withSigMember(c, "AA=="); err == nil {
+				t.Fatalf("%s: a second sig was inserted", c)
+			}
+			return
+		}
+		got, err := withSigMember(c, "AA==")
+		if err != nil {
+			t.Fatalf("%s: %v", c, err)
+		}
+		if want := wantWithSig(t, c, "AA=="); !bytes.Equal(got, want) {
+			t.Fatalf("%s: got %s, want %s", c, got, want)
+		}
+	})
+}
