@@ -3,7 +3,6 @@ package web
 import (
 	"bytes"
 	"embed"
-	"encoding/json"
 	"fmt"
 	"html/template"
 	"maps"
@@ -11,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/writhq/writ/internal/jsonx"
 )
 
 //go:embed templates/*.html
@@ -49,7 +50,7 @@ var funcs = template.FuncMap{
 	},
 	"join": func(s []string) string { return strings.Join(s, ", ") },
 	"json": func(v any) (string, error) {
-		b, err := json.Marshal(v)
+		b, err := jsonx.Marshal(v)
 		return string(b), err
 	},
 	"idx": func(p *uint64) string {
