@@ -5,11 +5,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"io"
 	"strconv"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/writhq/writ/internal/jsonx"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -61,8 +61,8 @@ func stampRequest(msg jsonrpc.Message) jsonrpc.Message {
 // there yet — is an insertion into the bytes as they came; anything else
 // (duplicate names, invalid UTF-8, the member already set by the client)
 // is decoded and encoded again.
-func stampParams(params json.RawMessage, key string) ([]byte, bool) {
-	q, _ := json.Marshal(key)
+func stampParams(params []byte, key string) ([]byte, bool) {
+	q, _ := jsonx.Marshal(key)
 	if b, ok := insertStamp(params, append([]byte(`"`+metaRequestID+`":`), q...)); ok {
 		return b, true
 	}
@@ -71,20 +71,20 @@ func stampParams(params json.RawMessage, key string) ([]byte, bool) {
 
 // remarshalStamp is stampParams by decoding params and encoding them again,
 // with q, the JSON string of the key, as _meta[metaRequestID].
-func remarshalStamp(params json.RawMessage, q []byte) ([]byte, bool) {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(params, &m) != nil || m == nil {
+func remarshalStamp(params, q []byte) ([]byte, bool) {
+	var m map[string]jsontext.Value
+	if jsonx.UnmarshalLenient(params, &m) != nil || m == nil {
 		return nil, false
 	}
-	meta := map[string]json.RawMessage{}
+	meta := map[string]jsontext.Value{}
 	if raw, ok := m["_meta"]; ok {
-		if json.Unmarshal(raw, &meta) != nil || meta == nil {
+		if jsonx.UnmarshalLenient(raw, &meta) != nil || meta == nil {
 			return nil, false
 		}
 	}
 	meta[metaRequestID] = q
-	m["_meta"], _ = json.Marshal(meta)
-	b, err := json.Marshal(m)
+	m["_meta"], _ = jsonx.Marshal(meta)
+	b, err := jsonx.Marshal(m)
 	return b, err == nil
 }
 

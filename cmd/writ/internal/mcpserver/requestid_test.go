@@ -1,8 +1,9 @@
 package mcpserver
 
 import (
-	"encoding/json"
 	"testing"
+
+	"github.com/writhq/writ/internal/jsonx"
 )
 
 func TestStampBody(t *testing.T) {
@@ -37,7 +38,7 @@ func TestStampBody(t *testing.T) {
 					Meta map[string]any `json:"_meta"`
 				} `json:"params"`
 			}
-			if err := json.Unmarshal(got, &msg); err != nil {
+			if err := jsonx.UnmarshalLenient(got, &msg); err != nil {
 				t.Fatalf("stamped body %s: %v", got, err)
 			}
 			if msg.Params.Meta[metaRequestID] != c.want || msg.Params.Name != "echo" {
