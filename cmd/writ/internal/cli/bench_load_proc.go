@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/writhq/writ/internal/jsonx"
 )
 
 // cpuProfileEnv names the file a writ process writes a CPU profile of its
@@ -121,7 +122,7 @@ func (p *loadProc) line(v any) error {
 		}
 		return fmt.Errorf("%s: no answer (%s)", p.role, p.logTail())
 	}
-	return json.Unmarshal(p.out.Bytes(), v)
+	return jsonx.UnmarshalLenient(p.out.Bytes(), v)
 }
 
 // command writes one line to the process's stdin and reads its answer into

@@ -2,13 +2,14 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/spf13/cobra"
+	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -39,7 +40,7 @@ func (f dashboardTokenFlags) body(role string, ttl time.Duration) ([]byte, error
 	case role != "auditor" && f.outputs:
 		return nil, errors.New("--outputs is for --role auditor")
 	}
-	return json.Marshal(protocol.TokenRequest{Role: role, Tenant: f.tenant, Approver: f.approver, Outputs: f.outputs,
+	return jsonx.Marshal(protocol.TokenRequest{Role: role, Tenant: f.tenant, Approver: f.approver, Outputs: f.outputs,
 		TTLSeconds: int64(ttl / time.Second)})
 }
 
@@ -118,7 +119,7 @@ func (a *adminFlags) list(e *env, path string) error {
 	if err != nil {
 		return err
 	}
-	var out json.RawMessage
+	var out jsontext.Value
 	if err := c.AdminJSON(context.Background(), "GET", path, nil, &out); err != nil {
 		return e.apiFailure(err)
 	}
