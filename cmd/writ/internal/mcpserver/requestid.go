@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/writhq/writ/internal/jsonx"
 
@@ -83,10 +84,15 @@ func remarshalStamp(params, q []byte) ([]byte, bool) {
 		}
 	}
 	meta[metaRequestID] = q
-	m["_meta"], _ = jsonx.Marshal(meta)
-	b, err := jsonx.Marshal(m)
+	m["_meta"], _ = json.Marshal(meta, keepRaw)
+	b, err := json.Marshal(m, keepRaw)
 	return b, err == nil
 }
+
+// keepRaw writes params as encoding/json wrote them: the client's values as
+// they came (repeated names, escapes such as \u00e9 kept), <, > and &
+// escaped.
+var keepRaw = json.JoinOptions(jsonx.Stable, jsontext.AllowDuplicateNames(true), jsontext.PreserveRawStrings(true))
 
 // insertStamp writes member (a name and its value) into the _meta object
 // of params, adding _meta when there is none. It declines (false) unless
