@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +10,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/writhq/writ/internal/jsonx"
 )
 
 // devDashboard is `writ dev` with dashboard tokens for each role.
@@ -36,7 +37,7 @@ func startDevDashboard(t *testing.T) *devDashboard {
 	t.Cleanup(func() { stopWritDev(t, dev) })
 	d.devJSON = filepath.Join(d.dir, "dev.json")
 	b, err := os.ReadFile(d.devJSON)
-	if err != nil || json.Unmarshal(b, &d.creds) != nil {
+	if err != nil || jsonx.UnmarshalLenient(b, &d.creds) != nil {
 		t.Fatalf("dev.json: %v", err)
 	}
 	token := func(args ...string) string {
@@ -65,7 +66,7 @@ func (d *devDashboard) submit(t *testing.T, tool, params string) string {
 		IntentID string `json:"intent_id"`
 		State    string `json:"state"`
 	}
-	if json.Unmarshal([]byte(out), &r) != nil || code != exitFor(r.State, false) {
+	if jsonx.UnmarshalLenient([]byte(out), &r) != nil || code != exitFor(r.State, false) {
 		t.Fatalf("intent submit: %q exit %d", out, code)
 	}
 	return r.IntentID
@@ -117,7 +118,7 @@ func TestDashboardInChromium(t *testing.T) {
 
 	// The browser's canonical JSON, hashes, signatures and ledger checks
 	// against the protocol's vectors.
-	vectors := map[string]json.RawMessage{}
+	vectors := map[string]jsontext.Value{}
 	for _, name := range []string{"payload_hash", "intent", "approval", "ledger"} {
 		raw, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "vectors", name+".json"))
 		if err != nil {
@@ -125,7 +126,7 @@ func TestDashboardInChromium(t *testing.T) {
 		}
 		vectors[name] = raw
 	}
-	all, _ := json.Marshal(vectors)
+	all, _ := jsonx.Marshal(vectors)
 	b.run("open the sign-in page", chromedp.Navigate(d.server+"/ui/signin"), chromedp.WaitVisible("#token", chromedp.ByQuery))
 	b.checkAccessible("sign-in")
 	b.shoot("signin")
