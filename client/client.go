@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,7 +18,6 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -118,7 +118,7 @@ func (c *Client) Submit(ctx context.Context, intent, approval []byte, wait time.
 // (duplicate names and invalid UTF-8 are the server's to refuse), at a
 // fraction of its cost.
 func oneValue(b []byte) bool {
-	return jsonx.Valid(b)
+	return jsontext.Value(b).IsValid(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 }
 
 // SignReads makes the client sign its reads of intents with an orchestrator
@@ -148,8 +148,8 @@ func (c *Client) Approve(ctx context.Context, approval []byte) (*IntentResponse,
 
 // Receipt returns GET /v1/receipts/{index}: the receipt, its inclusion proof
 // and the signed checkpoint it is proved against, as JSON.
-func (c *Client) Receipt(ctx context.Context, index uint64) (jsontext.Value, error) {
-	var r jsontext.Value
+func (c *Client) Receipt(ctx context.Context, index uint64) (json.RawMessage, error) {
+	var r json.RawMessage
 	return r, c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/receipts/%d", index), nil, &r)
 }
 
@@ -285,7 +285,7 @@ func (c *Client) once(ctx context.Context, base, method, path string, body []byt
 	}
 	if resp.StatusCode >= 300 {
 		var e protocol.ErrorResponse
-		if jsonx.UnmarshalLenient(b, &e) != nil || e.Error.Code == "" {
+		if json.Unmarshal(b, &e) != nil || e.Error.Code == "" {
 			if resp.StatusCode == http.StatusBadRequest && bytes.Contains(b, []byte("HTTP request to an HTTPS server")) {
 				return false, fmt.Errorf("client: %s serves TLS: use https:// and trust its CA", base)
 			}
@@ -303,12 +303,12 @@ func (c *Client) once(ctx context.Context, base, method, path string, body []byt
 		// names, which v2 requires.
 		return false, jsonv2.Unmarshal(b, r)
 	}
-	return false, jsonx.UnmarshalLenient(b, out)
+	return false, json.Unmarshal(b, out)
 }
 
 // CreateJoinToken issues a join token for a node with labels, valid for ttl.
 func (c *Client) CreateJoinToken(ctx context.Context, labels map[string]string, ttl time.Duration) (*protocol.JoinTokenResponse, error) {
-	body, err := jsonx.Marshal(protocol.JoinTokenRequest{Labels: labels, TTLSeconds: int64(ttl / time.Second)})
+	body, err := json.Marshal(protocol.JoinTokenRequest{Labels: labels, TTLSeconds: int64(ttl / time.Second)})
 	if err != nil {
 		return nil, err
 	}

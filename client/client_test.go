@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	// The reference: the server's answers decode with json v2 as encoding/json decoded them.
 	"encoding/json"
 	"io"
 	"net"

@@ -1,11 +1,10 @@
 package client
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-
-	"github.com/writhq/writ/internal/jsonx"
 )
 
 // Credentials is the credentials file `writ dev` and `make cluster` write
@@ -36,7 +35,7 @@ func LoadCredentials(path string) (*Credentials, error) {
 		return nil, err
 	}
 	var c Credentials
-	if err := jsonx.UnmarshalLenient(b, &c); err != nil {
+	if err := json.Unmarshal(b, &c); err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
 	if c.Addr == "" && len(c.Addrs) == 0 {

@@ -2,10 +2,10 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"net/url"
 	"time"
 
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -22,7 +22,7 @@ type LockSpec struct {
 // admitted (locked) or dispatched, and what it matches that waits or runs is
 // stopped.
 func (c *Client) CreateLock(ctx context.Context, s LockSpec) (*protocol.LockView, error) {
-	body, err := jsonx.Marshal(protocol.LockRequest{Tenant: s.Tenant, Principal: s.Principal, Tool: s.Tool, Node: s.Node,
+	body, err := json.Marshal(protocol.LockRequest{Tenant: s.Tenant, Principal: s.Principal, Tool: s.Tool, Node: s.Node,
 		TTLSeconds: int64(s.TTL / time.Second), Reason: s.Reason})
 	if err != nil {
 		return nil, err

@@ -2,12 +2,12 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -27,7 +27,7 @@ func TestOutputChecked(t *testing.T) {
 		a := answers[id]
 		a.IntentID = id
 		w.Header().Set("Content-Type", "application/json")
-		jsonx.Encode(w, a)
+		json.NewEncoder(w).Encode(a)
 	}))
 	defer srv.Close()
 	c := New(srv.URL, "")

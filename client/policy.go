@@ -2,9 +2,9 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -25,14 +25,14 @@ func (c *Client) PolicyVersions(ctx context.Context) ([]protocol.PolicyVersionSu
 
 // PolicyRollback reinstalls a kept version's text as a new version (admin).
 func (c *Client) PolicyRollback(ctx context.Context, version uint64) error {
-	b, _ := jsonx.Marshal(protocol.PolicyRollback{Version: version})
+	b, _ := json.Marshal(protocol.PolicyRollback{Version: version})
 	return c.Admin(ctx, "POST", "policy/rollback", b)
 }
 
 // PolicyDryRun replays the authorization of the intents admitted since since
 // against a candidate policy text (admin).
 func (c *Client) PolicyDryRun(ctx context.Context, text string, since time.Time) (*protocol.PolicyDryRunResult, error) {
-	b, err := jsonx.Marshal(protocol.PolicyDryRun{Text: text, Since: since})
+	b, err := json.Marshal(protocol.PolicyDryRun{Text: text, Since: since})
 	if err != nil {
 		return nil, err
 	}

@@ -2,12 +2,12 @@ package web
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
 
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -171,5 +171,5 @@ func writeJSONError(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	jsonx.Encode(w, protocol.ErrorResponse{Error: protocol.ErrorBody{Code: protocol.Code(code), Message: msg}})
+	json.NewEncoder(w).Encode(protocol.ErrorResponse{Error: protocol.ErrorBody{Code: protocol.Code(code), Message: msg}})
 }

@@ -3,11 +3,10 @@ package web
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/writhq/writ/internal/jsonx"
 )
 
 // Change names something the control plane changed: an intent, a node or
@@ -47,10 +46,10 @@ type lazyJSON struct {
 // bytes returns the event's JSON.
 func (ev *Event) bytes() []byte {
 	if ev.json == nil {
-		b, _ := jsonx.Marshal(ev)
+		b, _ := json.Marshal(ev)
 		return b
 	}
-	ev.json.once.Do(func() { ev.json.data, _ = jsonx.Marshal(ev) })
+	ev.json.once.Do(func() { ev.json.data, _ = json.Marshal(ev) })
 	return ev.json.data
 }
 

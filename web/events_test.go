@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -12,7 +13,6 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/writhq/writ/internal/eventually"
-	"github.com/writhq/writ/internal/jsonx"
 )
 
 // testServer serves a dashboard over a fake backend the way the control
@@ -54,7 +54,7 @@ func readEvent(t *testing.T, c *websocket.Conn) Event {
 		t.Fatalf("reading an event: %v", err)
 	}
 	var ev Event
-	if err := jsonx.UnmarshalLenient(b, &ev); err != nil {
+	if err := json.Unmarshal(b, &ev); err != nil {
 		t.Fatal(err)
 	}
 	return ev
@@ -189,7 +189,7 @@ func waitSeq(t *testing.T, d *Dashboard, seq uint64) {
 
 func itoa(n uint64) string { return url.QueryEscape(strings.TrimSpace(jsonNumber(n))) }
 
-func jsonNumber(n uint64) string { b, _ := jsonx.Marshal(n); return string(b) }
+func jsonNumber(n uint64) string { b, _ := json.Marshal(n); return string(b) }
 
 // TestHubIdlesUnwatched: with no client and no page served for IdleAfter, no
 // events are made (the backend is not read); a client resuming from before

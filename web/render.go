@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"embed"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"maps"
@@ -10,8 +11,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/writhq/writ/internal/jsonx"
 )
 
 //go:embed templates/*.html
@@ -50,7 +49,7 @@ var funcs = template.FuncMap{
 	},
 	"join": func(s []string) string { return strings.Join(s, ", ") },
 	"json": func(v any) (string, error) {
-		b, err := jsonx.Marshal(v)
+		b, err := json.Marshal(v)
 		return string(b), err
 	},
 	"idx": func(p *uint64) string {

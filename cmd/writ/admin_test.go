@@ -1,13 +1,12 @@
 package main_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/writhq/writ/internal/jsonx"
 )
 
 // TestAdminCLI manages a running writ dev with the admin commands: a tenant
@@ -23,7 +22,7 @@ func TestAdminCLI(t *testing.T) {
 		AdminToken string `json:"admin_token"`
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "dev.json"))
-	if err := jsonx.UnmarshalLenient(b, &creds); err != nil || creds.AdminToken == "" {
+	if err := json.Unmarshal(b, &creds); err != nil || creds.AdminToken == "" {
 		t.Fatalf("dev.json: %v", err)
 	}
 	// The admin token from the file writ dev writes: never on the command
@@ -80,7 +79,7 @@ when { principal.tenant == "acme" };
 	var nodes struct {
 		Nodes []struct{ ID, Name string }
 	}
-	if out, code := admin("nodes", "list"); code != 0 || jsonx.UnmarshalLenient([]byte(out), &nodes) != nil || len(nodes.Nodes) != 1 {
+	if out, code := admin("nodes", "list"); code != 0 || json.Unmarshal([]byte(out), &nodes) != nil || len(nodes.Nodes) != 1 {
 		t.Fatalf("nodes list: %q exit %d", out, code)
 	}
 	if out, code := admin("nodes", "list", "-o", "text"); code != 0 || !strings.HasPrefix(out, "NAME ") ||

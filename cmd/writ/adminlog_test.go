@@ -1,13 +1,12 @@
 package main_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/writhq/writ/internal/jsonx"
 )
 
 // TestAdminEntriesOffline: writ dev's own setup and an admin's lock are on
@@ -28,7 +27,7 @@ func TestAdminEntriesOffline(t *testing.T) {
 		t.Fatalf("lock create: %q exit %d", out, code)
 	}
 	var lock struct{ Lock struct{ ID string } }
-	jsonx.UnmarshalLenient([]byte(out), &lock)
+	json.Unmarshal([]byte(out), &lock)
 
 	out, code = run(t, "", append([]string{"ledger", "admin"}, token...)...)
 	var list struct {
@@ -37,7 +36,7 @@ func TestAdminEntriesOffline(t *testing.T) {
 			Actor, Action, Object, After string
 		}
 	}
-	if code != 0 || jsonx.UnmarshalLenient([]byte(out), &list) != nil || len(list.Entries) == 0 {
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list.Entries) == 0 {
 		t.Fatalf("ledger admin: %q exit %d", out, code)
 	}
 	newest := list.Entries[0]

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -80,7 +80,7 @@ func (c *cluster) submit(t *testing.T, tool, params, wait string) map[string]any
 	}
 	out, code := run(t, intent, "intent", "submit", "--server", c.server, "--ca", c.ca, "--wait", wait)
 	var r map[string]any
-	if jsonx.UnmarshalLenient([]byte(out), &r) != nil {
+	if json.Unmarshal([]byte(out), &r) != nil {
 		t.Fatalf("submit: %q exit %d", out, code)
 	}
 	d, _ := time.ParseDuration(wait)
@@ -113,7 +113,7 @@ func (c *cluster) startAgent(t *testing.T, a *agent, manifests map[string]string
 	args = append(args, a.extra...)
 	if _, err := os.Stat(filepath.Join(a.dir, "node.json")); err != nil {
 		var tok struct{ Token string }
-		jsonx.UnmarshalLenient([]byte(c.admin(t, "token", "create", "--role", "node", "--labels", "pool=test")), &tok)
+		json.Unmarshal([]byte(c.admin(t, "token", "create", "--role", "node", "--labels", "pool=test")), &tok)
 		args = append(args, "--token", tok.Token)
 	}
 	a.log, _ = os.CreateTemp(t.TempDir(), "agent-log")
@@ -133,7 +133,7 @@ func (c *cluster) waitNode(t *testing.T, status string, a *agent) {
 		var out struct {
 			Nodes []struct{ Status string } `json:"nodes"`
 		}
-		jsonx.UnmarshalLenient([]byte(c.admin(t, "nodes", "list")), &out)
+		json.Unmarshal([]byte(c.admin(t, "nodes", "list")), &out)
 		if len(out.Nodes) == 1 && out.Nodes[0].Status == status {
 			return
 		}
@@ -171,7 +171,7 @@ func TestAgentRunsOverQUIC(t *testing.T) {
 		CapturedBytes int64  `json:"captured_bytes"`
 	}
 	answer := c.admin(t, "intent", "output", r["intent_id"].(string))
-	if jsonx.UnmarshalLenient([]byte(answer), &got) != nil || got.Output != `{"msg":"over quic"}` || got.CapturedHash != wantHash || got.CapturedBytes != 19 {
+	if json.Unmarshal([]byte(answer), &got) != nil || got.Output != `{"msg":"over quic"}` || got.CapturedHash != wantHash || got.CapturedBytes != 19 {
 		t.Fatalf("intent output: %q", answer)
 	}
 	// A join token is used once: a second enrollment with it is refused.
@@ -181,7 +181,7 @@ func TestAgentRunsOverQUIC(t *testing.T) {
 			Labels   map[string]string `json:"labels"`
 		} `json:"nodes"`
 	}
-	jsonx.UnmarshalLenient([]byte(c.admin(t, "nodes", "list")), &nodes)
+	json.Unmarshal([]byte(c.admin(t, "nodes", "list")), &nodes)
 	if len(nodes.Nodes) != 1 || nodes.Nodes[0].Name != "test-node" {
 		t.Fatalf("nodes: %+v", nodes)
 	}
@@ -222,7 +222,7 @@ func TestAgentKilledMidRun(t *testing.T) {
 	a := &agent{extra: []string{"--process-read-write", dir}}
 	c.startAgent(t, a, map[string]string{"witness": manifest})
 	runs, release := filepath.Join(dir, "runs"), filepath.Join(dir, "release")
-	params, _ := jsonx.Marshal(map[string]string{"file": runs, "wait_for": release})
+	params, _ := json.Marshal(map[string]string{"file": runs, "wait_for": release})
 	r := c.submit(t, "witness", string(params), "0s")
 	id, _ := r["intent_id"].(string)
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
@@ -244,7 +244,7 @@ func TestAgentKilledMidRun(t *testing.T) {
 		State string
 		Error struct{ Code string }
 	}
-	if code != 4 || jsonx.UnmarshalLenient([]byte(out), &got) != nil || got.State != "unknown" || got.Error.Code != "interrupted" {
+	if code != 4 || json.Unmarshal([]byte(out), &got) != nil || got.State != "unknown" || got.Error.Code != "interrupted" {
 		log, _ := os.ReadFile(a.log.Name())
 		t.Fatalf("after the agent's crash: %q exit %d; agent log:\n%s", out, code, log)
 	}

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,8 +12,6 @@ import (
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/writhq/writ/internal/jsonx"
 )
 
 // benchRun runs the built binary's `writ bench …` with args and decodes its
@@ -25,7 +24,7 @@ func benchRun(tb testing.TB, v any, args ...string) {
 	if err := cmd.Run(); err != nil {
 		tb.Fatalf("writ bench %v: %v\n%s", args, err, errb.String())
 	}
-	if err := jsonx.UnmarshalLenient(out.Bytes(), v); err != nil {
+	if err := json.Unmarshal(out.Bytes(), v); err != nil {
 		tb.Fatalf("writ bench %v: %v: %q", args, err, out.String())
 	}
 }

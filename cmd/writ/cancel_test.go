@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,9 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/go-json-experiment/json/jsontext"
-	"github.com/writhq/writ/internal/jsonx"
 )
 
 // procsWith returns the pids of the live processes whose command line holds
@@ -78,7 +76,7 @@ func sleeperCluster(t *testing.T) (*cluster, *agent, string, func(runID string) 
 			IntentID string `json:"intent_id"`
 			State    string
 		}
-		if code != 0 || jsonx.UnmarshalLenient([]byte(out), &r) != nil || r.State != "dispatched" {
+		if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.State != "dispatched" {
 			t.Fatalf("submit: %q exit %d", out, code)
 		}
 		return r.IntentID
@@ -101,9 +99,9 @@ func TestCancelRunningUnderBwrap(t *testing.T) {
 	var got struct {
 		State  string
 		Error  struct{ Code string }
-		Result jsontext.Value
+		Result json.RawMessage
 	}
-	if code != 0 || jsonx.UnmarshalLenient([]byte(out), &got) != nil || got.State != "canceled" || got.Error.Code != "canceled" ||
+	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || got.State != "canceled" || got.Error.Code != "canceled" ||
 		!strings.Contains(string(got.Result), `"status":"canceled"`) || !strings.Contains(string(got.Result), `"sandbox":"bwrap"`) {
 		log, _ := os.ReadFile(a.log.Name())
 		t.Fatalf("writ intent cancel: %q exit %d; agent log:\n%s", out, code, log)
@@ -116,7 +114,7 @@ func TestCancelRunningUnderBwrap(t *testing.T) {
 			State    string
 		}
 	}
-	if code != 0 || jsonx.UnmarshalLenient([]byte(out), &rc) != nil || len(rc.Intents) != 1 || rc.Intents[0].IntentID != second || rc.Intents[0].State != "canceled" {
+	if code != 0 || json.Unmarshal([]byte(out), &rc) != nil || len(rc.Intents) != 1 || rc.Intents[0].IntentID != second || rc.Intents[0].State != "canceled" {
 		t.Fatalf("writ run cancel: %q exit %d", out, code)
 	}
 	if left := procsWith(t, tag); len(left) > 0 {
@@ -161,7 +159,7 @@ func TestLockStopsRunningUnderBwrap(t *testing.T) {
 	var lock struct {
 		Lock struct{ ID, Tool, Reason string }
 	}
-	if err := jsonx.UnmarshalLenient([]byte(c.admin(t, "lock", "create", "--tool", "sleeper", "--reason", "runaway")), &lock); err != nil ||
+	if err := json.Unmarshal([]byte(c.admin(t, "lock", "create", "--tool", "sleeper", "--reason", "runaway")), &lock); err != nil ||
 		lock.Lock.ID == "" || lock.Lock.Tool != "sleeper" {
 		t.Fatalf("lock create: %+v %v", lock, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -11,7 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 	"github.com/writhq/writ/protocol/protocoltest"
 )
@@ -144,11 +144,11 @@ func TestSignVerifyRoundTrip(t *testing.T) {
 		Public      string `json:"public"`
 	}
 	out, code := run(t, "", "keygen", "hmac", "--id", "orch-1", "--dir", dir)
-	if code != 0 || jsonx.UnmarshalLenient([]byte(out), &hk) != nil {
+	if code != 0 || json.Unmarshal([]byte(out), &hk) != nil {
 		t.Fatalf("keygen hmac: %q exit %d", out, code)
 	}
 	out, code = run(t, "", "keygen", "ed25519", "--id", "alice", "--dir", dir)
-	if code != 0 || jsonx.UnmarshalLenient([]byte(out), &ek) != nil {
+	if code != 0 || json.Unmarshal([]byte(out), &ek) != nil {
 		t.Fatalf("keygen ed25519: %q exit %d", out, code)
 	}
 	for path, mode := range map[string]os.FileMode{hk.PrivateFile: 0o600, ek.PrivateFile: 0o600, ek.PublicFile: 0o644} {
@@ -287,7 +287,7 @@ func TestVectorsIntentExplain(t *testing.T) {
 				ExpectedSig  string `json:"expected_sig"`
 				Sig          string `json:"sig"`
 			}
-			if err := jsonx.UnmarshalLenient([]byte(first), &x); err != nil {
+			if err := json.Unmarshal([]byte(first), &x); err != nil {
 				t.Fatalf("explanation %q: %v", first, err)
 			}
 			if x.SigningInput != c.SigningInput {

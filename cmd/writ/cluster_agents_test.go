@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/writhq/writ/client"
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -362,7 +362,7 @@ func (c *testCluster) signIntent(tool, id, key, params, node string) []byte {
 	}
 	in.SetPayloadHash()
 	in.Sign(c.secret)
-	b, err := jsonx.Marshal(in)
+	b, err := json.Marshal(in)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -377,7 +377,7 @@ func (c *testCluster) witnessIntent(id, key, waitFor, node string) []byte {
 	if waitFor != "" {
 		p["wait_for"] = waitFor
 	}
-	params, _ := jsonx.Marshal(p)
+	params, _ := json.Marshal(p)
 	return c.signIntent("witness", id, key, string(params), node)
 }
 
@@ -486,7 +486,7 @@ func (c *testCluster) receiptsByIntent(i int, size uint64) map[string][]protocol
 					Receipt protocol.Receipt `json:"receipt"`
 				}
 				if err == nil {
-					err = jsonx.UnmarshalLenient(raw, &rp)
+					err = json.Unmarshal(raw, &rp)
 				}
 				if err != nil {
 					mu.Lock()

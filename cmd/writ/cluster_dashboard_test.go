@@ -7,14 +7,12 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/go-json-experiment/json/jsontext"
-	"github.com/writhq/writ/internal/jsonx"
 )
 
 // TestClusterDashboardSessions signs in to the dashboard on a follower of a
@@ -156,9 +154,9 @@ func lockOnFollower(t *testing.T, c *testCluster, i int, base string, hc *http.C
 		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 			raw, err := c.client(j).Receipt(ctx, e.Index)
 			var rp struct {
-				Receipt jsontext.Value `json:"receipt"`
+				Receipt json.RawMessage `json:"receipt"`
 			}
-			if err == nil && jsonx.UnmarshalLenient(raw, &rp) == nil && len(rp.Receipt) > 0 {
+			if err == nil && json.Unmarshal(raw, &rp) == nil && len(rp.Receipt) > 0 {
 				leaf = string(rp.Receipt)
 				break
 			}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -17,7 +18,6 @@ import (
 	"time"
 
 	"github.com/writhq/writ/client"
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/ledger"
 )
 
@@ -100,7 +100,7 @@ func startTestClusterWith(t *testing.T, mod func(cfg map[string]any)) *testClust
 		if mod != nil {
 			mod(cfg)
 		}
-		raw, _ := jsonx.Marshal(cfg)
+		raw, _ := json.Marshal(cfg)
 		s := &testServer{id: id, api: ps[i].api, config: writeFile(t, dir, id+".json", string(raw)), log: filepath.Join(dir, id+".log")}
 		c.srv = append(c.srv, s)
 	}

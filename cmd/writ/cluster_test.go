@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -16,7 +17,6 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/internal/faults"
-	"github.com/writhq/writ/internal/jsonx"
 )
 
 // TestClusterOneKeyConcurrently: 64 concurrent submissions of one idempotency
@@ -42,7 +42,7 @@ func TestClusterOneKeyConcurrently(t *testing.T) {
 		return "same"
 	}
 	params := func(i int) string {
-		b, _ := jsonx.Marshal(map[string]string{"file": filepath.Join(c.witness, file(i))})
+		b, _ := json.Marshal(map[string]string{"file": filepath.Join(c.witness, file(i))})
 		return string(b)
 	}
 	bodies := make([][]byte, n)

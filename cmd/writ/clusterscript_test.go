@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,7 +12,6 @@ import (
 	"time"
 
 	"github.com/writhq/writ/internal/freeport"
-	"github.com/writhq/writ/internal/jsonx"
 )
 
 // TestClusterScript runs `make cluster`'s script, deploy/cluster.sh, as a
@@ -103,7 +103,7 @@ func TestClusterScript(t *testing.T) {
 		}
 		out, code := run(t, intent, "intent", "submit", "--server", strings.Join(addrs, ","), "--ca", ca, "--wait", "20s")
 		var r map[string]any
-		if jsonx.UnmarshalLenient([]byte(out), &r) != nil {
+		if json.Unmarshal([]byte(out), &r) != nil {
 			t.Fatalf("intent submit: %q exit %d", out, code)
 		}
 		if state, _ := r["state"].(string); code != exitFor(state, true) {
@@ -124,7 +124,7 @@ func TestClusterScript(t *testing.T) {
 		AdminToken string `json:"admin_token"`
 	}{}
 	b, err := os.ReadFile(filepath.Join(dir, "dev.json"))
-	if err != nil || jsonx.UnmarshalLenient(b, &admin) != nil || admin.AdminToken == "" {
+	if err != nil || json.Unmarshal(b, &admin) != nil || admin.AdminToken == "" {
 		t.Fatalf("dev.json: %v", err)
 	}
 	list := exec.Command(writBin, "nodes", "list", "--server", strings.Join(addrs, ","), "--ca", ca)
@@ -136,7 +136,7 @@ func TestClusterScript(t *testing.T) {
 	var nodes struct {
 		Nodes []struct{ ID, Name, Status string } `json:"nodes"`
 	}
-	if err := jsonx.UnmarshalLenient(lo, &nodes); err != nil {
+	if err := json.Unmarshal(lo, &nodes); err != nil {
 		t.Fatalf("nodes list: %v: %s", err, lo)
 	}
 	byID := map[string]string{}

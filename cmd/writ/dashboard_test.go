@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,8 +11,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
-	"github.com/go-json-experiment/json/jsontext"
-	"github.com/writhq/writ/internal/jsonx"
 )
 
 // devDashboard is `writ dev` with dashboard tokens for each role.
@@ -37,7 +36,7 @@ func startDevDashboard(t *testing.T) *devDashboard {
 	t.Cleanup(func() { stopWritDev(t, dev) })
 	d.devJSON = filepath.Join(d.dir, "dev.json")
 	b, err := os.ReadFile(d.devJSON)
-	if err != nil || jsonx.UnmarshalLenient(b, &d.creds) != nil {
+	if err != nil || json.Unmarshal(b, &d.creds) != nil {
 		t.Fatalf("dev.json: %v", err)
 	}
 	token := func(args ...string) string {
@@ -66,7 +65,7 @@ func (d *devDashboard) submit(t *testing.T, tool, params string) string {
 		IntentID string `json:"intent_id"`
 		State    string `json:"state"`
 	}
-	if jsonx.UnmarshalLenient([]byte(out), &r) != nil || code != exitFor(r.State, false) {
+	if json.Unmarshal([]byte(out), &r) != nil || code != exitFor(r.State, false) {
 		t.Fatalf("intent submit: %q exit %d", out, code)
 	}
 	return r.IntentID
@@ -118,7 +117,7 @@ func TestDashboardInChromium(t *testing.T) {
 
 	// The browser's canonical JSON, hashes, signatures and ledger checks
 	// against the protocol's vectors.
-	vectors := map[string]jsontext.Value{}
+	vectors := map[string]json.RawMessage{}
 	for _, name := range []string{"payload_hash", "intent", "approval", "ledger"} {
 		raw, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "vectors", name+".json"))
 		if err != nil {
@@ -126,7 +125,7 @@ func TestDashboardInChromium(t *testing.T) {
 		}
 		vectors[name] = raw
 	}
-	all, _ := jsonx.Marshal(vectors)
+	all, _ := json.Marshal(vectors)
 	b.run("open the sign-in page", chromedp.Navigate(d.server+"/ui/signin"), chromedp.WaitVisible("#token", chromedp.ByQuery))
 	b.checkAccessible("sign-in")
 	b.shoot("signin")

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -13,7 +14,6 @@ import (
 	"time"
 
 	"github.com/writhq/writ/internal/freeport"
-	"github.com/writhq/writ/internal/jsonx"
 )
 
 // freePort returns a loopback address whose port is free for both TCP and
@@ -108,7 +108,7 @@ func TestDevEndToEnd(t *testing.T) {
 		} `json:"approver"`
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "dev.json"))
-	if err != nil || jsonx.UnmarshalLenient(b, &creds) != nil {
+	if err != nil || json.Unmarshal(b, &creds) != nil {
 		t.Fatalf("dev.json: %v", err)
 	}
 	if fi, _ := os.Stat(filepath.Join(dir, "dev.json")); fi.Mode().Perm() != 0o600 {
@@ -126,7 +126,7 @@ func TestDevEndToEnd(t *testing.T) {
 		var r struct {
 			IntentID, State string
 		}
-		if err := jsonx.UnmarshalLenient([]byte(out), &r); err != nil {
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatalf("answer %q: %v", out, err)
 		}
 		return r.State
@@ -142,7 +142,7 @@ func TestDevEndToEnd(t *testing.T) {
 		ID           string  `json:"intent_id"`
 		ReceiptIndex *uint64 `json:"receipt_index"`
 	}
-	if jsonx.UnmarshalLenient([]byte(out), &echo) != nil || echo.ReceiptIndex == nil || strings.Contains(out, `{\"msg\":\"hi\"}`) {
+	if json.Unmarshal([]byte(out), &echo) != nil || echo.ReceiptIndex == nil || strings.Contains(out, `{\"msg\":\"hi\"}`) {
 		t.Fatalf("submit echo: the answer has the output or no receipt: %q", out)
 	}
 	signedGet := func(id string) (string, int) {
@@ -159,7 +159,7 @@ func TestDevEndToEnd(t *testing.T) {
 	var ledgerKey struct {
 		LedgerKey string `json:"ledger_key"`
 	}
-	jsonx.UnmarshalLenient(b, &ledgerKey)
+	json.Unmarshal(b, &ledgerKey)
 	echoReceipt, code := run(t, "", "receipt", "get", fmt.Sprint(*echo.ReceiptIndex), "--server", server, "--tenant", creds.Tenant,
 		"--key", creds.Orchestrator.KeyID+"="+filepath.Join(dir, "orchestrator.key"))
 	if code != 0 || strings.Contains(echoReceipt, `{\"msg\":\"hi\"}`) {
@@ -218,7 +218,7 @@ func TestDevEndToEnd(t *testing.T) {
 		State        string  `json:"state"`
 		ReceiptIndex *uint64 `json:"receipt_index"`
 	}
-	if code != 1 || jsonx.UnmarshalLenient([]byte(out), &final) != nil || final.State != "denied" || final.ReceiptIndex == nil {
+	if code != 1 || json.Unmarshal([]byte(out), &final) != nil || final.State != "denied" || final.ReceiptIndex == nil {
 		t.Fatalf("denied intent: %q exit %d, want exit 1", out, code)
 	}
 	// A rejected intent exits 1 too, and a wait that runs out exits 5.
@@ -279,7 +279,7 @@ func TestDevEndToEnd(t *testing.T) {
 	dev = startWritDev(t, dir, addr, raftAddr)
 	defer stopWritDev(t, dev)
 	var p struct{ ID string }
-	jsonx.UnmarshalLenient([]byte(pending), &p)
+	json.Unmarshal([]byte(pending), &p)
 	out, code = run(t, "", "intent", "get", p.ID, "--server", server, "--tenant", creds.Tenant,
 		"--key", creds.Orchestrator.KeyID+"="+filepath.Join(dir, "orchestrator.key"))
 	if code != 0 || state(out) != "completed" {
@@ -325,7 +325,7 @@ func TestDevFromLoneBinary(t *testing.T) {
 			KeyID string `json:"key_id"`
 		} `json:"orchestrator"`
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "dev.json")); err != nil || jsonx.UnmarshalLenient(b, &creds) != nil {
+	if b, err := os.ReadFile(filepath.Join(dir, "dev.json")); err != nil || json.Unmarshal(b, &creds) != nil {
 		t.Fatalf("dev.json: %v", err)
 	}
 	intent, code := run(t, "", "intent", "sign", "--key", creds.Orchestrator.KeyID+"="+filepath.Join(dir, "orchestrator.key"),
@@ -338,7 +338,7 @@ func TestDevFromLoneBinary(t *testing.T) {
 		IntentID string `json:"intent_id"`
 		State    string `json:"state"`
 	}
-	if code != 0 || jsonx.UnmarshalLenient([]byte(answer), &r) != nil || r.State != "completed" {
+	if code != 0 || json.Unmarshal([]byte(answer), &r) != nil || r.State != "completed" {
 		t.Fatalf("submit echo: %q exit %d, want completed", answer, code)
 	}
 	got, code := run(t, "", "-o", "text", "intent", "get", r.IntentID, "--server", "http://"+addr, "--tenant", creds.Tenant,
@@ -403,7 +403,7 @@ func devReadyOnce(t *testing.T) {
 		} `json:"orchestrator"`
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "dev.json"))
-	if err != nil || jsonx.UnmarshalLenient(b, &creds) != nil {
+	if err != nil || json.Unmarshal(b, &creds) != nil {
 		t.Fatalf("dev.json when /v1/health first answered 200: %v", err)
 	}
 	intent, code := run(t, "", "intent", "sign", "--key", creds.Orchestrator.KeyID+"="+filepath.Join(dir, "orchestrator.key"),
@@ -430,7 +430,7 @@ func TestDevKeepsPolicy(t *testing.T) {
 			KeyID string `json:"key_id"`
 		} `json:"orchestrator"`
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "dev.json")); err != nil || jsonx.UnmarshalLenient(b, &creds) != nil {
+	if b, err := os.ReadFile(filepath.Join(dir, "dev.json")); err != nil || json.Unmarshal(b, &creds) != nil {
 		t.Fatalf("dev.json: %v", err)
 	}
 	// Only the principal "ops-bot" may invoke anything.
@@ -449,7 +449,7 @@ when { principal.tenant == "dev" && principal.name == "ops-bot" };
 		}
 		out, _ := run(t, intent, "intent", "submit", "--server", server, "--wait", "30s")
 		var r struct{ State string }
-		jsonx.UnmarshalLenient([]byte(out), &r)
+		json.Unmarshal([]byte(out), &r)
 		return r.State
 	}
 	stopWritDev(t, dev)

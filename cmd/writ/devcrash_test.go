@@ -3,6 +3,7 @@ package main_test
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/writhq/writ/client"
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -47,7 +47,7 @@ func TestDevKilledUnderLoad(t *testing.T) {
 		} `json:"orchestrator"`
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "dev.json"))
-	if err != nil || jsonx.UnmarshalLenient(b, &creds) != nil {
+	if err != nil || json.Unmarshal(b, &creds) != nil {
 		t.Fatalf("dev.json: %v", err)
 	}
 	secret, err := base64.StdEncoding.DecodeString(creds.Orchestrator.Secret)
@@ -63,7 +63,7 @@ func TestDevKilledUnderLoad(t *testing.T) {
 		}
 		in.SetPayloadHash()
 		in.Sign(secret)
-		raw, _ := jsonx.Marshal(in)
+		raw, _ := json.Marshal(in)
 		c, err := protocol.Canonicalize(raw)
 		if err != nil {
 			t.Fatal(err)

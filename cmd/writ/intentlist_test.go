@@ -1,13 +1,12 @@
 package main_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/writhq/writ/internal/jsonx"
 )
 
 // TestIntentListCLI runs the real binary: writ dev, intents submitted with
@@ -27,7 +26,7 @@ func TestIntentListCLI(t *testing.T) {
 		} `json:"orchestrator"`
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "dev.json"))
-	if err != nil || jsonx.UnmarshalLenient(b, &creds) != nil {
+	if err != nil || json.Unmarshal(b, &creds) != nil {
 		t.Fatalf("dev.json: %v", err)
 	}
 	key := creds.Orchestrator.KeyID + "=" + filepath.Join(dir, "orchestrator.key")
@@ -42,7 +41,7 @@ func TestIntentListCLI(t *testing.T) {
 		var r struct {
 			IntentID string `json:"intent_id"`
 		}
-		if code != 0 || jsonx.UnmarshalLenient([]byte(out), &r) != nil {
+		if code != 0 || json.Unmarshal([]byte(out), &r) != nil {
 			t.Fatalf("submit: %q exit %d", out, code)
 		}
 		if runID == "run-a" {
@@ -58,7 +57,7 @@ func TestIntentListCLI(t *testing.T) {
 				Intents []struct{ ID, State string }
 				Next    string
 			}
-			if err := jsonx.UnmarshalLenient([]byte(line), &p); err != nil {
+			if err := json.Unmarshal([]byte(line), &p); err != nil {
 				t.Fatalf("page %q: %v", line, err)
 			}
 			for _, in := range p.Intents {

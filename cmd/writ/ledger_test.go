@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -9,7 +10,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/ledger"
 )
 
@@ -51,7 +51,7 @@ func (f *fakeLedgerServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			f.next++
 		}
 		s := f.steps[f.next]
-		jsonx.Encode(w, map[string]any{"checkpoint": string(s.note), "size": s.size})
+		json.NewEncoder(w).Encode(map[string]any{"checkpoint": string(s.note), "size": s.size})
 	case "/v1/ledger/consistency":
 		from, _ := strconv.ParseInt(r.URL.Query().Get("from"), 10, 64)
 		to, _ := strconv.ParseInt(r.URL.Query().Get("to"), 10, 64)
@@ -60,7 +60,7 @@ func (f *fakeLedgerServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, `{"error":{"code":"not_found","message":"x"}}`, 404)
 			return
 		}
-		jsonx.Encode(w, map[string]any{"from": from, "to": to, "proof": proof})
+		json.NewEncoder(w).Encode(map[string]any{"from": from, "to": to, "proof": proof})
 	default:
 		http.NotFound(w, r)
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,7 +22,6 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/writhq/writ/client"
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -236,7 +236,7 @@ func checkEcho(t *testing.T, d *mcpDev, r *mcp.CallToolResult, msg string) strin
 		if err != nil {
 			t.Fatal(err)
 		}
-		jsonx.DecodeLenient(resp.Body, &public)
+		json.NewDecoder(resp.Body).Decode(&public)
 		resp.Body.Close()
 	}
 	if public.LeafHash != leaf {
@@ -408,7 +408,7 @@ func rawStdioRetry(t *testing.T, d *mcpDev) {
 		t.Helper()
 		for lines.Scan() {
 			var m map[string]any
-			if jsonx.UnmarshalLenient(lines.Bytes(), &m) == nil && m["id"] == float64(id) {
+			if json.Unmarshal(lines.Bytes(), &m) == nil && m["id"] == float64(id) {
 				return m
 			}
 		}
@@ -586,7 +586,7 @@ func TestMCPHTTP(t *testing.T) {
 		var r struct {
 			Result mcp.CallToolResult `json:"result"`
 		}
-		if resp.StatusCode != 200 || jsonx.UnmarshalLenient([]byte(body), &r) != nil || r.Result.IsError {
+		if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &r) != nil || r.Result.IsError {
 			t.Fatalf("tools/call id %d: %d %s", id, resp.StatusCode, body)
 		}
 		id2, _ := r.Result.Meta["writ/intent_id"].(string)
@@ -639,7 +639,7 @@ func TestMCPTypeScript(t *testing.T) {
 		Tools  []string
 		Result mcp.CallToolResult
 	}
-	if err := jsonx.UnmarshalLenient(out, &got); err != nil {
+	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("the TypeScript client printed %q: %v", out, err)
 	}
 	if got.Server.Name != "writ" || !strings.Contains(strings.Join(got.Tools, ","), "echo,echo_approval") {
@@ -665,7 +665,7 @@ func TestMCPTypeScript(t *testing.T) {
 		t.Fatalf("the snippet of docs/agents.md: %v\n%s", err, out)
 	}
 	got.Tools, got.Result = nil, mcp.CallToolResult{}
-	if err := jsonx.UnmarshalLenient(out, &got); err != nil {
+	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("the snippet of docs/agents.md printed %q: %v", out, err)
 	}
 	if !strings.Contains(strings.Join(got.Tools, ","), "echo,echo_approval") {

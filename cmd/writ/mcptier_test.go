@@ -3,15 +3,13 @@ package main_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/go-json-experiment/json/jsontext"
-	"github.com/writhq/writ/internal/jsonx"
 )
 
 // TestImportMCPRunsUnderDev: writ tool import-mcp reads the test MCP
@@ -57,8 +55,8 @@ func TestImportMCPRunsUnderDev(t *testing.T) {
 		}
 	}
 	var reg struct {
-		Name        string         `json:"name"`
-		InputSchema jsontext.Value `json:"input_schema"`
+		Name        string          `json:"name"`
+		InputSchema json.RawMessage `json:"input_schema"`
 		Manifest    struct {
 			Tier string `json:"tier"`
 			MCP  struct {
@@ -68,7 +66,7 @@ func TestImportMCPRunsUnderDev(t *testing.T) {
 		} `json:"manifest"`
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "registrations", "srv.echo.json"))
-	if err := jsonx.UnmarshalLenient(b, &reg); err != nil || reg.Name != "srv.echo" || reg.Manifest.Tier != "mcp" ||
+	if err := json.Unmarshal(b, &reg); err != nil || reg.Name != "srv.echo" || reg.Manifest.Tier != "mcp" ||
 		reg.Manifest.MCP.Tool != "echo" || reg.Manifest.MCP.InnerTier != "bwrap" || !strings.Contains(string(reg.InputSchema), `"text"`) {
 		t.Fatalf("registration %s (%v): want srv.echo of tier mcp calling echo in bwrap, echo's schema copied", b, err)
 	}
@@ -108,7 +106,7 @@ func TestImportMCPRunsUnderDev(t *testing.T) {
 		}
 		answer, code := run(t, intent, "intent", "submit", "--server", srv, "--wait", "60s")
 		var a map[string]any
-		if code != exit || jsonx.UnmarshalLenient([]byte(answer), &a) != nil {
+		if code != exit || json.Unmarshal([]byte(answer), &a) != nil {
 			t.Fatalf("submit %s: exit %d, %s", tool, code, answer)
 		}
 		return answer, a

@@ -1,11 +1,10 @@
 package main_test
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/writhq/writ/internal/jsonx"
 )
 
 // TestPolicyCLI: validate and test run offline with exit 1 on a failure;
@@ -45,7 +44,7 @@ when { principal.tenant == "dev" };
 		Version uint64 `json:"version"`
 		Text    string `json:"text"`
 	}
-	if out, code := admin("policy", "get"); code != 0 || jsonx.UnmarshalLenient([]byte(out), &before) != nil || before.Version == 0 {
+	if out, code := admin("policy", "get"); code != 0 || json.Unmarshal([]byte(out), &before) != nil || before.Version == 0 {
 		t.Fatalf("get: %q exit %d", out, code)
 	}
 	if out, code := admin("policy", "get", "-o", "text"); code != 0 || out != before.Text {
@@ -71,4 +70,4 @@ when { principal.tenant == "dev" };
 	}
 }
 
-func jsonNumber(n uint64) string { b, _ := jsonx.Marshal(n); return string(b) }
+func jsonNumber(n uint64) string { b, _ := json.Marshal(n); return string(b) }

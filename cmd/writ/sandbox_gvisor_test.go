@@ -3,10 +3,10 @@ package main_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"os"
 	"testing"
 
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/sandbox/gvisor"
 	"github.com/writhq/writ/sandbox/sandboxtest"
 )
@@ -34,7 +34,7 @@ func TestSandboxRunGvisor(t *testing.T) {
 		Status, Output, Tier string
 		ExecDigest           string `json:"exec_digest"`
 	}
-	if err := jsonx.UnmarshalLenient([]byte(out), &got); err != nil {
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
 	b, err := os.ReadFile(tool)

@@ -1,13 +1,13 @@
 package main_test
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/sandbox/process"
 	"github.com/writhq/writ/sandbox/sandboxtest"
 )
@@ -34,7 +34,7 @@ func TestSandboxRunEcho(t *testing.T) {
 		OutputBytes          int64  `json:"output_bytes"`
 		Truncated            bool
 	}
-	if err := jsonx.UnmarshalLenient([]byte(out), &got); err != nil {
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatal(err)
 	}
 	// From ../shared/vectors/dispatch_result.json, "valid result".
@@ -68,7 +68,7 @@ func TestSandboxRunCommandTier(t *testing.T) {
 		Tier        string
 		Reason      string
 	}
-	if err := jsonx.UnmarshalLenient([]byte(out), &got); err != nil {
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("%v: %q", err, out)
 	}
 	var usage struct {
@@ -76,7 +76,7 @@ func TestSandboxRunCommandTier(t *testing.T) {
 			Wall int64 `json:"wall_ns"`
 		} `json:"usage"`
 	}
-	jsonx.UnmarshalLenient([]byte(out), &usage)
+	json.Unmarshal([]byte(out), &usage)
 	if code != 1 || got.Status != "error" || got.ExitCode != 3 || got.Stderr != "bad input" || got.StderrBytes != 9 ||
 		got.Tier != "process" || usage.Usage.Wall <= 0 {
 		t.Errorf("exit 3 with a message: writ exit %d, %+v", code, got)
@@ -91,7 +91,7 @@ func TestSandboxRunCommandTier(t *testing.T) {
 		Tier        string
 		Reason      string
 	}{}
-	if err := jsonx.UnmarshalLenient([]byte(out), &got); err != nil {
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("%v: %q", err, out)
 	}
 	if code != 1 || got.Status != "refused" || !strings.Contains(got.Reason, "interpreter denied") {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,8 +14,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/writhq/writ/internal/jsonx"
 )
 
 type serverSetup struct {
@@ -54,7 +53,7 @@ func setupServer(t *testing.T, mutate func(map[string]any)) serverSetup {
 	if mutate != nil {
 		mutate(cfg)
 	}
-	raw, _ := jsonx.Marshal(cfg)
+	raw, _ := json.Marshal(cfg)
 	return serverSetup{dir: dir, ca: filepath.Join(pki, "ca.pem"), config: writeFile(t, dir, "server.json", string(raw)), token: token, addr: addr}
 }
 

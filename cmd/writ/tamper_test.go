@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
@@ -9,9 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/go-json-experiment/json/jsontext"
-	"github.com/writhq/writ/internal/jsonx"
 )
 
 // TestServerRefusesTamperedLedger runs the real binary: writ dev records
@@ -30,7 +28,7 @@ func TestServerRefusesTamperedLedger(t *testing.T) {
 		} `json:"orchestrator"`
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "dev.json"))
-	if err != nil || jsonx.UnmarshalLenient(b, &creds) != nil {
+	if err != nil || json.Unmarshal(b, &creds) != nil {
 		t.Fatalf("dev.json: %v", err)
 	}
 	for _, msg := range []string{"a", "b", "c"} {
@@ -45,8 +43,8 @@ func TestServerRefusesTamperedLedger(t *testing.T) {
 	}
 	// writ dev's own setup is on the record before the receipts.
 	out, code := run(t, "", "ledger", "admin", "--server", "http://"+addr, "--token-file", filepath.Join(dir, "admin.token"))
-	var admin struct{ Entries []jsontext.Value }
-	if code != 0 || jsonx.UnmarshalLenient([]byte(out), &admin) != nil || len(admin.Entries) == 0 {
+	var admin struct{ Entries []json.RawMessage }
+	if code != 0 || json.Unmarshal([]byte(out), &admin) != nil || len(admin.Entries) == 0 {
 		t.Fatalf("ledger admin: %q exit %d", out, code)
 	}
 	size := int64(len(admin.Entries)) + 3
@@ -140,7 +138,7 @@ func waitCheckpoint(t *testing.T, addr string, size int64) {
 	var cp struct{ Size int64 }
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if resp, err := http.Get("http://" + addr + "/v1/ledger/checkpoint"); err == nil {
-			jsonx.DecodeLenient(resp.Body, &cp)
+			json.NewDecoder(resp.Body).Decode(&cp)
 			resp.Body.Close()
 			if cp.Size == size {
 				return

@@ -1,13 +1,12 @@
 package main_test
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/writhq/writ/internal/jsonx"
 )
 
 // TestToolInitRunsUnderDev is the walkthrough of docs/tools.md with the real
@@ -77,7 +76,7 @@ func TestToolInitRunsUnderDev(t *testing.T) {
 			Sandbox string `json:"sandbox"`
 		} `json:"result"`
 	}
-	if code != 0 || jsonx.UnmarshalLenient([]byte(answer), &r) != nil || r.State != "completed" || r.Result.Sandbox != "process" {
+	if code != 0 || json.Unmarshal([]byte(answer), &r) != nil || r.State != "completed" || r.Result.Sandbox != "process" {
 		t.Fatalf("submit: exit %d, %s; want completed in the process tier", code, answer)
 	}
 	got, code := run(t, "", "-o", "text", "intent", "get", r.IntentID, "--server", server, "--tenant", "dev", "--key", key)

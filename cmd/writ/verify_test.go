@@ -1,12 +1,10 @@
 package main_test
 
 import (
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/go-json-experiment/json/jsontext"
-	"github.com/writhq/writ/internal/jsonx"
 )
 
 // TestVerifyOffline checks `writ verify bundle` and `writ verify receipt`
@@ -17,10 +15,10 @@ func TestVerifyOffline(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b struct {
-		VerifierKey string           `json:"verifier_key"`
-		Receipts    []jsontext.Value `json:"receipts"`
+		VerifierKey string            `json:"verifier_key"`
+		Receipts    []json.RawMessage `json:"receipts"`
 	}
-	if err := jsonx.UnmarshalLenient(raw, &b); err != nil || len(b.Receipts) == 0 {
+	if err := json.Unmarshal(raw, &b); err != nil || len(b.Receipts) == 0 {
 		t.Fatalf("golden bundle: %v", err)
 	}
 	dir := t.TempDir()

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -16,7 +17,6 @@ import (
 	"time"
 
 	"github.com/writhq/writ/client"
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -126,7 +126,7 @@ func NewCluster(cfg Config, n *Net) (*Cluster, error) {
 			// overload scenario's flood meets the bound within a second.
 			"limits": map[string]any{"max_queued": 64},
 		}
-		raw, _ := jsonx.Marshal(conf)
+		raw, _ := json.Marshal(conf)
 		path := filepath.Join(dir, s+".json")
 		if err := os.WriteFile(path, raw, 0o600); err != nil {
 			return nil, err

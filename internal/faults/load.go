@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -12,7 +13,6 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/writhq/writ/client"
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -188,7 +188,7 @@ func (l *Load) signFor(key, id, node, waitFor string) ([]byte, time.Time) {
 	if waitFor != "" {
 		p["wait_for"] = waitFor
 	}
-	params, _ := jsonx.Marshal(p)
+	params, _ := json.Marshal(p)
 	now := time.Now().UTC()
 	expires := now.Add(l.cfg.Expiry)
 	in := &protocol.Intent{
@@ -201,7 +201,7 @@ func (l *Load) signFor(key, id, node, waitFor string) ([]byte, time.Time) {
 	}
 	in.SetPayloadHash()
 	in.Sign(l.c.secret)
-	b, _ := jsonx.Marshal(in) // an Intent always encodes
+	b, _ := json.Marshal(in) // an Intent always encodes
 	return b, expires
 }
 

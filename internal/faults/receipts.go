@@ -2,12 +2,12 @@ package faults
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/writhq/writ/client"
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -55,7 +55,7 @@ func (k *Checker) checkReceipts(ctx context.Context, leader int, l *Load, admitt
 					Receipt protocol.Receipt `json:"receipt"`
 				}
 				if err == nil {
-					err = jsonx.UnmarshalLenient(raw, &rp)
+					err = json.Unmarshal(raw, &rp)
 				}
 				if err == nil && rp.Receipt.Index != uint64(i) {
 					err = fmt.Errorf("the receipt says index %d", rp.Receipt.Index)

@@ -18,6 +18,7 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"io"
 	mrand "math/rand/v2"
@@ -30,7 +31,6 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/quic-go/quic-go"
 
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -70,7 +70,7 @@ func Enroll(ctx context.Context, hc *http.Client, base, token, name string) (*Ag
 	if err != nil {
 		return nil, err
 	}
-	body, _ := jsonx.Marshal(protocol.EnrollRequest{Token: token, Name: name, Public: pub, CSR: csr})
+	body, _ := json.Marshal(protocol.EnrollRequest{Token: token, Name: name, Public: pub, CSR: csr})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/enroll", bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -86,7 +86,7 @@ func Enroll(ctx context.Context, hc *http.Client, base, token, name string) (*Ag
 		return nil, fmt.Errorf("simagent: enroll: HTTP %d: %s", resp.StatusCode, b)
 	}
 	var out protocol.EnrollResponse
-	if err := jsonx.UnmarshalLenient(b, &out); err != nil || len(out.Chain) < 2 {
+	if err := json.Unmarshal(b, &out); err != nil || len(out.Chain) < 2 {
 		return nil, fmt.Errorf("simagent: enroll: bad answer: %v", err)
 	}
 	ca, err := x509.ParseCertificate(out.Chain[len(out.Chain)-1])

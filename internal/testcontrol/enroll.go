@@ -5,12 +5,12 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"encoding/json"
 	"encoding/pem"
 	"io"
 	"net/http"
 	"strings"
 
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -30,7 +30,7 @@ func (c *Control) serveEnroll(w http.ResponseWriter, r *http.Request) {
 	c.mu.Unlock()
 	var req protocol.EnrollRequest
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	if err := jsonx.UnmarshalLenient(body, &req); err != nil {
+	if err := json.Unmarshal(body, &req); err != nil {
 		refuse(w, http.StatusBadRequest, protocol.CodeMalformed, "unreadable enrollment")
 		return
 	}
@@ -54,7 +54,7 @@ func (c *Control) serveEnroll(w http.ResponseWriter, r *http.Request) {
 	c.nodes[node] = req
 	c.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
-	jsonx.Encode(w, protocol.EnrollResponse{Node: node, Chain: chain})
+	json.NewEncoder(w).Encode(protocol.EnrollResponse{Node: node, Chain: chain})
 }
 
 func (c *Control) tokenValid(tok string) bool {
@@ -65,5 +65,5 @@ func (c *Control) tokenValid(tok string) bool {
 func refuse(w http.ResponseWriter, status int, code protocol.Code, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	jsonx.Encode(w, protocol.ErrorResponse{Error: protocol.ErrorBody{Code: code, Message: msg}})
+	json.NewEncoder(w).Encode(protocol.ErrorResponse{Error: protocol.ErrorBody{Code: code, Message: msg}})
 }

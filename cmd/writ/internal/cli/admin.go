@@ -3,13 +3,13 @@ package cli
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 
 	"github.com/spf13/cobra"
 	"github.com/writhq/writ/client"
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -109,7 +109,7 @@ func newTenant(e *env) *cobra.Command {
 		Short: "Create or update a tenant and the intents one run may have admitted (0: no limit)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			b, _ := jsonx.Marshal(protocol.TenantRequest{RunBudget: budget})
+			b, _ := json.Marshal(protocol.TenantRequest{RunBudget: budget})
 			return a.call(e, "PUT", "tenants/"+url.PathEscape(args[0]), b)
 		},
 	}
@@ -146,7 +146,7 @@ func newKey(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			b, _ := jsonx.Marshal(protocol.IntentKeyRequest{Secret: base64.StdEncoding.EncodeToString(secret)})
+			b, _ := json.Marshal(protocol.IntentKeyRequest{Secret: base64.StdEncoding.EncodeToString(secret)})
 			return a.call(e, "PUT", path("keys"), b)
 		},
 	}
@@ -159,7 +159,7 @@ func newKey(e *env) *cobra.Command {
 			if err := need(); err != nil {
 				return err
 			}
-			b, _ := jsonx.Marshal(protocol.ApproverKeyRequest{Public: public, Approver: approver})
+			b, _ := json.Marshal(protocol.ApproverKeyRequest{Public: public, Approver: approver})
 			return a.call(e, "PUT", path("approvers"), b)
 		},
 	}

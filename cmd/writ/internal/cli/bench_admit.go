@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -25,7 +26,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/controlplane"
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -211,7 +211,7 @@ func startBenchCluster(dir, store string, paramBytes int) (*benchCluster, error)
 		in.SetPayloadHash()
 		in.Sign(secret)
 		// As writ intent sign writes it: canonical JSON.
-		raw, _ := jsonx.Marshal(in)
+		raw, _ := json.Marshal(in)
 		c, err := protocol.Canonicalize(raw)
 		if err != nil {
 			panic(err)
@@ -429,7 +429,7 @@ func bareHTTPS(dir string) (url string, stop func(), err error) {
 // 1 MiB) and answers answer, and does nothing else: the HTTP floor of the
 // benches.
 func serveBare(ln net.Listener, answer protocol.IntentResponse) *http.Server {
-	body, _ := jsonx.Marshal(answer)
+	body, _ := json.Marshal(answer)
 	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, 1<<20)); err != nil {
 			http.Error(w, "unreadable", http.StatusBadRequest)

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,7 +28,6 @@ import (
 
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/controlplane"
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/internal/simagent"
 	"github.com/writhq/writ/protocol"
 )
@@ -385,7 +385,7 @@ func fleetTools(ctx context.Context, hc *http.Client, api string) ([]protocol.To
 			Hash string `json:"manifest_hash"`
 		} `json:"tools"`
 	}
-	if err := jsonx.DecodeLenient(resp.Body, &out); err != nil {
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		return nil, err
 	}
 	var refs []protocol.ToolRef
@@ -450,7 +450,7 @@ func (s *fleetServer) line(v any) error {
 		}
 		return io.ErrUnexpectedEOF
 	}
-	return jsonx.UnmarshalLenient(s.out.Bytes(), v)
+	return json.Unmarshal(s.out.Bytes(), v)
 }
 
 // mem asks the server for its memory after a GC, and a heap profile in file

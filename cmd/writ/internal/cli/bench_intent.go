@@ -2,12 +2,12 @@ package cli
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"slices"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -22,7 +22,7 @@ func signBenchIntent(tenant, keyID string, secret []byte, id, params string, tar
 	}
 	in.SetPayloadHash()
 	in.Sign(secret)
-	raw, _ := jsonx.Marshal(in)
+	raw, _ := json.Marshal(in)
 	return raw
 }
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -11,8 +12,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/writhq/writ/internal/jsonx"
 )
 
 // cpuProfileEnv names the file a writ process writes a CPU profile of its
@@ -122,7 +121,7 @@ func (p *loadProc) line(v any) error {
 		}
 		return fmt.Errorf("%s: no answer (%s)", p.role, p.logTail())
 	}
-	return jsonx.UnmarshalLenient(p.out.Bytes(), v)
+	return json.Unmarshal(p.out.Bytes(), v)
 }
 
 // command writes one line to the process's stdin and reads its answer into

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -21,7 +22,6 @@ import (
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/controlplane"
 	"github.com/writhq/writ/internal/freeport"
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/internal/secretfile"
 	"github.com/writhq/writ/internal/simagent"
 	"github.com/writhq/writ/protocol"
@@ -153,7 +153,7 @@ func (r *loadRig) startCluster(ctx context.Context, profDir, toolsDir string) er
 		Origin string `json:"ledger_origin"`
 		Hash   string `json:"admin_token_hash"`
 	}
-	if err := jsonx.UnmarshalLenient(out, &made); err != nil {
+	if err := json.Unmarshal(out, &made); err != nil {
 		return fmt.Errorf("writ dev credentials: %w", err)
 	}
 	for i, id := range ids {
@@ -166,7 +166,7 @@ func (r *loadRig) startCluster(ctx context.Context, profDir, toolsDir string) er
 			"ledger":             map[string]string{"origin": made.Origin, "seed_file": filepath.Join(r.dir, "ledger.key")},
 			"admin_token_hashes": []string{made.Hash},
 		}
-		raw, _ := jsonx.Marshal(cfg)
+		raw, _ := json.Marshal(cfg)
 		file := filepath.Join(r.dir, id+".json")
 		if err := os.WriteFile(file, raw, 0o600); err != nil {
 			return err

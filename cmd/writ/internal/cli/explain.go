@@ -1,10 +1,9 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 
-	"github.com/go-json-experiment/json/jsontext"
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -31,18 +30,18 @@ func explainIntent(raw []byte, keys fileKeys) (*intentExplanation, error) {
 		return nil, err
 	}
 	var head struct {
-		Tool   string         `json:"tool"`
-		Params jsontext.Value `json:"params"`
-		KeyID  string         `json:"key_id"`
-		Sig    string         `json:"sig"`
+		Tool   string          `json:"tool"`
+		Params json.RawMessage `json:"params"`
+		KeyID  string          `json:"key_id"`
+		Sig    string          `json:"sig"`
 	}
-	if err := jsonx.UnmarshalLenient(raw, &head); err != nil {
+	if err := json.Unmarshal(raw, &head); err != nil {
 		return nil, err
 	}
 	x := &intentExplanation{SigningInput: string(in), Sig: head.Sig}
 	if len(head.Params) > 0 {
 		if cp, err := protocol.Canonicalize(head.Params); err == nil {
-			tool, _ := jsonx.Marshal(head.Tool)
+			tool, _ := json.Marshal(head.Tool)
 			x.PayloadHashInput = `{"params":` + string(cp) + `,"tool":` + string(tool) + `}`
 		}
 		x.PayloadHash, _ = protocol.PayloadHash(head.Tool, head.Params)

@@ -2,14 +2,13 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/spf13/pflag"
 	"github.com/writhq/writ/client"
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -25,7 +24,7 @@ func intentRef(file string) (id, tenant string, err error) {
 		ID     string `json:"id"`
 		Tenant string `json:"tenant"`
 	}
-	if err := jsonx.UnmarshalLenient(b, &in); err != nil || in.ID == "" {
+	if err := json.Unmarshal(b, &in); err != nil || in.ID == "" {
 		return "", "", fmt.Errorf("--intent %s: not a signed intent (no id)", file)
 	}
 	return in.ID, in.Tenant, nil
@@ -52,7 +51,7 @@ func intentArg(args []string, file string, tenant *string) (string, error) {
 // receiptOf waits up to wait for the intent's receipt index, then fetches
 // the receipt, retrying while no checkpoint covers it yet (the leader signs
 // one within a moment of appending it).
-func receiptOf(ctx context.Context, c *client.Client, id string, wait time.Duration) (jsontext.Value, error) {
+func receiptOf(ctx context.Context, c *client.Client, id string, wait time.Duration) (json.RawMessage, error) {
 	r, err := c.Intent(ctx, id, wait)
 	if err != nil {
 		return nil, err

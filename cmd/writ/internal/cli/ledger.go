@@ -2,16 +2,15 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/spf13/cobra"
 	"github.com/writhq/writ/client"
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/ledger"
 )
 
@@ -62,7 +61,7 @@ func newLedgerExport(e *env, server *string) *cobra.Command {
 					return fmt.Errorf("the ledger moved on during each of %d exports; run it again", attempt)
 				}
 			}
-			body, err := jsonx.MarshalIndent(b, "", "  ")
+			body, err := json.MarshalIndent(b, "", "  ")
 			if err != nil {
 				return err
 			}
@@ -120,10 +119,10 @@ func exportBundle(ctx context.Context, c *client.Client, from, to int64) (b *led
 // leaf's hash and proof, without the receipt.
 func hashOnly(raw []byte) bool {
 	var a struct {
-		Receipt  jsontext.Value `json:"receipt"`
-		LeafHash string         `json:"leaf_hash"`
+		Receipt  json.RawMessage `json:"receipt"`
+		LeafHash string          `json:"leaf_hash"`
 	}
-	return jsonx.UnmarshalLenient(raw, &a) == nil && a.Receipt == nil && a.LeafHash != ""
+	return json.Unmarshal(raw, &a) == nil && a.Receipt == nil && a.LeafHash != ""
 }
 
 func newLedgerWatch(e *env, server *string) *cobra.Command {

@@ -1,19 +1,18 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"text/tabwriter"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/spf13/cobra"
-	"github.com/writhq/writ/internal/jsonx"
 )
 
 // printJSON writes v as one line of JSON.
 func (e *env) printJSON(v any) error {
-	b, err := jsonx.Marshal(v)
+	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
@@ -53,11 +52,11 @@ func (e *env) checkOutput(cmd *cobra.Command) error {
 // printList prints an admin listing ({"NAME": [objects]}): as the server
 // answers it, or with -o text one table, a column per field (id first), a
 // nested value as compact JSON.
-func (e *env) printList(raw jsontext.Value) error {
+func (e *env) printList(raw json.RawMessage) error {
 	var v map[string][]map[string]any
-	if e.output != "text" || jsonx.UnmarshalLenient(raw, &v) != nil || len(v) != 1 {
+	if e.output != "text" || json.Unmarshal(raw, &v) != nil || len(v) != 1 {
 		var any any
-		if err := jsonx.UnmarshalLenient(raw, &any); err != nil {
+		if err := json.Unmarshal(raw, &any); err != nil {
 			return err
 		}
 		return e.printJSON(any)
@@ -120,6 +119,6 @@ func textValue(v any) string {
 	case string:
 		return x
 	}
-	b, _ := jsonx.Marshal(v)
+	b, _ := json.Marshal(v)
 	return string(b)
 }

@@ -2,14 +2,13 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/spf13/cobra"
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -40,7 +39,7 @@ func (f dashboardTokenFlags) body(role string, ttl time.Duration) ([]byte, error
 	case role != "auditor" && f.outputs:
 		return nil, errors.New("--outputs is for --role auditor")
 	}
-	return jsonx.Marshal(protocol.TokenRequest{Role: role, Tenant: f.tenant, Approver: f.approver, Outputs: f.outputs,
+	return json.Marshal(protocol.TokenRequest{Role: role, Tenant: f.tenant, Approver: f.approver, Outputs: f.outputs,
 		TTLSeconds: int64(ttl / time.Second)})
 }
 
@@ -119,7 +118,7 @@ func (a *adminFlags) list(e *env, path string) error {
 	if err != nil {
 		return err
 	}
-	var out jsontext.Value
+	var out json.RawMessage
 	if err := c.AdminJSON(context.Background(), "GET", path, nil, &out); err != nil {
 		return e.apiFailure(err)
 	}

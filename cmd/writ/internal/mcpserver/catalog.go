@@ -4,11 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -84,7 +84,7 @@ func (s *Server) Watch(ctx context.Context) {
 func mcpTool(t protocol.ToolView) (*mcp.Tool, error) {
 	schema := map[string]any{}
 	if len(t.InputSchema) > 0 && string(t.InputSchema) != "null" {
-		if err := jsonx.UnmarshalLenient(t.InputSchema, &schema); err != nil {
+		if err := json.Unmarshal(t.InputSchema, &schema); err != nil {
 			return nil, fmt.Errorf("input schema is not a JSON object: %v", err)
 		}
 	}
@@ -116,7 +116,7 @@ func mcpTool(t protocol.ToolView) (*mcp.Tool, error) {
 
 // toolHash identifies what the catalog said about a tool.
 func toolHash(t protocol.ToolView) string {
-	b, _ := jsonx.Marshal(t)
+	b, _ := json.Marshal(t)
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
 }

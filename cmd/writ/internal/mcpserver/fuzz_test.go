@@ -1,11 +1,11 @@
 package mcpserver
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/writhq/writ/internal/jsonx"
 )
 
 // FuzzStampBody: any body comes back unchanged or as one tools/call request
@@ -39,7 +39,7 @@ func FuzzStampBody(f *testing.F) {
 			Meta map[string]any `json:"_meta"`
 		}
 		want, _ := requestKey(o.ID)
-		if jsonx.UnmarshalLenient(req.Params, &params) != nil || params.Meta[metaRequestID] != want {
+		if json.Unmarshal(req.Params, &params) != nil || params.Meta[metaRequestID] != want {
 			t.Fatalf("stamped %q into %q: no request id %s", body, got, want)
 		}
 	})
@@ -55,7 +55,7 @@ func FuzzInsertStamp(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, params []byte) {
-		q, _ := jsonx.Marshal("n:7")
+		q, _ := json.Marshal("n:7")
 		got, ok := insertStamp(params, append([]byte(`"`+metaRequestID+`":`), q...))
 		if !ok {
 			return
@@ -65,10 +65,10 @@ func FuzzInsertStamp(f *testing.F) {
 			t.Fatalf("inserted into %q, which does not decode as an object", params)
 		}
 		var g, w any
-		if err := jsonx.UnmarshalLenient(got, &g); err != nil {
+		if err := json.Unmarshal(got, &g); err != nil {
 			t.Fatalf("inserted into %q: %q does not decode: %v", params, got, err)
 		}
-		jsonx.UnmarshalLenient(want, &w)
+		json.Unmarshal(want, &w)
 		if !reflect.DeepEqual(g, w) {
 			t.Fatalf("inserted into %q: %s, decoded and encoded: %s", params, got, want)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -14,7 +15,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -107,5 +107,5 @@ func (s *Server) ServeHTTP(ctx context.Context, ln net.Listener, hc HTTPConfig) 
 func httpError(w http.ResponseWriter, status int, code protocol.Code, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	jsonx.Encode(w, protocol.ErrorResponse{Error: protocol.ErrorBody{Code: code, Message: msg}})
+	json.NewEncoder(w).Encode(protocol.ErrorResponse{Error: protocol.ErrorBody{Code: code, Message: msg}})
 }

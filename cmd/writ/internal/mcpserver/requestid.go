@@ -5,12 +5,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"strconv"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-	"github.com/writhq/writ/internal/jsonx"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -62,8 +61,8 @@ func stampRequest(msg jsonrpc.Message) jsonrpc.Message {
 // there yet — is an insertion into the bytes as they came; anything else
 // (duplicate names, invalid UTF-8, the member already set by the client)
 // is decoded and encoded again.
-func stampParams(params []byte, key string) ([]byte, bool) {
-	q, _ := jsonx.Marshal(key)
+func stampParams(params json.RawMessage, key string) ([]byte, bool) {
+	q, _ := json.Marshal(key)
 	if b, ok := insertStamp(params, append([]byte(`"`+metaRequestID+`":`), q...)); ok {
 		return b, true
 	}
@@ -72,27 +71,22 @@ func stampParams(params []byte, key string) ([]byte, bool) {
 
 // remarshalStamp is stampParams by decoding params and encoding them again,
 // with q, the JSON string of the key, as _meta[metaRequestID].
-func remarshalStamp(params, q []byte) ([]byte, bool) {
-	var m map[string]jsontext.Value
-	if jsonx.UnmarshalLenient(params, &m) != nil || m == nil {
+func remarshalStamp(params json.RawMessage, q []byte) ([]byte, bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(params, &m) != nil || m == nil {
 		return nil, false
 	}
-	meta := map[string]jsontext.Value{}
+	meta := map[string]json.RawMessage{}
 	if raw, ok := m["_meta"]; ok {
-		if jsonx.UnmarshalLenient(raw, &meta) != nil || meta == nil {
+		if json.Unmarshal(raw, &meta) != nil || meta == nil {
 			return nil, false
 		}
 	}
 	meta[metaRequestID] = q
-	m["_meta"], _ = json.Marshal(meta, keepRaw)
-	b, err := json.Marshal(m, keepRaw)
+	m["_meta"], _ = json.Marshal(meta)
+	b, err := json.Marshal(m)
 	return b, err == nil
 }
-
-// keepRaw writes params as encoding/json wrote them: the client's values as
-// they came (repeated names, escapes such as \u00e9 kept), <, > and &
-// escaped.
-var keepRaw = json.JoinOptions(jsonx.Stable, jsontext.AllowDuplicateNames(true), jsontext.PreserveRawStrings(true))
 
 // insertStamp writes member (a name and its value) into the _meta object
 // of params, adding _meta when there is none. It declines (false) unless

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"unicode/utf8"
@@ -10,7 +11,6 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/writhq/writ/client"
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/ledger"
 	"github.com/writhq/writ/protocol"
 )
@@ -84,8 +84,8 @@ func (s *Server) outcome(ctx context.Context, r *client.IntentResponse, meta mcp
 	}
 	if utf8.Valid(out.Data) {
 		res.Content = append(res.Content, &mcp.TextContent{Text: string(out.Data)})
-		if jsontext.Value(out.Data).Kind() == '{' && jsonx.Valid(out.Data) {
-			res.StructuredContent = jsontext.Value(out.Data)
+		if jsontext.Value(out.Data).Kind() == '{' && json.Valid(out.Data) {
+			res.StructuredContent = json.RawMessage(out.Data)
 		}
 	} else {
 		res.Content = append(res.Content, &mcp.TextContent{Text: "output (base64, not UTF-8): " + base64.StdEncoding.EncodeToString(out.Data)})
@@ -116,10 +116,10 @@ func (s *Server) leafHash(ctx context.Context, r *client.IntentResponse) (string
 			return "", err
 		}
 		var rp struct {
-			LeafHash string         `json:"leaf_hash"`
-			Receipt  jsontext.Value `json:"receipt"`
+			LeafHash string          `json:"leaf_hash"`
+			Receipt  json.RawMessage `json:"receipt"`
 		}
-		if err := jsonx.UnmarshalLenient(raw, &rp); err != nil {
+		if err := json.Unmarshal(raw, &rp); err != nil {
 			return "", err
 		}
 		if rp.LeafHash != "" {

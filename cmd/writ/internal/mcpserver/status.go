@@ -2,10 +2,9 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/writhq/writ/internal/jsonx"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -18,14 +17,14 @@ type statusArgs struct {
 // this tenant, answered as a tool call would be once it is final (the
 // output, or isError with Writ's code), or its current state.
 func (s *Server) addStatusTool() {
-	schema := jsontext.Value(`{"type":"object","properties":{"intent_id":{"type":"string","description":"the intent id a tool call returned"}},"required":["intent_id"],"additionalProperties":false}`)
+	schema := json.RawMessage(`{"type":"object","properties":{"intent_id":{"type":"string","description":"the intent id a tool call returned"}},"required":["intent_id"],"additionalProperties":false}`)
 	s.mcp.AddTool(&mcp.Tool{
 		Name:        statusTool,
 		Description: "The state of a Writ intent that a tool call returned (for one that was still awaiting approval): its output once completed, Writ's error once it failed or was denied, otherwise its current state.",
 		InputSchema: schema,
 	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var args statusArgs
-		if err := jsonx.UnmarshalLenient(req.Params.Arguments, &args); err != nil || args.IntentID == "" {
+		if err := json.Unmarshal(req.Params.Arguments, &args); err != nil || args.IntentID == "" {
 			return toolError("", protocol.CodeMalformed, "give intent_id, the id of an intent"), nil
 		}
 		r, err := s.c.Intent(ctx, args.IntentID, 0)
