@@ -42,6 +42,7 @@ func TestDependencyBoundaries(t *testing.T) {
 		}},
 		// The seccomp filter is built in pure Go (sandbox/internal/seccomp):
 		// no libseccomp. The OCI runtime and image specs are the runc tier's.
+		// internal/jsonx holds only the options of the one JSON library.
 		{pattern: module + "/sandbox/...", allowed: []string{
 			module + "/sandbox", module + "/internal/jsonx", "github.com/tetratelabs/wazero", "github.com/opencontainers/",
 			"golang.org/x/sys", "github.com/gowebpki/jcs", "github.com/go-json-experiment/json",
