@@ -17,7 +17,8 @@ import (
 // sorted, <, >, &, U+2028 and U+2029 escaped, omitempty meaning what it
 // meant to encoding/json (false and 0 omitted too), durations as
 // nanoseconds, byte arrays as arrays of numbers, invalid UTF-8 replaced and
-// raw values with a repeated member name kept, rather than refused.
+// raw values kept as written (repeated member names, escapes), rather than
+// refused or rewritten.
 // Everything signed, hashed, stored in Raft, bbolt or a snapshot, or already
 // on the wire is encoded with it.
 var Stable = json.JoinOptions(
@@ -28,6 +29,7 @@ var Stable = json.JoinOptions(
 	jsontext.EscapeForJS(true),
 	jsontext.AllowInvalidUTF8(true),
 	jsontext.AllowDuplicateNames(true),
+	jsontext.PreserveRawStrings(true),
 	jsonv1.OmitEmptyWithLegacySemantics(true),
 	jsonv1.FormatDurationAsNano(true),
 	jsonv1.FormatByteArrayAsArray(true),

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/go-json-experiment/json"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/writhq/writ/internal/jsonx"
@@ -86,7 +85,7 @@ func (s *Server) Watch(ctx context.Context) {
 func mcpTool(t protocol.ToolView) (*mcp.Tool, error) {
 	schema := map[string]any{}
 	if len(t.InputSchema) > 0 && string(t.InputSchema) != "null" {
-		if err := json.Unmarshal(t.InputSchema, &schema); err != nil {
+		if err := jsonx.UnmarshalLenient(t.InputSchema, &schema); err != nil {
 			return nil, fmt.Errorf("input schema is not a JSON object: %v", err)
 		}
 	}
