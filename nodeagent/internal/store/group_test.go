@@ -168,63 +168,47 @@ func TestGroupCommitFailureStaysAlone(t *testing.T) {
 }
 
 // TestGroupCommitKeepsOrder: when a write of a group fails, the writes that
-// arrived before it still come first. Two dispatches with one nonce queued
-// in one group: the first to arrive begins; the second is refused, as it
-// would be had each been a transaction of its own.
+// arrived before it still come first. Dispatches a, b and c share a nonce
+// and queue in that order in one group behind lead's commit: a begins, b and
+// c are refused, as they would be had each been a transaction of its own.
+// When lead used the nonce too, all three are refused.
 func TestGroupCommitKeepsOrder(t *testing.T) {
-	s := open(t, filepath.Join(t.TempDir(), "agent.db"))
-	release := holdWriter(t, s)
-	errs := make(map[string]chan error)
-	begin := func(id string) {
-		st := started(id)
-		st.Nonce = "shared"
-		errs[id] = make(chan error, 1)
-		go func() { errs[id] <- s.Begin(st) }()
-	}
-	begin("lead")
-	waitGroup(t, s, 0)
-	begin("a")
-	waitGroup(t, s, 1)
-	begin("b")
-	waitGroup(t, s, 2)
-	begin("c")
-	waitGroup(t, s, 3)
-	release()
-	if err := <-errs["lead"]; err != nil {
-		t.Fatalf("lead: %v", err)
-	}
-	// lead committed alone with nonce "shared": a, b and c all find it seen.
-	for _, id := range []string{"a", "b", "c"} {
-		if err := <-errs[id]; err == nil {
-			t.Fatalf("%s began with a nonce lead had used", id)
+	for _, c := range []struct {
+		leadShares bool
+		want       map[string]bool // began
+	}{
+		{false, map[string]bool{"lead": true, "a": true, "b": false, "c": false}},
+		{true, map[string]bool{"lead": true, "a": false, "b": false, "c": false}},
+	} {
+		got := queueBegins(t, c.leadShares)
+		for id, began := range c.want {
+			if (got[id] == nil) != began {
+				t.Errorf("lead sharing the nonce %v: %s got %v, want began %v", c.leadShares, id, got[id], began)
+			}
 		}
 	}
+}
 
-	s2 := open(t, filepath.Join(t.TempDir(), "agent.db"))
-	release = holdWriter(t, s2)
-	errs = make(map[string]chan error)
-	begin = func(id string) {
+// queueBegins begins lead, then, while lead commits, queues the Begins of a,
+// b and c, which share a nonce (lead too when leadShares), one after the
+// other, and returns each Begin's error.
+func queueBegins(t *testing.T, leadShares bool) map[string]error {
+	s := open(t, filepath.Join(t.TempDir(), "agent.db"))
+	release := holdWriter(t, s)
+	errs := map[string]chan error{}
+	for i, id := range []string{"lead", "a", "b", "c"} {
 		st := started(id)
-		if id != "lead" {
+		if id != "lead" || leadShares {
 			st.Nonce = "shared"
 		}
 		errs[id] = make(chan error, 1)
-		go func() { errs[id] <- s2.Begin(st) }()
+		go func() { errs[id] <- s.Begin(st) }()
+		waitGroup(t, s, i)
 	}
-	begin("lead")
-	waitGroup(t, s2, 0)
-	begin("a")
-	waitGroup(t, s2, 1)
-	begin("b")
-	waitGroup(t, s2, 2)
-	begin("c")
-	waitGroup(t, s2, 3)
 	release()
 	got := map[string]error{}
-	for _, id := range []string{"lead", "a", "b", "c"} {
-		got[id] = <-errs[id]
+	for id, ch := range errs {
+		got[id] = <-ch
 	}
-	if got["lead"] != nil || got["a"] != nil || got["b"] == nil || got["c"] == nil {
-		t.Fatalf("a, b and c share a nonce and queued in that order: got %v, want lead and a begun, b and c refused", got)
-	}
+	return got
 }
