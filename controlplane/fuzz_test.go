@@ -144,6 +144,11 @@ func FuzzLockRequest(f *testing.F) {
 		`{"tool":"t","reason":"r","ttl_seconds":-1}`, `{"tool":"t","reason":"r"}{}`, `{"x":1}`, ``} {
 		f.Add([]byte(s))
 	}
+	for _, s := range []string{`{"tool":"echo","reason":"r"} garbage`, `{"tool":"echo","reason":"r"},`, `{"tool":"echo","reason":"r"}{}`} {
+		if _, aerr := parseLockRequest([]byte(s)); aerr == nil {
+			f.Fatalf("%q: data after the object accepted", s)
+		}
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		q, aerr := parseLockRequest(body)
 		if aerr != nil {

@@ -1,15 +1,11 @@
 package controlplane
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"net/http"
 	"time"
 	"unicode/utf8"
-
-	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/writhq/writ/controlplane/internal/fsm"
 	"github.com/writhq/writ/internal/jsonx"
@@ -33,12 +29,9 @@ func lockView(l fsm.Lock) protocol.LockView {
 // with no unknown member, checked.
 func parseLockRequest(body []byte) (protocol.LockRequest, *apiError) {
 	var q protocol.LockRequest
-	dec := jsontext.NewDecoder(bytes.NewReader(body))
-	if err := json.UnmarshalDecode(dec, &q, jsonx.Strict); err != nil {
-		return protocol.LockRequest{}, refusal(protocol.CodeMalformed, "a lock is {\"tenant\"?, \"principal\"?, \"tool\"?, \"node\"?, \"ttl_seconds\"?, \"reason\"}")
-	}
-	if dec.PeekKind() != 0 {
-		return protocol.LockRequest{}, refusal(protocol.CodeMalformed, "one JSON object is expected")
+	// One JSON value and nothing after it (Unmarshal refuses trailing data).
+	if err := jsonx.UnmarshalStrict(body, &q); err != nil {
+		return protocol.LockRequest{}, refusal(protocol.CodeMalformed, "a lock is one JSON object {\"tenant\"?, \"principal\"?, \"tool\"?, \"node\"?, \"ttl_seconds\"?, \"reason\"}")
 	}
 	return q, checkLock(q)
 }

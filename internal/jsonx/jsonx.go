@@ -37,10 +37,13 @@ var Stable = json.JoinOptions(
 
 // Lenient reads what the project wrote itself in the past (Raft log entries,
 // snapshots, bbolt records, files on disk): member names matched without
-// regard to case, duplicate names and invalid UTF-8 accepted, durations as
-// nanoseconds, as encoding/json read them. Old stored records keep loading.
+// regard to case (but not to '_' and '-', which v2's folding also ignores
+// and encoding/json did not), duplicate names and invalid UTF-8 accepted,
+// durations as nanoseconds, as encoding/json read them. Old stored records
+// keep loading.
 var Lenient = json.JoinOptions(
 	json.MatchCaseInsensitiveNames(true),
+	jsonv1.MatchCaseSensitiveDelimiter(true),
 	jsontext.AllowDuplicateNames(true),
 	jsontext.AllowInvalidUTF8(true),
 	jsonv1.FormatDurationAsNano(true),

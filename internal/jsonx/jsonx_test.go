@@ -126,6 +126,17 @@ func TestLenientReadsWhatEncodingJSONRead(t *testing.T) {
 			t.Errorf("UnmarshalStrict(%q) accepted it", doc)
 		}
 	}
+	// What encoding/json did not fold: '_' and '-' in names.
+	type id struct {
+		DispatchID string `json:"dispatch_id"`
+	}
+	for _, doc := range []string{`{"dispatchid":"x"}`, `{"dispatch-id":"x"}`, `{"_dispatch__id_":"x"}`, `{"DispatchId":"x"}`} {
+		var want, got id
+		json.Unmarshal([]byte(doc), &want)
+		if err := UnmarshalLenient([]byte(doc), &got); err != nil || got != want {
+			t.Errorf("UnmarshalLenient(%q) = %+v, %v; encoding/json read %+v", doc, got, err, want)
+		}
+	}
 	var ok rec
 	if err := UnmarshalStrict([]byte(`{"name":"a","dur":5}`), &ok); err != nil || ok != (rec{"a", 5}) {
 		t.Errorf("UnmarshalStrict of a good document = %+v, %v", ok, err)
