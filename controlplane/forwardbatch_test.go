@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -237,15 +238,6 @@ func (f *fakeLeader) batches(api string) []int {
 
 func (f *fakeLeader) set(api string) { f.mu.Lock(); f.api = api; f.mu.Unlock() }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
-}
-
 func pendingCount(b *batcher) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -274,12 +266,12 @@ func TestBatcherQueue(t *testing.T) {
 	var hung []chan answer
 	for i := range batchesInFlight {
 		hung = append(hung, submit(context.Background()))
-		eventually(t, "a batch to leave", func() bool { return len(f.batches("a")) == i+1 })
+		eventually.True(t, "a batch to leave", func() bool { return len(f.batches("a")) == i+1 })
 	}
 	gone, cancel := context.WithCancel(context.Background())
 	cancelled := submit(gone)
 	kept := []chan answer{submit(context.Background()), submit(context.Background())}
-	eventually(t, "three queued", func() bool { return pendingCount(b) == 3 })
+	eventually.True(t, "three queued", func() bool { return pendingCount(b) == 3 })
 	if _, _, err := b.forward(context.Background(), batchItem{Body: []byte("x")}); err != errQueueFull {
 		t.Fatalf("a fourth in a queue of 3: %v, want errQueueFull", err)
 	}
@@ -294,7 +286,7 @@ func TestBatcherQueue(t *testing.T) {
 	b.mu.Lock()
 	b.flushLocked()
 	b.mu.Unlock()
-	eventually(t, "a batch to b", func() bool { return len(f.batches("b")) == 1 })
+	eventually.True(t, "a batch to b", func() bool { return len(f.batches("b")) == 1 })
 	if got := f.batches("b"); got[0] != 2 {
 		t.Fatalf("the batch to the new leader has %d submissions, want 2 (the cancelled one dropped)", got[0])
 	}
@@ -311,7 +303,7 @@ func TestBatcherQueue(t *testing.T) {
 		}
 	}
 	// A batch's slot is given back just after its answers (send).
-	eventually(t, "the slots to be given back", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.inFlight) == 0 })
+	eventually.True(t, "the slots to be given back", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.inFlight) == 0 })
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.inFlight) != 0 || len(b.pending) != 0 || b.bytes != 0 {
@@ -329,14 +321,14 @@ func TestBatcherQueueAfterLeaderChange(t *testing.T) {
 	defer close(f.release)
 	for i := range batchesInFlight {
 		go b.forward(context.Background(), batchItem{Body: []byte("x")})
-		eventually(t, "a batch to leave", func() bool { return len(f.batches("a")) == i+1 })
+		eventually.True(t, "a batch to leave", func() bool { return len(f.batches("a")) == i+1 })
 	}
 	gone, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 2)
 	for range 2 {
 		go func() { _, _, err := b.forward(gone, batchItem{Body: []byte("x")}); done <- err }()
 	}
-	eventually(t, "two queued", func() bool { return pendingCount(b) == 2 })
+	eventually.True(t, "two queued", func() bool { return pendingCount(b) == 2 })
 	cancel()
 	<-done
 	<-done
@@ -344,14 +336,14 @@ func TestBatcherQueueAfterLeaderChange(t *testing.T) {
 	for range 2 {
 		go b.forward(context.Background(), batchItem{Body: []byte("x")})
 	}
-	eventually(t, "two live queued", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.live == 2 })
+	eventually.True(t, "two live queued", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.live == 2 })
 	if _, _, err := b.forward(context.Background(), batchItem{Body: []byte("x")}); err != errQueueFull {
 		t.Fatalf("a third live submission in a queue of 2: %v", err)
 	}
 	// A new leader: the next submission finds room, the queue having left for it.
 	f.set("b")
 	go b.forward(context.Background(), batchItem{Body: []byte("x")})
-	eventually(t, "the queue and the new one to go to b", func() bool { return len(f.batches("b")) == 2 })
+	eventually.True(t, "the queue and the new one to go to b", func() bool { return len(f.batches("b")) == 2 })
 	if got := f.batches("b"); !slices.Contains(got, 2) || !slices.Contains(got, 1) {
 		t.Fatalf("batches to b %v, want the 2 queued together and the new one", got)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 	"github.com/writhq/writ/controlplane/internal/keyring"
+	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/internal/freeport"
 	"github.com/writhq/writ/internal/testtier"
 )
@@ -43,11 +44,12 @@ func TestGossipView(t *testing.T) {
 	view := func(g *gossip) string { return fmt.Sprint(g.members()) }
 	want := func(g *gossip, w string) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); view(g) != w; time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("members %s, want %s", view(g), w)
+		eventually.NoError(t, "the members "+w, func() error {
+			if got := view(g); got != w {
+				return fmt.Errorf("members %s", got)
 			}
-		}
+			return nil
+		})
 	}
 	want(a, "[{1 a   0 false}]")
 	b, err := startGossip(ClusterConfig{GossipAddr: addrB}, memberMeta{V: 1, ID: "b"}, kr, log, countEvents{make(chan string, 16), make(chan string, 16), make(chan string, 16)})

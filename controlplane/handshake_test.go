@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -15,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/writhq/writ/internal/eventually"
 )
 
 func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
@@ -111,13 +114,10 @@ func TestHandshakeListener(t *testing.T) {
 	for _, c := range idle {
 		c.Close()
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		got, err := get()
-		if err == nil && got == "ok" {
-			break
+	eventually.NoError(t, "an answer once the places freed", func() error {
+		if got, err := get(); err != nil || got != "ok" {
+			return fmt.Errorf("%q %v", got, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("once the places freed: %q %v", got, err)
-		}
-	}
+		return nil
+	})
 }
