@@ -26,6 +26,18 @@ type ApproverKeyRequest struct {
 	Approver string `json:"approver"`
 }
 
+// ToolRegistration is the body of PUT /v1/admin/tools/{name} as `writ tool
+// init` and `writ tool import-mcp` write it: the tool's name, what it does,
+// the JSON Schema of its params, whether each call needs approval, and its
+// manifest.
+type ToolRegistration struct {
+	Name             string         `json:"name"`
+	Description      string         `json:"description,omitempty"`
+	InputSchema      jsontext.Value `json:"input_schema"`
+	RequiresApproval bool           `json:"requires_approval"`
+	Manifest         jsontext.Value `json:"manifest"`
+}
+
 // ToolView is one registered tool as GET /v1/tools shows it: the catalog
 // every caller may read, not a tenant's data.
 type ToolView struct {

@@ -12,7 +12,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/go-json-experiment/json/jsontext"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
@@ -190,13 +189,8 @@ func (ti toolImport) write() (*toolImportReport, [][]byte, error) {
 		if err != nil || len(schema) == 0 || schema[0] != '{' {
 			schema = []byte(`{"type":"object"}`)
 		}
-		reg, err := jsonx.MarshalIndent(struct {
-			Name             string         `json:"name"`
-			Description      string         `json:"description,omitempty"`
-			InputSchema      jsontext.Value `json:"input_schema"`
-			RequiresApproval bool           `json:"requires_approval"`
-			Manifest         jsontext.Value `json:"manifest"`
-		}{name, importDescription(t), schema, ti.requiresApproval, raw}, "", "  ")
+		reg, err := jsonx.MarshalIndent(protocol.ToolRegistration{Name: name, Description: importDescription(t),
+			InputSchema: schema, RequiresApproval: ti.requiresApproval, Manifest: raw}, "", "  ")
 		if err != nil {
 			return nil, nil, err
 		}

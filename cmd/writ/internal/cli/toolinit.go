@@ -102,13 +102,8 @@ func (ti toolInit) write() (*toolInitFiles, error) {
 	if err != nil {
 		return nil, err
 	}
-	reg, err := jsonx.MarshalIndent(struct {
-		Name             string         `json:"name"`
-		Description      string         `json:"description"`
-		InputSchema      jsontext.Value `json:"input_schema"`
-		RequiresApproval bool           `json:"requires_approval"`
-		Manifest         jsontext.Value `json:"manifest"`
-	}{ti.name, ti.name + ": describe what it does", jsontext.Value(`{"type":"object"}`), false, raw}, "", "  ")
+	reg, err := jsonx.MarshalIndent(protocol.ToolRegistration{Name: ti.name, Description: ti.name + ": describe what it does",
+		InputSchema: jsontext.Value(`{"type":"object"}`), Manifest: raw}, "", "  ")
 	if err != nil {
 		return nil, err
 	}
