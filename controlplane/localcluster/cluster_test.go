@@ -14,6 +14,7 @@ import (
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/controlplane"
 	"github.com/writhq/writ/controlplane/localcluster"
+	"github.com/writhq/writ/internal/testtier"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -22,9 +23,7 @@ import (
 // no-op is applied on the leader (grouped ones counted by group commit) and
 // refused by a follower; the raw QUIC baseline measures what it is asked.
 func TestCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a cluster: left out of -short")
-	}
+	testtier.Slow(t, "a cluster of three servers")
 	base := controlplane.DefaultConfig()
 	base.Logger = slog.New(slog.DiscardHandler)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
