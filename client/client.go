@@ -10,9 +10,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -202,8 +204,11 @@ func waitQuery(d time.Duration) string {
 
 // do sends one request. On a connection failure, or 503 no_leader, it tries
 // the next server — always when the request never left (the connection could
-// not be made), otherwise only when the request is safe to resend
-// (resendable) — until Failover passes.
+// not be made, or was closed before the request was written), otherwise only
+// when the request is safe to resend (resendable) — until Failover passes.
+// With one server it tries that server again, after a pause, in the same
+// cases but one: a server that cannot be connected to at all (nothing
+// listens) fails the request at once.
 func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
 	if len(c.servers) == 0 {
 		return errors.New("client: no server address")
@@ -237,8 +242,8 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 				return err
 			}
 		}
-		if len(c.servers) == 1 {
-			return err // one server: nothing to fail over to
+		if len(c.servers) == 1 && refused(err) {
+			return err // one server, and it is not there
 		}
 		pause := backoff(round)
 		if time.Now().Add(pause).After(deadline) {
@@ -272,12 +277,16 @@ func (c *Client) once(ctx context.Context, base, method, path string, body []byt
 	} else if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	var written atomic.Bool
+	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteHeaders: func() { written.Store(true) },
+	}))
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return false, err
 		}
-		return neverSent(err) || resendable(method, path), err
+		return !written.Load() || resendable(method, path), err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))

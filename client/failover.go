@@ -42,9 +42,11 @@ func resendable(method, path string) bool {
 	return false
 }
 
-// neverSent reports whether err means the request never reached a server:
-// the connection could not be made.
-func neverSent(err error) bool {
+// refused reports whether err means no connection could be made to the
+// server at all (nothing listens there, or no route to it), as opposed to a
+// connection the server closed before the request was written (a server at
+// capacity sheds handshakes that way), which is worth trying again.
+func refused(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "dial"
 }

@@ -1,0 +1,143 @@
+package client
+
+import (
+	"context"
+	"encoding/pem"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// shedding is a listener that closes its first n connections as soon as
+// they are accepted, before any handshake, as a server at capacity sheds
+// them (controlplane's handshakeListener).
+type shedding struct {
+	net.Listener
+	n atomic.Int64
+}
+
+func (l *shedding) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil || l.n.Add(-1) < 0 {
+			return c, err
+		}
+		c.Close()
+	}
+}
+
+// answering counts the requests a handler saw and answers each with the
+// first of replies not yet used (the last one from then on).
+func answering(seen *atomic.Int64, replies ...func(http.ResponseWriter)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		n := int(seen.Add(1))
+		replies[min(n, len(replies))-1](w)
+	}
+}
+
+func completed(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Write([]byte(`{"intent_id":"int-1","state":"completed"}`))
+}
+
+func noLeader(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	w.Write([]byte(`{"error":{"code":"no_leader","message":"no leader"}}`))
+}
+
+// TestShedHandshakeSentAgain: a lone server that closes connections before
+// their TLS handshake (at capacity) gets the request again, even one that is
+// not safe to resend: it never left the client.
+func TestShedHandshakeSentAgain(t *testing.T) {
+	var seen atomic.Int64
+	srv := httptest.NewUnstartedServer(answering(&seen, completed))
+	l := &shedding{Listener: srv.Listener}
+	l.n.Store(2)
+	srv.Listener = l
+	srv.StartTLS()
+	defer srv.Close()
+	c := New(srv.URL, "")
+	if err := c.TrustCA(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := c.Approve(ctx, []byte(`{}`))
+	if err != nil || r.IntentID != "int-1" {
+		t.Fatalf("an approval through two shed handshakes: %+v %v", r, err)
+	}
+	if got := seen.Load(); got != 1 {
+		t.Fatalf("the server saw the approval %d times, want 1", got)
+	}
+	if left := l.n.Load(); left >= 0 {
+		t.Fatalf("the listener shed %d connections, want 2", 2-left)
+	}
+}
+
+// TestLoneServerNoLeaderSentAgain: 503 no_leader from the only server is
+// tried again for a request safe to resend, and ends the call for one that
+// is not (an approval: a second one would find its nonce consumed).
+func TestLoneServerNoLeaderSentAgain(t *testing.T) {
+	var seen atomic.Int64
+	srv := httptest.NewServer(answering(&seen, noLeader, noLeader, completed))
+	defer srv.Close()
+	c := New(srv.URL, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := c.Submit(ctx, []byte(`{}`), nil, 0)
+	if err != nil || r.IntentID != "int-1" || seen.Load() != 3 {
+		t.Fatalf("a submission through two no_leader answers: %+v %v after %d requests, want completed after 3", r, err, seen.Load())
+	}
+
+	seen.Store(0)
+	_, err = c.Approve(ctx, []byte(`{}`))
+	var ae *Error
+	if !errors.As(err, &ae) || ae.Code != "no_leader" || seen.Load() != 1 {
+		t.Fatalf("an approval answered no_leader: %v after %d requests, want no_leader after 1", err, seen.Load())
+	}
+}
+
+// TestLoneServerGoneFailsAtOnce: when nothing listens at the only server's
+// address, the call fails with the connection's error rather than trying
+// until Failover passes.
+func TestLoneServerGoneFailsAtOnce(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	c := New("http://"+addr, "")
+	c.Failover = time.Hour
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = c.Submit(ctx, []byte(`{}`), nil, 0)
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Op != "dial" || ctx.Err() != nil {
+		t.Fatalf("a submission to a closed port: %v (context: %v), want the dial's error at once", err, ctx.Err())
+	}
+}
+
+// TestWrittenApprovalNotResent: a connection that breaks after the approval
+// was written may have carried it to the server: it is not sent again.
+func TestWrittenApprovalNotResent(t *testing.T) {
+	var seen atomic.Int64
+	srv := httptest.NewServer(answering(&seen, func(w http.ResponseWriter) {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}, completed))
+	defer srv.Close()
+	c := New(srv.URL, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := c.Approve(ctx, []byte(`{}`)); err == nil || seen.Load() != 1 {
+		t.Fatalf("an approval whose connection broke after it was written: %v after %d requests, want an error after 1", err, seen.Load())
+	}
+}
