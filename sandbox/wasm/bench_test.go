@@ -84,6 +84,14 @@ func BenchmarkEcho(b *testing.B) {
 	compare(b, path, `{"a":1}`, `{"a":1}`)
 }
 
+// BenchmarkGoEmpty runs a Go module whose main does nothing
+// (testdata/goempty): the Go runtime's own start and exit, which every Go
+// tool pays inside the guest before its first line runs.
+func BenchmarkGoEmpty(b *testing.B) {
+	path := sandboxtest.BuildTool(b, "github.com/writhq/writ/sandbox/wasm/testdata/goempty", "wasip1", "wasm")
+	compare(b, path, "", `{}`)
+}
+
 // compare runs the module alternately through raw wazero (same runtime
 // configuration, same compilation cache, module compiled once), through
 // the wasm tier with NoMemoryImage (wazero applies the data segments at

@@ -19,6 +19,35 @@ import (
 // restarted agent recognise them.
 const source = "writ-workspace"
 
+// mounted holds the workspaces on which a run of this process has mounted
+// a tmpfs not yet handed back: a concurrent run of the same workspace works
+// in that tmpfs. The agent is the only process that mounts on its
+// workspaces, so this replaces reading the mount table at every run (a
+// third of the wasm tier's own CPU per run); Release, for what a crash left,
+// still reads it.
+var mounted = struct {
+	sync.Mutex
+	dirs map[string]bool
+}{dirs: map[string]bool{}}
+
+// claim marks dir as mounted by this process, and reports false if it
+// already was.
+func claim(dir string) bool {
+	mounted.Lock()
+	defer mounted.Unlock()
+	if mounted.dirs[dir] {
+		return false
+	}
+	mounted.dirs[dir] = true
+	return true
+}
+
+func unclaim(dir string) {
+	mounted.Lock()
+	delete(mounted.dirs, dir)
+	mounted.Unlock()
+}
+
 // Quota is a workspace bounded, for one run, by a size-limited tmpfs
 // mounted on it.
 type Quota struct {
@@ -51,19 +80,30 @@ func Limit(dir string, size int64) (*Quota, error) {
 	if os.Geteuid() != 0 || size <= 0 {
 		return &Quota{dir: dir}, nil
 	}
-	runtime.LockOSThread() // mountinfo and mount of one thread
-	defer runtime.UnlockOSThread()
 	dir, err := resolve(dir)
 	if err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
-	if ours, err := isOurs(dir); err != nil {
-		return nil, err
-	} else if ours {
+	if !claim(dir) {
 		// Another run of the same workspace is going on: this one works in
 		// that run's tmpfs, bounded by it, and leaves the hand-back to it.
 		return &Quota{dir: dir}, nil
 	}
+	q, err := mount(dir, size)
+	if err != nil {
+		unclaim(dir)
+		return nil, err
+	}
+	return q, nil
+}
+
+// mount puts the tmpfs on dir and copies dir's contents into it.
+func mount(dir string, size int64) (*Quota, error) {
+	// The mount is made in the mount namespace of the calling thread, which
+	// a thread of this process that left for a namespace of its own (a
+	// tool's start does) would not share: one thread throughout.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	old, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
@@ -117,6 +157,7 @@ func (q *Quota) HandBack(stop func() bool) (full bool, err error) {
 }
 
 func (q *Quota) handBack() error {
+	defer unclaim(q.dir)
 	defer q.old.Close()
 	tmp, err := os.OpenRoot(q.dir)
 	if err == nil {
@@ -177,6 +218,7 @@ func Release(dir string) error {
 	if err != nil {
 		return err
 	}
+	defer unclaim(dir)
 	for {
 		ours, err := isOurs(dir)
 		if err != nil || !ours {
