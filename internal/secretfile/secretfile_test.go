@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/writhq/writ/internal/testtier"
 )
 
 func TestWrite(t *testing.T) {
@@ -123,12 +125,7 @@ func TestCheck(t *testing.T) {
 // TestCheckOwner: a 0600 file that another user owns is refused (run as
 // root, which may chown; as another user the check cannot be set up).
 func TestCheckOwner(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("TestCheckOwner needs root to give a file to another user")
-		}
-		t.Skip("needs root to give a file to another user")
-	}
+	testtier.Root(t, "to give a file to another user")
 	p := filepath.Join(t.TempDir(), "f")
 	if err := os.WriteFile(p, nil, 0o600); err != nil {
 		t.Fatal(err)

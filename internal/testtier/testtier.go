@@ -32,3 +32,20 @@ func Rounds(full, short int) int {
 	}
 	return full
 }
+
+// Root skips the test when it does not run as root, saying what it needs
+// root for; under CI=true it fails instead: CI runs as root and every test
+// runs there.
+func Root(t testing.TB, why string) {
+	t.Helper()
+	if geteuid() == 0 {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("needs root (%s), and CI=true", why)
+	}
+	t.Skip("SKIPPING: needs root (" + why + "); CI=true makes this a failure")
+}
+
+// geteuid is os.Geteuid; the package's test changes it.
+var geteuid = os.Geteuid

@@ -3,6 +3,7 @@ package testtier
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -70,5 +71,35 @@ func TestRounds(t *testing.T) {
 	}
 	if got := Rounds(300, 20); got != want {
 		t.Fatalf("Rounds(300, 20) = %d, want %d (short %v)", got, want, testing.Short())
+	}
+}
+
+// TestRoot: as root the test goes on; otherwise it is skipped saying what it
+// needs root for, and under CI=true it fails.
+func TestRoot(t *testing.T) {
+	defer func(f func() int) { geteuid = f }(geteuid)
+	root := func(why string) (r *recorder, wentOn bool) {
+		r = &recorder{}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			Root(r, why)
+			wentOn = true
+		}()
+		<-done
+		return r, wentOn
+	}
+	t.Setenv("CI", "true")
+	geteuid = func() int { return 0 }
+	if r, wentOn := root("a tmpfs"); !wentOn || r.skipped != "" || r.failed != "" {
+		t.Fatalf("as root: went on %v, skipped %q, failed %q; want it to run", wentOn, r.skipped, r.failed)
+	}
+	geteuid = func() int { return 1000 }
+	if r, wentOn := root("a tmpfs"); wentOn || r.failed != "needs root (a tmpfs), and CI=true" {
+		t.Fatalf("not root, CI=true: went on %v, skipped %q, failed %q; want a failure naming the need", wentOn, r.skipped, r.failed)
+	}
+	t.Setenv("CI", "")
+	if r, wentOn := root("a tmpfs"); wentOn || !strings.Contains(r.skipped, "needs root (a tmpfs)") || r.failed != "" {
+		t.Fatalf("not root: went on %v, skipped %q, failed %q; want skipped naming the need", wentOn, r.skipped, r.failed)
 	}
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"golang.org/x/sys/unix"
+
+	"github.com/writhq/writ/internal/testtier"
 )
 
 // TestTermOnFullDisk: hashicorp/raft panics when it cannot store a new term.
@@ -18,12 +20,7 @@ import (
 // free (those its earlier commits replaced) and needs no new block. The
 // appends themselves fail (ENOSPC, which OnLogSpace reports).
 func TestTermOnFullDisk(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root (a tmpfs to fill) and CI=true")
-		}
-		t.Skip("SKIPPING: needs root (a tmpfs to fill); CI=true makes this a failure")
-	}
+	testtier.Root(t, "a tmpfs to fill")
 	dir := t.TempDir()
 	if err := unix.Mount("writ-test", dir, "tmpfs", 0, "size=2m"); err != nil {
 		t.Fatal(err)

@@ -8,25 +8,16 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
-)
 
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("needs root (a tmpfs) and CI=true")
-	}
-	t.Skip("SKIPPING: needs root (a tmpfs); CI=true makes this a failure")
-}
+	"github.com/writhq/writ/internal/testtier"
+)
 
 // TestPrivate: the private tmpfs holds a copy of the workspace, is mounted
 // nowhere on the host, is bounded by its size (a write past it fails with
 // ENOSPC and Full says so), and hands back what it holds, owners kept.
 // A workspace that holds more than the size is refused with ErrDiskLimit.
 func TestPrivate(t *testing.T) {
-	requireRoot(t)
+	testtier.Root(t, "a tmpfs")
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "in"), []byte("before"), 0o644); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/writhq/writ/internal/testtier"
 )
 
 // tmpfsOn reports whether dir is on a tmpfs of Limit's, by the mount table.
@@ -27,7 +29,7 @@ func tmpfsOn(t *testing.T, dir string) bool {
 // in that tmpfs (it mounts none of its own); Close hands back what the run
 // left and unmounts it, and the next run mounts afresh.
 func TestLimit(t *testing.T) {
-	requireRoot(t)
+	testtier.Root(t, "a tmpfs")
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "in"), []byte("before"), 0o644); err != nil {
 		t.Fatal(err)
@@ -82,7 +84,7 @@ func TestLimit(t *testing.T) {
 // TestReleaseLeftover: Release unmounts a tmpfs that a run never handed
 // back (as after a crash), and a run after it mounts its own again.
 func TestReleaseLeftover(t *testing.T) {
-	requireRoot(t)
+	testtier.Root(t, "a tmpfs")
 	dir := t.TempDir()
 	q, err := Limit(dir, 1<<20)
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/writhq/writ/internal/testtier"
 )
 
 // hostile builds, in a fresh directory, what a tool may leave in its
@@ -176,7 +178,7 @@ func TestCopyTreeBudget(t *testing.T) {
 // may take is refused before any entry is read or copied, so that one
 // directory of a tool's FIFOs is never listed whole.
 func TestCopyTreeCountsInodesFirst(t *testing.T) {
-	requireRoot(t)
+	testtier.Root(t, "a tmpfs")
 	src, dst := t.TempDir(), t.TempDir()
 	if err := unix.Mount("tmpfs", src, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=1m"); err != nil {
 		t.Fatal(err)
