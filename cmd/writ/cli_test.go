@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"errors"
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/writhq/writ/internal/jsonx"
+	"github.com/writhq/writ/internal/testtier"
 	"github.com/writhq/writ/protocol"
 	"github.com/writhq/writ/protocol/protocoltest"
 )
@@ -22,18 +22,10 @@ var writBin, toolsDir, witnessBin string
 
 func TestMain(m *testing.M) {
 	// These tests mostly wait on the processes they start (writ dev,
-	// servers, agents) and on their timers, not on the CPU: Go's default
-	// -parallel (GOMAXPROCS, 2 on a small machine) leaves the cores idle.
-	// Unless the caller chose, 8 run at once; the tests with a timing
-	// margin (TestCancelRunningUnderBwrap) or several servers stay serial.
-	flag.Parse()
-	chosen := false
-	flag.Visit(func(f *flag.Flag) { chosen = chosen || f.Name == "test.parallel" })
-	if !chosen {
-		if err := flag.Set("test.parallel", "8"); err != nil {
-			panic(err)
-		}
-	}
+	// servers, agents): 8 at once unless -parallel says otherwise. The
+	// tests with a timing margin (TestCancelRunningUnderBwrap) or several
+	// servers stay serial.
+	testtier.Parallel(8)
 	dir, err := os.MkdirTemp("", "writ-cli-test")
 	if err != nil {
 		panic(err)
