@@ -16,7 +16,6 @@ import (
 // mount (docs/sandboxes.md). Under CI=true a crun that runs no container
 // fails the test.
 func TestSandboxCrun(t *testing.T) {
-	t.Parallel()
 	cfg := config(t)
 	cfg.Runtime = "crun"
 	d, err := runc.New(cfg)

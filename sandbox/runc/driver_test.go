@@ -26,7 +26,6 @@ func newDriver(t testing.TB) *runc.Driver {
 }
 
 func TestSandbox(t *testing.T) {
-	t.Parallel()
 	d := newDriver(t)
 	t.Logf("OCI runtime: %s", d.Version())
 	tool := sandboxtest.HostTool(t)
