@@ -73,6 +73,12 @@ func TestCancelStopsRunningTool(t *testing.T) {
 		{"bwrap", `{"op":"linger","ms":20000,"path":"left"}`, true},
 	} {
 		t.Run(fmt.Sprintf("%s ignores TERM %v", c.tier, c.ignoresTerm), func(t *testing.T) {
+			// The tools that ignore SIGTERM wait out the grace together,
+			// once the others, whose stop is timed against the grace, have
+			// run alone.
+			if c.ignoresTerm {
+				t.Parallel()
+			}
 			h := newHarness(t, 1)
 			tiers := map[string]sandbox.Driver{"wasm": sharedWasm(t)}
 			if c.tier == "bwrap" {
@@ -155,6 +161,7 @@ func TestCancelStopsRunningTool(t *testing.T) {
 // stopped at once by a cancel (the tier closes the module when its context
 // is done) and its result says canceled.
 func TestCancelStopsWasmTool(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 1)
 	module := sandboxtest.WasmTool(t)
 	tools := filepath.Join(h.dir, "tools")

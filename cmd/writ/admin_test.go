@@ -14,6 +14,7 @@ import (
 // with a run budget, its orchestrator key, a tool, a policy; then intents of
 // that tenant run against them.
 func TestAdminCLI(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	addr, raftAddr := freePort(t), freePort(t)
 	server := "http://" + addr

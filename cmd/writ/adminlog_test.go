@@ -16,6 +16,7 @@ import (
 // receipt get, verifies offline with writ verify admin against ledger.pub,
 // and fails once changed.
 func TestAdminEntriesOffline(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	addr, raftAddr := freePort(t), freePort(t)
 	server := "http://" + addr

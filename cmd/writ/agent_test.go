@@ -164,6 +164,7 @@ func echoManifest(name string) string {
 // certificates, a dispatch re-verified and run in the wasm tier, and the
 // signed result recorded with a receipt.
 func TestAgentRunsOverQUIC(t *testing.T) {
+	t.Parallel()
 	c := startServer(t)
 	c.tool(t, "echo", echoManifest("echo"))
 	// The node's own labels join its token's (pool=test), which win.
@@ -227,6 +228,7 @@ func TestAgentRunsOverQUIC(t *testing.T) {
 // intent an unknown outcome once the agent is back, and the tool never runs
 // a second time (the witness file counts runs).
 func TestAgentKilledMidRun(t *testing.T) {
+	t.Parallel()
 	c := startServer(t)
 	manifest := `{"name":"witness","tier":"process","command":{"path":"` + witnessBin + `"}}`
 	c.tool(t, "witness", manifest)

@@ -147,6 +147,7 @@ func writeIntentRef(t *testing.T, dir, id string) string {
 // submission (rejected, locked; exit 1); writ lock list shows the lock; once
 // writ lock delete removes it, the same tool is admitted and dispatched again.
 func TestLockStopsRunningUnderBwrap(t *testing.T) {
+	t.Parallel()
 	c, _, tag, start := sleeperCluster(t)
 	key := "orch=" + filepath.Join(c.dir, "orch.key")
 	id := start("run-1")

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/writhq/writ/internal/jsonx"
+	"github.com/writhq/writ/internal/testtier"
 	"github.com/writhq/writ/protocol"
 	"github.com/writhq/writ/protocol/protocoltest"
 )
@@ -20,6 +21,11 @@ import (
 var writBin, toolsDir, witnessBin string
 
 func TestMain(m *testing.M) {
+	// These tests mostly wait on the processes they start (writ dev,
+	// servers, agents): 8 at once unless -parallel says otherwise. The
+	// tests with a timing margin (TestCancelRunningUnderBwrap) or several
+	// servers stay serial.
+	testtier.Parallel(8)
 	dir, err := os.MkdirTemp("", "writ-cli-test")
 	if err != nil {
 		panic(err)

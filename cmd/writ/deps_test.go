@@ -100,6 +100,7 @@ func hasPrefix(s string, prefixes []string) bool {
 // live in controlplane/localcluster and reach into a server only through
 // controlplane/internal/harness (docs/development.md).
 func TestServerLinksNoHarness(t *testing.T) {
+	t.Parallel()
 	list := func(pattern string) []string {
 		out, err := exec.Command("go", "list", "-deps", pattern).Output()
 		if err != nil {

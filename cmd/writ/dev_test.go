@@ -94,6 +94,7 @@ func stopWritDev(t *testing.T, cmd *exec.Cmd) {
 // submitted with the CLI, an approval, a replayed approval, and a restart
 // that keeps everything.
 func TestDevEndToEnd(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	addr, raftAddr := freePort(t), freePort(t)
 	server := "http://" + addr
@@ -306,6 +307,7 @@ func TestDevEndToEnd(t *testing.T) {
 // `go install` leaves it (no tools/echo.wasm beside it): the built-in echo
 // module runs, and an echo intent completes.
 func TestDevFromLoneBinary(t *testing.T) {
+	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "writ")
 	b, err := os.ReadFile(writBin)
 	if err != nil {
@@ -354,6 +356,7 @@ func TestDevFromLoneBinary(t *testing.T) {
 // and submits an intent at the first moment /v1/health answers 200: dev.json
 // is there by then, and every submission is admitted and completes.
 func TestDevReadyMeansReady(t *testing.T) {
+	t.Parallel()
 	starts, parallel := testtier.Rounds(100, 4), 4
 	sem := make(chan struct{}, parallel)
 	for i := range starts {
@@ -412,6 +415,7 @@ func devReadyOnce(t *testing.T) {
 // TestDevKeepsPolicy: a policy applied with `writ policy apply` survives a
 // restart of writ dev, and --reset-policy puts the dev policy back.
 func TestDevKeepsPolicy(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	addr, raftAddr := freePort(t), freePort(t)
 	server := "http://" + addr
@@ -473,6 +477,7 @@ when { principal.tenant == "dev" && principal.name == "ops-bot" };
 // README's "Try it" (with the test server's address for writ dev's default
 // one, and bin/ and .dev/ linked to this test's binary and state).
 func TestDevStepsRun(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	addr, raftAddr := freePort(t), freePort(t)
 	cmd, lines := startDevBanner(t, writBin, "--data-dir", dir, "--addr", addr, "--raft-addr", raftAddr, "--tools-dir", toolsDir)

@@ -14,6 +14,7 @@ import (
 // the CLI, then writ intent list signed with the tenant's key and with the
 // admin token from a file, as JSON pages and as a table.
 func TestIntentListCLI(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	addr, raftAddr := freePort(t), freePort(t)
 	server := "http://" + addr

@@ -327,6 +327,7 @@ func exerciseMCP(t *testing.T, d *mcpDev, c *mcpClient) {
 // TestMCPStdio drives writ mcp over stdio with the Go SDK's client against
 // a real writ dev, at the SDK's default protocol and at 2025-11-25.
 func TestMCPStdio(t *testing.T) {
+	t.Parallel()
 	d := startMCPDev(t)
 	c := stdioMCP(t, d, "")
 	exerciseMCP(t, d, c)
@@ -461,6 +462,7 @@ func rawStdioRetry(t *testing.T, d *mcpDev) {
 // --approval-wait returns isError with the intent id; writ_intent_status
 // answers about it then, and after it is approved.
 func TestMCPApprovalWait(t *testing.T) {
+	t.Parallel()
 	d := startMCPDev(t)
 	c := stdioMCP(t, d, "", "--approval-wait", "1s")
 	r := call(t, c, "echo_approval", map[string]any{"msg": "later"}, nil)
@@ -527,6 +529,7 @@ func TestMCPApprovalWait(t *testing.T) {
 // is refused; and that a request sent again with the same id in the same
 // session is answered with the first intent, not run twice.
 func TestMCPHTTP(t *testing.T) {
+	t.Parallel()
 	d := startMCPDev(t)
 	url, token := httpMCP(t, d)
 	c := newMCPClient(t, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token}}}, "")
@@ -608,6 +611,7 @@ func TestMCPHTTP(t *testing.T) {
 // and calls through writ mcp over stdio. Without node or the package the
 // test fails under CI=true and is skipped otherwise.
 func TestMCPTypeScript(t *testing.T) {
+	t.Parallel()
 	missing := func(format string, args ...any) {
 		t.Helper()
 		if os.Getenv("CI") == "true" {

@@ -22,6 +22,7 @@ import (
 // server's digest and the tool; the server cannot reach a destination
 // outside its allowlist.
 func TestImportMCPRunsUnderDev(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("bwrap is missing under CI=true (make deps installs bubblewrap)")

@@ -11,6 +11,7 @@ import (
 // TestPolicyCLI: validate and test run offline with exit 1 on a failure;
 // get, history, rollback and dry-run work against writ dev.
 func TestPolicyCLI(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	good := writeFile(t, dir, "good.cedar", `@id("echo.only")
 permit (principal, action == Writ::Action::"invoke", resource == Writ::Tool::"echo")

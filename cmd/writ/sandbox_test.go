@@ -52,6 +52,7 @@ func TestSandboxRunEcho(t *testing.T) {
 // through `writ sandbox run`: the outcome carries the exit code and the
 // tool's standard error; an interpreter is refused.
 func TestSandboxRunCommandTier(t *testing.T) {
+	t.Parallel()
 	tool := sandboxtest.HostTool(t)
 	d, err := process.New(process.DefaultConfig())
 	if err != nil {

@@ -59,6 +59,7 @@ func setupServer(t *testing.T, mutate func(map[string]any)) serverSetup {
 }
 
 func TestServerOverTLS(t *testing.T) {
+	t.Parallel()
 	s := setupServer(t, nil)
 	cmd := exec.Command(writBin, "server", "--config", s.config)
 	out, _ := cmd.StdoutPipe()

@@ -24,6 +24,7 @@ import (
 // truncation — and each time the server refuses to start with a message that
 // says what is wrong. Undamaged again, it starts.
 func TestServerRefusesTamperedLedger(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	addr, raftAddr := freePort(t), freePort(t)
 	dev := startWritDev(t, dir, addr, raftAddr)

@@ -15,6 +15,7 @@ import (
 // folder, register it with the admin token's file, and an intent for it
 // completes with the tool's output.
 func TestToolInitRunsUnderDev(t *testing.T) {
+	t.Parallel()
 	cat, err := exec.LookPath("cat")
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package testtier
 
 import (
+	"flag"
 	"fmt"
 	"runtime"
 	"strings"
@@ -101,5 +102,37 @@ func TestRoot(t *testing.T) {
 	t.Setenv("CI", "")
 	if r, wentOn := root("a tmpfs"); wentOn || !strings.Contains(r.skipped, "needs root (a tmpfs)") || r.failed != "" {
 		t.Fatalf("not root: went on %v, skipped %q, failed %q; want skipped naming the need", wentOn, r.skipped, r.failed)
+	}
+}
+
+// TestParallel: n when the command line did not set -test.parallel, the
+// command line's value when it did.
+func TestParallel(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"not set", nil, 8},
+		{"set", []string{"-test.parallel=3"}, 3},
+		{"set to the default", []string{"-test.parallel", "2"}, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			got := fs.Int("test.parallel", 2, "")
+			if err := fs.Parse(c.args); err != nil {
+				t.Fatal(err)
+			}
+			if err := parallel(fs, 8); err != nil {
+				t.Fatal(err)
+			}
+			if *got != c.want {
+				t.Fatalf("args %q: test.parallel %d, want %d", c.args, *got, c.want)
+			}
+		})
+	}
+	if err := parallel(flag.NewFlagSet("empty", flag.ContinueOnError), 8); err == nil {
+		t.Fatal("a flag set without test.parallel: no error")
 	}
 }

@@ -73,6 +73,7 @@ func digest(t *testing.T, path string) string {
 // tool, an error result is an error, and an attempt to reach a
 // destination outside the allowlist is refused by the egress proxy.
 func TestStdioUnderBwrap(t *testing.T) {
+	t.Parallel()
 	d := newDriver(t)
 	server := sandboxtest.BuildTool(t, serverPackage, runtime.GOOS, runtime.GOARCH)
 	manifest := func(tool string) sandbox.Manifest {
@@ -123,6 +124,7 @@ func TestStdioUnderBwrap(t *testing.T) {
 
 // TestHTTPServer calls a streamable HTTP server through the egress proxy.
 func TestHTTPServer(t *testing.T) {
+	t.Parallel()
 	s := sdk.NewServer(&sdk.Implementation{Name: "http-test", Version: "1"}, nil)
 	sdk.AddTool(s, &sdk.Tool{Name: "shout"}, func(_ context.Context, _ *sdk.CallToolRequest, in struct {
 		Text string `json:"text"`
@@ -173,6 +175,7 @@ func TestHTTPServer(t *testing.T) {
 
 // TestList reads the test server's tools as writ tool import-mcp does.
 func TestList(t *testing.T) {
+	t.Parallel()
 	d := newDriver(t)
 	server := sandboxtest.BuildTool(t, serverPackage, runtime.GOOS, runtime.GOARCH)
 	m := sandbox.Manifest{Name: "srv", Tier: sandbox.TierMCP, Command: &sandbox.Command{Path: server},
@@ -194,6 +197,7 @@ func TestList(t *testing.T) {
 // TestHTTPOutputLimit: an HTTP server that sends more than the output
 // limit allows is cut off, and the run says output_limit.
 func TestHTTPOutputLimit(t *testing.T) {
+	t.Parallel()
 	s := sdk.NewServer(&sdk.Implementation{Name: "http-test", Version: "1"}, nil)
 	sdk.AddTool(s, &sdk.Tool{Name: "flood"}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: strings.Repeat("x", 1<<20)}}}, nil, nil
@@ -219,6 +223,7 @@ func TestHTTPOutputLimit(t *testing.T) {
 // outlasts timeout_ms is a timeout; a stdio server also runs in the
 // process tier.
 func TestStdioEnds(t *testing.T) {
+	t.Parallel()
 	d := newDriver(t)
 	server := sandboxtest.BuildTool(t, serverPackage, runtime.GOOS, runtime.GOARCH)
 	ws := t.TempDir()

@@ -57,6 +57,7 @@ func ociDriver(t *testing.T, tier string) *mcptier.Driver {
 // that lingers after its stdin ends is stopped, and a connection outside
 // the allowlist is refused by the egress proxy, as under bwrap.
 func TestStdioUnderOCI(t *testing.T) {
+	t.Parallel()
 	for _, tier := range []string{sandbox.TierRunc, sandbox.TierGvisor} {
 		t.Run(tier, func(t *testing.T) {
 			if tier == sandbox.TierGvisor {

@@ -21,6 +21,7 @@ import (
 // TestContainment reads the tool's own /proc/self/status: no capability,
 // no new privileges, a seccomp filter, the configured uid.
 func TestContainment(t *testing.T) {
+	t.Parallel()
 	d := newDriver(t)
 	if v := d.Version(); !strings.Contains(v, "version") {
 		t.Errorf("runtime version %q, want the first line of its --version", v)
@@ -44,6 +45,7 @@ func TestContainment(t *testing.T) {
 
 // TestStaleCleanup: bundles of an agent that is gone are removed by New.
 func TestStaleCleanup(t *testing.T) {
+	t.Parallel()
 	cfg := config(t)
 	stale := filepath.Join(cfg.StateDir, "bundles", "writ-999999999-1")
 	live := filepath.Join(cfg.StateDir, "bundles", fmt.Sprintf("writ-%d-77", os.Getpid()))

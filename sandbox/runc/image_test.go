@@ -88,6 +88,7 @@ func gz(b []byte) string {
 // TestImage unpacks a two-layer image with whiteouts and escape attempts,
 // then runs a tool in it.
 func TestImage(t *testing.T) {
+	t.Parallel()
 	outside := t.TempDir()
 	l1 := layerTar(t, []entry{
 		{name: "etc/", typ: tar.TypeDir}, {name: "etc/passwd", body: "layer1", typ: tar.TypeReg},

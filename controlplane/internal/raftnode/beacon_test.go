@@ -115,6 +115,7 @@ func learnCommitsRound(t *testing.T, ca *testCA) (changed bool, err error) {
 // TestCommitBeaconRules: a notice only once no entry is in flight, only for
 // applied entries, and none after close.
 func TestCommitBeaconRules(t *testing.T) {
+	t.Parallel()
 	var calls int
 	b := newCommitBeacon(func() { calls++ })
 	b.begin()

@@ -135,6 +135,7 @@ func (m *crashModel) matches(s *LogStore) error {
 }
 
 func TestLogStoreCrash(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(crashChildEnv) != "" {
 		crashChild(os.Getenv(crashChildEnv))
 		return

@@ -91,6 +91,7 @@ func proposeAsync(g *grouper, cmd *fsm.Admit) <-chan proposed {
 // result — including a repeat of an idempotency key inside the group, which
 // is answered as the original.
 func TestProposeGroupsWhatQueues(t *testing.T) {
+	t.Parallel()
 	h := newHeldLog(t)
 	g := newGrouper(h, GroupConfig{MaxCommands: 64, MaxBytes: 1 << 20, InFlight: 1})
 	defer g.close()
@@ -129,6 +130,7 @@ func TestProposeGroupsWhatQueues(t *testing.T) {
 // TestProposeSizeLimits: a group stops at MaxCommands and at MaxBytes; what
 // did not fit goes in the next entry.
 func TestProposeSizeLimits(t *testing.T) {
+	t.Parallel()
 	one, _ := fsm.Encode(fsm.MsgAdmit, admitCmd(1))
 	for name, cfg := range map[string]GroupConfig{
 		"commands": {MaxCommands: 3, MaxBytes: 1 << 20, InFlight: 1},
@@ -176,6 +178,7 @@ func groupLen(entry []byte) int {
 // TestProposeFailureReachesEveryone: when Raft refuses the entry (leadership
 // lost), every proposer of the group learns it as ErrNotLeader.
 func TestProposeFailureReachesEveryone(t *testing.T) {
+	t.Parallel()
 	h := newHeldLog(t)
 	g := newGrouper(h, GroupConfig{MaxCommands: 64, MaxBytes: 1 << 20, InFlight: 1})
 	defer g.close()
@@ -202,6 +205,7 @@ func TestProposeFailureReachesEveryone(t *testing.T) {
 // TestProposeAfterClose: a closed grouper refuses new proposals and those
 // still queued, and a cancelled context gives up waiting for the queue.
 func TestProposeAfterClose(t *testing.T) {
+	t.Parallel()
 	h := newHeldLog(t)
 	g := newGrouper(h, GroupConfig{MaxCommands: 1, MaxBytes: 1 << 20, InFlight: 1})
 	first := proposeAsync(g, admitCmd(0))
@@ -331,6 +335,7 @@ func proposeAnywhere(ctx context.Context, nodes []*Node, cmd *fsm.Admit) (fsm.Re
 // TestRestartReplaysGroups: a server that committed groups rebuilds the same
 // state from its log, and remembers the idempotency keys they bound.
 func TestRestartReplaysGroups(t *testing.T) {
+	t.Parallel()
 	ca := newTestCA(t)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -19,6 +19,7 @@ type failingStore struct {
 func (f *failingStore) StoreLogs([]*raft.Log) error { return f.err }
 
 func TestWatchSpace(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name    string
 		err     error

@@ -86,6 +86,7 @@ func checkLog(t *testing.T, s raft.LogStore, first, last uint64) {
 // and started again at a later index (after a snapshot install); and
 // everything survives a reopen.
 func TestLogStoreContract(t *testing.T) {
+	t.Parallel()
 	s, path := openTestStore(t)
 	checkLog(t, s, 0, 0)
 	steps := []struct {
@@ -121,6 +122,7 @@ func TestLogStoreContract(t *testing.T) {
 }
 
 func TestStableStore(t *testing.T) {
+	t.Parallel()
 	s, path := openTestStore(t)
 	if _, err := s.Get([]byte("CurrentTerm")); err == nil || err.Error() != "not found" {
 		t.Fatalf("Get of a key never set: got %v, want an error \"not found\" (Raft checks the text)", err)
@@ -160,6 +162,7 @@ func TestStableStore(t *testing.T) {
 // TestLogStoreLocked: a second process (or Start) opening a store in use is
 // refused, not left waiting.
 func TestLogStoreLocked(t *testing.T) {
+	t.Parallel()
 	_, path := openTestStore(t)
 	start := time.Now()
 	if s, err := OpenLogStore(path); err == nil {
@@ -172,6 +175,7 @@ func TestLogStoreLocked(t *testing.T) {
 }
 
 func TestLogCodec(t *testing.T) {
+	t.Parallel()
 	for i := uint64(1); i < 40; i++ {
 		want := testLog(i)
 		enc := appendLog(nil, want)
@@ -205,6 +209,7 @@ func TestLogCodec(t *testing.T) {
 // TestDeleteRangeAcrossPages: deletions that span many bbolt pages, of
 // entries of every size up to several pages, leave nothing of the range.
 func TestDeleteRangeAcrossPages(t *testing.T) {
+	t.Parallel()
 	s, _ := openTestStore(t)
 	var logs []*raft.Log
 	for i := uint64(1); i <= 600; i++ {

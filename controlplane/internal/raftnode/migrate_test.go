@@ -73,6 +73,7 @@ func checkStable(t *testing.T, s raft.StableStore) {
 }
 
 func TestMigrateWAL(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	walDir, dst := filepath.Join(root, "wal"), filepath.Join(root, "raft.db")
 	first, last := writeWAL(t, walDir)
@@ -106,6 +107,7 @@ func TestMigrateWAL(t *testing.T) {
 // block, on which raft-wal's GetLog fails after a reopen (and Raft panics at
 // start); migration reads its entries frame by frame.
 func TestMigrateUnindexedSegment(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	walDir, dst := filepath.Join(root, "wal"), filepath.Join(root, "raft.db")
 	first, last := writeWAL(t, walDir)
@@ -147,6 +149,7 @@ func TestMigrateUnindexedSegment(t *testing.T) {
 // TestMigrateRefuses: a directory whose entries are gone is refused with
 // ErrMigrate and left as it was, and no store is made.
 func TestMigrateRefuses(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	walDir, dst := filepath.Join(root, "wal"), filepath.Join(root, "raft.db")
 	writeWAL(t, walDir)
@@ -175,6 +178,7 @@ func TestMigrateRefuses(t *testing.T) {
 // TestStartRefusesUnmigratable: a server whose raft-wal log cannot be
 // migrated does not start, says why and what to run, and leaves it as it was.
 func TestStartRefusesUnmigratable(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	walDir := WALDir(dir)
 	writeWAL(t, walDir)
@@ -209,6 +213,7 @@ func TestStartRefusesUnmigratable(t *testing.T) {
 // TestMigrateEmptyWAL: a raft-wal directory raft-wal never wrote to
 // migrates to an empty store rather than keeping the server from starting.
 func TestMigrateEmptyWAL(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	walDir, dst := filepath.Join(root, "wal"), filepath.Join(root, "raft.db")
 	if err := os.MkdirAll(walDir, 0o700); err != nil {
@@ -231,6 +236,7 @@ func TestMigrateEmptyWAL(t *testing.T) {
 // the next start, which opens raft.db as it is; a wal.migrated from an
 // earlier migration is kept.
 func TestMigrationResumes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	walDir := WALDir(dir)
 	first, last := writeWAL(t, walDir)
@@ -264,6 +270,7 @@ func TestMigrationResumes(t *testing.T) {
 // (an overflowing varint) is refused with ErrMigrate, not a crash, and
 // changes nothing.
 func TestMigratePanicRefused(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	walDir, dst := filepath.Join(root, "wal"), filepath.Join(root, "raft.db")
 	writeWAL(t, walDir)

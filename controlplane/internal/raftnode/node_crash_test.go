@@ -27,6 +27,7 @@ import (
 // must come up on the data directory, win its election, and find in its FSM
 // every intent any child before it was told was applied.
 func TestNodeCrash(t *testing.T) {
+	t.Parallel()
 	if dir := os.Getenv(nodeCrashEnv); dir != "" {
 		nodeCrashChild(t, dir, os.Getenv(nodeCrashEnv+"_ACKED"))
 		return

@@ -137,6 +137,7 @@ func TestClusterReplicates(t *testing.T) {
 // TestPeerAuthorization: a client with no certificate, with one of another CA,
 // or with an agent's certificate of this CA gets nothing from Raft's port.
 func TestPeerAuthorization(t *testing.T) {
+	t.Parallel()
 	ca := newTestCA(t)
 	n := startNode(t, ca, "s1", t.TempDir(), true)
 	defer n.Shutdown()
@@ -171,9 +172,13 @@ func TestPeerAuthorization(t *testing.T) {
 // TestRestartKeepsState: the log is durable; a restarted server rebuilds the
 // same state from it.
 func TestRestartKeepsState(t *testing.T) {
+	t.Parallel()
 	// From raft-wal, the restart migrates the log (MigrateWAL).
 	for _, store := range []string{LogStoreBolt, LogStoreWAL} {
-		t.Run(store, func(t *testing.T) { testRestartKeepsState(t, store) })
+		t.Run(store, func(t *testing.T) {
+			t.Parallel()
+			testRestartKeepsState(t, store)
+		})
 	}
 }
 

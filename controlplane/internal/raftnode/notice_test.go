@@ -85,6 +85,7 @@ func entries(term uint64, from, to uint64) []*raft.Log {
 // for more entries after a notice learns again; a failed notice is not
 // retried; a new term forgets what the follower matched in the old one.
 func TestNoticeRules(t *testing.T) {
+	t.Parallel()
 	f := startFakeFollower(t, 2)
 	inner, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, 5*time.Second, io.Discard)
 	if err != nil {
