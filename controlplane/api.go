@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/writhq/writ/controlplane/internal/fsm"
@@ -143,7 +143,7 @@ func (ep intentsAPI) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		// The envelope is as strict as what it carries: no duplicate or
 		// unknown members, so that no two readers of one body see
 		// different intents.
-		if err := jsonv2.Unmarshal(body, &sb, jsonv2.RejectUnknownMembers(true)); err != nil || len(sb.Intent) == 0 {
+		if err := json.Unmarshal(body, &sb, json.RejectUnknownMembers(true)); err != nil || len(sb.Intent) == 0 {
 			return "", refusal(protocol.CodeMalformed, `body must be {"intent": {…}, "approval": {…}?}`)
 		}
 		id, aerr := ep.admit(r.Context(), sb.Intent)

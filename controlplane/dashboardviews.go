@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/hashicorp/raft"
 	"github.com/writhq/writ/controlplane/internal/fsm"
@@ -115,7 +115,7 @@ func (b dashBackend) Intent(id string) (web.IntentDetail, bool) {
 	}
 	if len(in.Result) > 0 {
 		var r protocol.Result
-		if err := jsonv2.Unmarshal(in.Result, &r); err == nil {
+		if err := json.Unmarshal(in.Result, &r); err == nil {
 			d.Result = &web.ResultInfo{Status: r.Status, Sandbox: r.Sandbox, Output: r.Output, OutputEncoding: r.OutputEncoding,
 				OutputKept: true, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, ExitCode: r.ExitCode,
 				OutputBytes: r.OutputBytes, Truncated: r.Truncated}
