@@ -187,7 +187,7 @@ func (ep ledgerAPI) attachReceipt(ctx context.Context, resp *protocol.IntentResp
 	timer := time.NewTimer(max(wait, 0))
 	defer timer.Stop()
 	for {
-		changed := ep.srv.state.CheckpointChanged()
+		changed := ep.srv.reads.CheckpointChanged()
 		rp, err := ep.srv.ledger.ProveReceipt(int64(index))
 		if err == nil {
 			resp.Receipt = content(rp.Receipt)

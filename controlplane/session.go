@@ -82,7 +82,7 @@ func (s *Server) serveSession(conn *quic.Conn) {
 		conn.CloseWithError(closeIdentity, "not a node certificate")
 		return
 	}
-	n, ok := s.state.Node(id)
+	n, ok := s.reads.Node(id)
 	switch {
 	case !ok:
 		s.metrics.sessionRefused.WithLabelValues("unknown").Inc()
@@ -285,7 +285,7 @@ func (ss *session) pushOpen() bool {
 		return false
 	default:
 	}
-	n, ok := ss.srv.state.Node(ss.node)
+	n, ok := ss.srv.reads.Node(ss.node)
 	switch {
 	case !ok: // not after the handshake found it; but never "revoked" for it
 		ss.conn.CloseWithError(closeUnknown, "this server does not know the node")
@@ -295,7 +295,7 @@ func (ss *session) pushOpen() bool {
 		ss.bye(protocol.ErrorBody{Code: protocol.CodeNodeRevoked, Message: "node is revoked"}, closeRevoked)
 		return false
 	}
-	open := ss.srv.state.OpenDispatches(ss.node)
+	open := ss.srv.reads.OpenDispatches(ss.node)
 	if len(ss.sent) > len(open) {
 		// Forget what has closed, so that sent holds open dispatches only.
 		still := make(map[string]bool, len(open))
@@ -373,7 +373,7 @@ func (ss *session) abandon(id string) {
 // signDispatch makes the signed dispatch of a record: everything in it comes
 // from the replicated state, signed with this server's key.
 func (s *Server) signDispatch(d fsm.Dispatch) ([]byte, error) {
-	in, ok := s.state.Intent(d.IntentID)
+	in, ok := s.reads.Intent(d.IntentID)
 	if !ok {
 		return nil, fmt.Errorf("intent %s is gone", d.IntentID)
 	}
@@ -381,7 +381,7 @@ func (s *Server) signDispatch(d fsm.Dispatch) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	tool, ok := s.state.Tool(in.Tool)
+	tool, ok := s.reads.Tool(in.Tool)
 	if !ok {
 		return nil, fmt.Errorf("tool %s is gone", in.Tool)
 	}
