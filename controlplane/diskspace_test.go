@@ -173,7 +173,12 @@ func TestAloneKeepsAgentsWhileFull(t *testing.T) {
 	if err := second.connect(t, d.s.AgentAddr(), toolHashes(t, "http://"+d.s.Addr().String())); err != nil {
 		t.Fatalf("a server alone with its disk full refused a session: %v", err)
 	}
+	waitReady(t, d.s, second.ID)
 	second.Close() // the intent goes to the node connected before the disk filled
+	eventually.True(t, "the second node's session to end", func() bool {
+		v, ok := d.s.Node(second.ID)
+		return ok && v.Status != "ready"
+	})
 	r, err := d.c.Submit(context.Background(), d.intent(t, "echo", `{"msg":"hi"}`), nil, 30*time.Second)
 	if err != nil || r.State != "completed" {
 		t.Fatalf("an intent on a server alone with its disk full: %+v %v, want completed", r, err)
