@@ -17,7 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/writhq/writ/internal/jsonx"
@@ -295,7 +295,7 @@ func (c *Client) once(ctx context.Context, base, method, path string, body []byt
 	}
 	if resp.StatusCode >= 300 {
 		var e protocol.ErrorResponse
-		if jsonv2.Unmarshal(b, &e) != nil || e.Error.Code == "" {
+		if json.Unmarshal(b, &e) != nil || e.Error.Code == "" {
 			if resp.StatusCode == http.StatusBadRequest && bytes.Contains(b, []byte("HTTP request to an HTTPS server")) {
 				return false, fmt.Errorf("client: %s serves TLS: use https:// and trust its CA", base)
 			}
@@ -311,7 +311,7 @@ func (c *Client) once(ctx context.Context, base, method, path string, body []byt
 		// The most frequent answer, decoded with encoding/json/v2 (about
 		// twice as fast); the server writes valid UTF-8 without duplicate
 		// names, which v2 requires.
-		return false, jsonv2.Unmarshal(b, r)
+		return false, json.Unmarshal(b, r)
 	}
 	// out may be a caller's own type (AdminJSON): its fields match the
 	// server's member names without regard to case, as they always have.

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/writhq/writ/internal/jsonx"
@@ -106,7 +106,7 @@ func TestIntentResponseDecodesAsV1(t *testing.T) {
 		if err := jsonx.UnmarshalLenient(b, &v1); err != nil {
 			t.Fatal(err)
 		}
-		if err := jsonv2.Unmarshal(b, &v2); err != nil {
+		if err := json.Unmarshal(b, &v2); err != nil {
 			t.Fatalf("v2 refuses %s: %v", b, err)
 		}
 		if !reflect.DeepEqual(v1, v2) {

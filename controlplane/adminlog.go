@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 
-	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json"
 
 	"github.com/writhq/writ/controlplane/internal/fsm"
 	"github.com/writhq/writ/web"
@@ -59,7 +59,7 @@ func userActor(user string) string { return "user:" + user }
 
 // adminCommand wraps an admin change for the log.
 func (s *Server) adminCommand(ctx context.Context, t fsm.MsgType, cmd any) (fsm.AdminCmd, error) {
-	b, err := jsonv2.Marshal(cmd)
+	b, err := json.Marshal(cmd)
 	if err != nil {
 		return fsm.AdminCmd{}, err
 	}
@@ -90,7 +90,7 @@ func (s *Server) applyAdminAnywhere(ctx context.Context, t fsm.MsgType, cmd any)
 // the follower's.
 func relayedAdminChange(s *Server, raw []byte) (*fsm.AdminCmd, error) {
 	c := &fsm.AdminCmd{}
-	if err := jsonv2.Unmarshal(raw, c); err != nil {
+	if err := json.Unmarshal(raw, c); err != nil {
 		return nil, err
 	}
 	now := s.now()
@@ -106,7 +106,7 @@ func relayedAdminChange(s *Server, raw []byte) (*fsm.AdminCmd, error) {
 	default:
 		return nil, fmt.Errorf("admin change %s is not relayed", c.Type)
 	}
-	if err := jsonv2.Unmarshal(c.Cmd, inner); err != nil {
+	if err := json.Unmarshal(c.Cmd, inner); err != nil {
 		return nil, err
 	}
 	switch v := inner.(type) {
@@ -122,7 +122,7 @@ func relayedAdminChange(s *Server, raw []byte) (*fsm.AdminCmd, error) {
 	case *fsm.DeleteLock:
 		v.At = now
 	}
-	b, err := jsonv2.Marshal(inner)
+	b, err := json.Marshal(inner)
 	c.Cmd = b
 	return c, err
 }

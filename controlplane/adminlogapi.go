@@ -54,7 +54,7 @@ func (ep ledgerAPI) handleAdminEntries(w http.ResponseWriter, r *http.Request) {
 		before = n
 	}
 	out := AdminEntryList{Entries: []*protocol.AdminEntry{}}
-	for _, i := range ep.srv.state.AdminEntries(before, 0) {
+	for _, i := range ep.srv.reads.AdminEntries(before, 0) {
 		if len(out.Entries) == limit {
 			break
 		}

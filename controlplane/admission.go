@@ -47,15 +47,15 @@ func (ep intentsAPI) admit(ctx context.Context, raw []byte) (string, *apiError) 
 		err   error
 	)
 	ep.srv.cpu.do(func() {
-		in, canon, err = ep.srv.verifier.VerifyIntentCanonical(raw, intentKeys{ep.srv.state, ep.srv.keys})
+		in, canon, err = ep.srv.verifier.VerifyIntentCanonical(raw, intentKeys{ep.srv.reads, ep.srv.keys})
 	})
-	if protocol.CodeOf(err) == protocol.CodeUnknownKey && ep.srv.state.Index() < ep.srv.node.Raft.CommitIndex() {
+	if protocol.CodeOf(err) == protocol.CodeUnknownKey && ep.srv.reads.Index() < ep.srv.node.Raft.CommitIndex() {
 		// A key registered in an entry this server has not applied yet.
 		if !ep.srv.caughtUp(ctx) {
 			return "", lagging()
 		}
 		ep.srv.cpu.do(func() {
-			in, canon, err = ep.srv.verifier.VerifyIntentCanonical(raw, intentKeys{ep.srv.state, ep.srv.keys})
+			in, canon, err = ep.srv.verifier.VerifyIntentCanonical(raw, intentKeys{ep.srv.reads, ep.srv.keys})
 		})
 	}
 	switch protocol.CodeOf(err) {
@@ -79,7 +79,7 @@ func (ep intentsAPI) admit(ctx context.Context, raw []byte) (string, *apiError) 
 	}
 	var d fsm.Decision
 	ep.srv.cpu.do(func() { d = ep.decide(in) })
-	if d.Error != nil && d.Error.Code == protocol.CodeUnknownTool && ep.srv.state.Index() < ep.srv.node.Raft.CommitIndex() {
+	if d.Error != nil && d.Error.Code == protocol.CodeUnknownTool && ep.srv.reads.Index() < ep.srv.node.Raft.CommitIndex() {
 		if !ep.srv.caughtUp(ctx) {
 			return "", lagging()
 		}
@@ -188,18 +188,18 @@ func (s *Server) wait(ctx context.Context, id string, d time.Duration) (fsm.Inte
 	defer timer.Stop()
 	for {
 		if d <= 0 {
-			return s.state.Intent(id)
+			return s.reads.Intent(id)
 		}
-		in, changed, ok := s.state.WatchIntent(id)
+		in, changed, ok := s.reads.WatchIntent(id)
 		if !ok || fsm.Final(in.State) {
 			return in, ok
 		}
 		select {
 		case <-changed:
 		case <-timer.C:
-			return s.state.Intent(id)
+			return s.reads.Intent(id)
 		case <-ctx.Done():
-			return s.state.Intent(id)
+			return s.reads.Intent(id)
 		}
 	}
 }

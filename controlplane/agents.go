@@ -108,14 +108,14 @@ func (s *Server) watchSessions() {
 		if time.Since(started) < 3*every || s.node.Raft.State() != raft.Leader {
 			continue
 		}
-		for _, id := range s.state.HeldBy(s.cfg.ID) {
+		for _, id := range s.reads.HeldBy(s.cfg.ID) {
 			if s.fleet.session(id) != nil {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			// The session this server's view holds: a newer one, whose
 			// hello this view has not applied yet, is left alone.
-			n, _ := s.state.Node(id)
+			n, _ := s.reads.Node(id)
 			s.applyAnywhere(ctx, fsm.MsgNodeSession, fsm.NodeSession{At: s.now(), Node: id, Server: s.cfg.ID, Session: n.Session})
 			cancel()
 		}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/writhq/writ/controlplane/internal/fsm"
@@ -98,7 +98,7 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request, limit int) (leave
 // the queue as of this server's last applied entry, so a follower refuses
 // as the leader would, without forwarding.
 func (s *Server) backlogFull(w http.ResponseWriter) bool {
-	if s.cfg.MaxQueued <= 0 || s.state.Queued() < s.cfg.MaxQueued {
+	if s.cfg.MaxQueued <= 0 || s.reads.Queued() < s.cfg.MaxQueued {
 		return false
 	}
 	s.metrics.refused.WithLabelValues(string(protocol.CodeOverloaded)).Inc()
@@ -143,7 +143,7 @@ func (ep intentsAPI) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		// The envelope is as strict as what it carries: no duplicate or
 		// unknown members, so that no two readers of one body see
 		// different intents.
-		if err := jsonv2.Unmarshal(body, &sb, jsonv2.RejectUnknownMembers(true)); err != nil || len(sb.Intent) == 0 {
+		if err := json.Unmarshal(body, &sb, json.RejectUnknownMembers(true)); err != nil || len(sb.Intent) == 0 {
 			return "", refusal(protocol.CodeMalformed, `body must be {"intent": {…}, "approval": {…}?}`)
 		}
 		id, aerr := ep.admit(r.Context(), sb.Intent)
@@ -156,7 +156,7 @@ func (ep intentsAPI) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		ep.srv.refuse(w, r, aerr)
 		return
 	}
-	if in, ok := ep.srv.state.Intent(id); ok {
+	if in, ok := ep.srv.reads.Intent(id); ok {
 		code := ""
 		if in.Error != nil {
 			code = string(in.Error.Code)
@@ -200,7 +200,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, wait
 	if resp.Error != nil && resp.Error.Code == protocol.CodeNoEligibleNode {
 		// The receipt keeps the FSM's message; the answer says, from the
 		// fleet as it is now, why each ready node did not take it.
-		if why := s.state.Exclusions(in.ID); why != "" {
+		if why := s.reads.Exclusions(in.ID); why != "" {
 			e := *resp.Error
 			e.Message += "; " + why
 			resp.Error = &e
@@ -235,7 +235,7 @@ func (ep intentsAPI) handleGetIntent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	if in, ok := ep.srv.state.Intent(id); !ok || (!all && in.Tenant != tenant) {
+	if in, ok := ep.srv.reads.Intent(id); !ok || (!all && in.Tenant != tenant) {
 		writeError(w, protocol.CodeNotFound, "no intent "+id)
 		return
 	}
@@ -256,7 +256,7 @@ func (au auth) reader(r *http.Request) (tenant string, all bool, aerr *apiError)
 		return "", false, refusal(protocol.CodeUnauthorized, "reads are signed with an orchestrator key ("+protocol.HeaderSignature+") or carry an admin token")
 	}
 	tenant, err := au.srv.verifier.VerifyRead(r.Method, r.URL.RequestURI(), h.Get(protocol.HeaderTenant), h.Get(protocol.HeaderKeyID),
-		h.Get(protocol.HeaderTime), h.Get(protocol.HeaderSignature), intentKeys{au.srv.state, au.srv.keys})
+		h.Get(protocol.HeaderTime), h.Get(protocol.HeaderSignature), intentKeys{au.srv.reads, au.srv.keys})
 	if err != nil {
 		return "", false, refusal(protocol.CodeUnauthorized, err.Error())
 	}
@@ -270,7 +270,7 @@ func (ep intentsAPI) handleTools(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := []protocol.ToolView{}
-	for _, rec := range ep.srv.state.Tools() {
+	for _, rec := range ep.srv.reads.Tools() {
 		t, ok := ep.srv.catalog.tool(rec.Name)
 		if !ok {
 			continue

@@ -36,7 +36,7 @@ func (ep approvalsAPI) handleApproval(w http.ResponseWriter, r *http.Request) {
 		ep.srv.refuse(w, r, aerr)
 		return
 	}
-	if in, ok := ep.srv.state.Intent(id); ok {
+	if in, ok := ep.srv.reads.Intent(id); ok {
 		approver := ""
 		if in.Approval != nil {
 			approver = in.Approval.Approver
@@ -50,11 +50,11 @@ func (ep approvalsAPI) handleApproval(w http.ResponseWriter, r *http.Request) {
 // policy whether the approver may approve it, and proposes it; the FSM consumes
 // the nonce, so of two uses of one approval exactly one succeeds.
 func (ep approvalsAPI) approve(ctx context.Context, raw []byte) (string, *apiError) {
-	a0, err := ep.srv.verifier.AuthenticateApproval(raw, approverKeys{ep.srv.state})
+	a0, err := ep.srv.verifier.AuthenticateApproval(raw, approverKeys{ep.srv.reads})
 	if err != nil {
 		return "", fromProtocol(err)
 	}
-	rec, ok := ep.srv.state.Intent(a0.IntentID)
+	rec, ok := ep.srv.reads.Intent(a0.IntentID)
 	if !ok {
 		return "", refusal(protocol.CodeNotFound, "no intent "+a0.IntentID)
 	}
@@ -62,7 +62,7 @@ func (ep approvalsAPI) approve(ctx context.Context, raw []byte) (string, *apiErr
 	if err != nil {
 		return "", refusal(protocol.CodeInternal, "stored intent does not decode")
 	}
-	a, err := ep.srv.verifier.VerifyApproval(raw, in, approverKeys{ep.srv.state}, nonces{ep.srv.state}, ep.approvalPolicy())
+	a, err := ep.srv.verifier.VerifyApproval(raw, in, approverKeys{ep.srv.reads}, nonces{ep.srv.reads}, ep.approvalPolicy())
 	if err != nil {
 		return "", fromProtocol(err)
 	}
@@ -118,7 +118,7 @@ func (ep approvalsAPI) approveWith(ctx context.Context, intentID string, raw []b
 	if a.IntentID != intentID {
 		return refusal(protocol.CodeMalformed, "the approval in the body is for intent "+a.IntentID+", not "+intentID)
 	}
-	if in, ok := ep.srv.state.Intent(intentID); !ok || in.State != fsm.StatePendingApproval {
+	if in, ok := ep.srv.reads.Intent(intentID); !ok || in.State != fsm.StatePendingApproval {
 		return nil
 	}
 	_, aerr := ep.approve(ctx, raw)

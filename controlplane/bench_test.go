@@ -136,7 +136,7 @@ func benchNode(b *testing.B, s *Server) {
 	b.Helper()
 	ctx := context.Background()
 	tools := map[string]string{}
-	for _, t := range s.state.Tools() {
+	for _, t := range s.reads.Tools() {
 		tools[t.Name] = t.Hash
 	}
 	at := time.Now()

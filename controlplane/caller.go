@@ -94,7 +94,7 @@ func (au auth) userToken(token string) (fsm.User, bool) {
 	if !ok {
 		return fsm.User{}, false
 	}
-	u, ok := au.srv.state.User(id)
+	u, ok := au.srv.reads.User(id)
 	if !ok || subtle.ConstantTimeCompare([]byte(u.Hash), []byte(protocol.HashBytes(secret))) != 1 || !u.ExpiresAt.After(au.srv.now()) {
 		return fsm.User{}, false
 	}

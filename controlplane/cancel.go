@@ -35,7 +35,7 @@ func (ep intentsAPI) handleCancelIntent(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	id := r.PathValue("id")
-	in, ok := ep.srv.state.Intent(id)
+	in, ok := ep.srv.reads.Intent(id)
 	if !ok || (!all && in.Tenant != tenant) {
 		writeError(w, protocol.CodeNotFound, "no intent "+id)
 		return
@@ -72,7 +72,7 @@ func (ep intentsAPI) handleCancelRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	waiting := false
-	for _, in := range ep.srv.state.RunIntents(t, run) {
+	for _, in := range ep.srv.reads.RunIntents(t, run) {
 		waiting = waiting || !fsm.Final(in.State)
 	}
 	// A run with nothing left to stop needs no entry; one that gains an
@@ -85,7 +85,7 @@ func (ep intentsAPI) handleCancelRun(w http.ResponseWriter, r *http.Request) {
 	}
 	deadline := time.Now().Add(wait)
 	out := protocol.RunCancelResponse{Tenant: t, RunID: run, Intents: []protocol.RunIntentStatus{}}
-	for _, in := range ep.srv.state.RunIntents(t, run) {
+	for _, in := range ep.srv.reads.RunIntents(t, run) {
 		if !fsm.Final(in.State) {
 			in, _ = ep.srv.wait(r.Context(), in.ID, time.Until(deadline))
 		}

@@ -61,6 +61,10 @@ func (s *Server) startCluster(tlsCfg *tls.Config) error {
 	s.cluster = c
 	s.done.Add(1)
 	go c.run()
+	if s.fleet != nil {
+		s.done.Add(1)
+		go s.sendAgentsAway()
+	}
 	return nil
 }
 

@@ -134,7 +134,7 @@ func (b dashBackend) SignIn(ctx context.Context, token string, ttl time.Duration
 }
 
 func (b dashBackend) Session(secret string) (web.Principal, bool) {
-	ss, ok := b.s.state.Session(protocol.HashBytes([]byte(secret)))
+	ss, ok := b.s.reads.Session(protocol.HashBytes([]byte(secret)))
 	if !ok || !ss.ExpiresAt.After(b.s.now()) {
 		return web.Principal{}, false
 	}
@@ -182,7 +182,7 @@ func (b dashBackend) Checkpoint() (web.Checkpoint, bool) {
 
 func (b dashBackend) ApproverKeys(tenant, approver string) map[string]string {
 	out := map[string]string{}
-	for id, pub := range b.s.state.ApproverKeys(tenant, approver) {
+	for id, pub := range b.s.reads.ApproverKeys(tenant, approver) {
 		out[id] = base64.StdEncoding.EncodeToString(pub)
 	}
 	return out

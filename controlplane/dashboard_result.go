@@ -1,7 +1,7 @@
 package controlplane
 
 import (
-	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json"
 
 	"github.com/writhq/writ/protocol"
 	"github.com/writhq/writ/web"
@@ -12,7 +12,7 @@ import (
 // result raw carries them.
 func addAttest(info *web.ResultInfo, raw []byte) {
 	var r protocol.Result
-	if info == nil || len(raw) == 0 || jsonv2.Unmarshal(raw, &r) != nil {
+	if info == nil || len(raw) == 0 || json.Unmarshal(raw, &r) != nil {
 		return
 	}
 	if r.Attest != nil {

@@ -3,7 +3,7 @@ package controlplane
 import (
 	"testing"
 
-	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json"
 
 	"github.com/writhq/writ/protocol"
 	"github.com/writhq/writ/web"
@@ -18,7 +18,7 @@ func TestAddAttest(t *testing.T) {
 			{Host: "a.example", Port: 443, Via: "connect", Allowed: true, BytesUp: 3, BytesDown: 4},
 			{Host: "b.example", Port: 443, Via: "sni", Reason: "not_allowed"},
 		}}}
-	raw, err := jsonv2.Marshal(r)
+	raw, err := json.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ var _ web.Admin = dashBackend{}
 
 func (b dashBackend) AdminEntries(before uint64, limit int) []web.AdminEntry {
 	var out []web.AdminEntry
-	for _, i := range b.s.state.AdminEntries(before, limit) {
+	for _, i := range b.s.reads.AdminEntries(before, limit) {
 		leaf, err := b.s.ledger.Leaf(int64(i))
 		if err != nil {
 			continue // applied, not yet written
@@ -35,7 +35,7 @@ func (b dashBackend) AdminEntries(before uint64, limit int) []web.AdminEntry {
 
 func (b dashBackend) Locks() []web.Lock {
 	var out []web.Lock
-	for _, l := range b.s.state.Locks() {
+	for _, l := range b.s.reads.Locks() {
 		out = append(out, web.Lock{ID: l.ID, Tenant: l.Tenant, Principal: l.Principal, Tool: l.Tool, Node: l.Node,
 			Reason: l.Reason, CreatedAt: l.CreatedAt, ExpiresAt: l.ExpiresAt})
 	}

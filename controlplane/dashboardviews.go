@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/hashicorp/raft"
 	"github.com/writhq/writ/controlplane/internal/fsm"
@@ -21,24 +21,24 @@ import (
 func (b dashBackend) Overview() web.Overview {
 	s := b.s
 	addr, leader := s.node.Raft.LeaderWithID()
-	o := web.Overview{Server: s.cfg.ID, Leader: string(leader), RaftIndex: s.state.Index(), Nodes: map[string]int{}}
+	o := web.Overview{Server: s.cfg.ID, Leader: string(leader), RaftIndex: s.reads.Index(), Nodes: map[string]int{}}
 	if f := s.node.Raft.GetConfiguration(); f.Error() == nil {
 		for _, sv := range f.Configuration().Servers {
 			o.Servers = append(o.Servers, web.ServerInfo{ID: string(sv.ID), Address: string(sv.Address),
 				Voter: sv.Suffrage == raft.Voter, Leader: sv.ID == leader || (leader == "" && sv.Address == addr && addr != "")})
 		}
 	}
-	for _, n := range s.state.Nodes() {
+	for _, n := range s.reads.Nodes() {
 		o.Nodes[n.Status]++
 	}
 	now := s.now().Truncate(time.Minute)
-	per := s.state.StatesPerMinute(now.Add(-14 * time.Minute))
+	per := s.reads.StatesPerMinute(now.Add(-14 * time.Minute))
 	for m := now.Add(-14 * time.Minute); !m.After(now); m = m.Add(time.Minute) {
 		if st := per[m]; len(st) > 0 {
 			o.Minutes = append(o.Minutes, web.Minute{Start: m, States: st})
 		}
 	}
-	o.Pending = s.state.PendingApprovals()
+	o.Pending = s.reads.PendingApprovals()
 	if cp, ok := b.Checkpoint(); ok {
 		o.Checkpoint = &cp
 	}
@@ -57,7 +57,7 @@ func (b dashBackend) Intents(q web.IntentQuery) web.IntentPage {
 			f.After = &fsm.IntentCursor{At: time.Unix(0, n).UTC(), ID: id}
 		}
 	}
-	list, next := b.s.state.ListIntents(f)
+	list, next := b.s.reads.ListIntents(f)
 	page := web.IntentPage{Intents: make([]web.IntentSummary, len(list))}
 	for i, in := range list {
 		page.Intents[i] = summary(in)
@@ -81,7 +81,7 @@ func summary(in fsm.Intent) web.IntentSummary {
 }
 
 func (b dashBackend) IntentSummary(id string) (web.IntentSummary, bool) {
-	in, ok := b.s.state.Intent(id)
+	in, ok := b.s.reads.Intent(id)
 	if !ok {
 		return web.IntentSummary{}, false
 	}
@@ -89,7 +89,7 @@ func (b dashBackend) IntentSummary(id string) (web.IntentSummary, bool) {
 }
 
 func (b dashBackend) Intent(id string) (web.IntentDetail, bool) {
-	in, ok := b.s.state.Intent(id)
+	in, ok := b.s.reads.Intent(id)
 	if !ok {
 		return web.IntentDetail{}, false
 	}
@@ -115,7 +115,7 @@ func (b dashBackend) Intent(id string) (web.IntentDetail, bool) {
 	}
 	if len(in.Result) > 0 {
 		var r protocol.Result
-		if err := jsonv2.Unmarshal(in.Result, &r); err == nil {
+		if err := json.Unmarshal(in.Result, &r); err == nil {
 			d.Result = &web.ResultInfo{Status: r.Status, Sandbox: r.Sandbox, Output: r.Output, OutputEncoding: r.OutputEncoding,
 				OutputKept: true, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, ExitCode: r.ExitCode,
 				OutputBytes: r.OutputBytes, Truncated: r.Truncated}
@@ -139,7 +139,7 @@ func (b dashBackend) Intent(id string) (web.IntentDetail, bool) {
 
 func (b dashBackend) Nodes() []web.Node {
 	var out []web.Node
-	for _, n := range b.s.state.Nodes() {
+	for _, n := range b.s.reads.Nodes() {
 		out = append(out, b.node(n))
 	}
 	return out
@@ -157,13 +157,13 @@ func (b dashBackend) node(n fsm.Node) web.Node {
 }
 
 func (b dashBackend) Node(id string, dispatches int) (web.Node, []web.IntentSummary, bool) {
-	n, ok := b.s.state.Node(id)
+	n, ok := b.s.reads.Node(id)
 	if !ok {
 		return web.Node{}, nil, false
 	}
 	var recent []web.IntentSummary
-	for _, iid := range b.s.state.NodeDispatches(id, dispatches) {
-		if in, ok := b.s.state.Intent(iid); ok {
+	for _, iid := range b.s.reads.NodeDispatches(id, dispatches) {
+		if in, ok := b.s.reads.Intent(iid); ok {
 			recent = append(recent, summary(in))
 		}
 	}

@@ -10,20 +10,20 @@ import (
 func (ep adminAPI) handleListTokens(w http.ResponseWriter, r *http.Request) (any, *apiError) {
 	now := ep.srv.now()
 	open := map[string]int{}
-	for _, ss := range ep.srv.state.Sessions() {
+	for _, ss := range ep.srv.reads.Sessions() {
 		if ss.ExpiresAt.After(now) {
 			open[ss.User]++
 		}
 	}
 	out := []protocol.TokenInfo{}
-	for _, u := range ep.srv.state.Users() {
+	for _, u := range ep.srv.reads.Users() {
 		if !u.ExpiresAt.After(now) {
 			continue
 		}
 		out = append(out, protocol.TokenInfo{ID: u.ID, Role: u.Role, Tenant: u.Tenant, Approver: u.Approver,
 			CreatedAt: protocol.FormatTime(u.CreatedAt), ExpiresAt: protocol.FormatTime(u.ExpiresAt), Sessions: open[u.ID]})
 	}
-	for _, t := range ep.srv.state.JoinTokens() {
+	for _, t := range ep.srv.reads.JoinTokens() {
 		if t.ExpiresAt.After(now) {
 			out = append(out, protocol.TokenInfo{ID: t.ID, Role: "node", Labels: t.Labels, ExpiresAt: protocol.FormatTime(t.ExpiresAt)})
 		}
@@ -34,7 +34,7 @@ func (ep adminAPI) handleListTokens(w http.ResponseWriter, r *http.Request) (any
 func (ep adminAPI) handleListSessions(w http.ResponseWriter, r *http.Request) (any, *apiError) {
 	now := ep.srv.now()
 	out := []protocol.SessionInfo{}
-	for _, ss := range ep.srv.state.Sessions() {
+	for _, ss := range ep.srv.reads.Sessions() {
 		if !ss.ExpiresAt.After(now) {
 			continue
 		}
@@ -51,7 +51,7 @@ func (ep adminAPI) handleListSessions(w http.ResponseWriter, r *http.Request) (a
 // handleRevokeSession closes a session by its id: the browser holding it
 // is signed out at its next request.
 func (ep adminAPI) handleRevokeSession(w http.ResponseWriter, r *http.Request) *apiError {
-	hash, ok := ep.srv.state.SessionHash(r.PathValue("id"))
+	hash, ok := ep.srv.reads.SessionHash(r.PathValue("id"))
 	if !ok {
 		return refusal(protocol.CodeNotFound, "no session "+r.PathValue("id"))
 	}

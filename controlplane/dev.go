@@ -150,7 +150,7 @@ func (s *Server) registerDev(ctx context.Context, c *DevCredentials, toolsDir st
 		func() *apiError { return admin.PutTenant(ctx, c.Tenant, 0) },
 		func() *apiError {
 			// Sealed anew it would be a change on the record at every start.
-			if have, ok := (intentKeys{s.state, s.keys}).IntentKey(c.Tenant, c.Orchestrator.KeyID); ok && bytes.Equal(have, secret) {
+			if have, ok := (intentKeys{s.reads, s.keys}).IntentKey(c.Tenant, c.Orchestrator.KeyID); ok && bytes.Equal(have, secret) {
 				return nil
 			}
 			return admin.PutIntentKey(ctx, c.Tenant, c.Orchestrator.KeyID, secret)
@@ -161,7 +161,7 @@ func (s *Server) registerDev(ctx context.Context, c *DevCredentials, toolsDir st
 		func() *apiError { return admin.PutTool(ctx, devTool("echo", echo, false)) },
 		func() *apiError { return admin.PutTool(ctx, devTool("echo_approval", echo, true)) },
 	}
-	if resetPolicy || s.state.Policy().Text == "" {
+	if resetPolicy || s.reads.Policy().Text == "" {
 		steps = append(steps, func() *apiError { return admin.PutPolicy(ctx, []byte(policy.DevPolicy)) })
 	}
 	for _, step := range steps {
@@ -287,6 +287,6 @@ func writeCredentials(path string, c *DevCredentials) error {
 // DevPolicyInstalled reports whether the installed policy is the dev policy
 // and returns the installed policy's hash, for writ dev's banner.
 func (s *Server) DevPolicyInstalled() (bool, string) {
-	p := s.state.Policy()
+	p := s.reads.Policy()
 	return p.Text == policy.DevPolicy, p.Hash
 }

@@ -65,11 +65,16 @@ func (d *diskSpace) signal() {
 	d.mu.Unlock()
 }
 
+// next returns a channel closed when the disk is next found full.
+func (d *diskSpace) next() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.filled
+}
+
 // untilFull returns ctx, ended also when the disk is next found full.
 func (d *diskSpace) untilFull(ctx context.Context) (context.Context, context.CancelFunc) {
-	d.mu.Lock()
-	filled := d.filled
-	d.mu.Unlock()
+	filled := d.next()
 	ctx, cancel := context.WithCancel(ctx)
 	go func() {
 		select {
@@ -88,6 +93,42 @@ const diskFullMessage = "this server's disk is full: it cannot keep up with the 
 // what it is asked because its disk is full. A server alone has nowhere to
 // send its clients: it takes their requests, which wait for space.
 func (s *Server) diskFull() bool { return s.cluster != nil && s.space.full() }
+
+// diskFullBye is the bye of a node session on a cluster server whose disk
+// is full: no_leader, like the API's refusal, so that the agent goes to the
+// next server of its list.
+var diskFullBye = protocol.ErrorBody{Code: protocol.CodeNoLeader, Message: diskFullMessage}
+
+// sendAgentsAway runs on a cluster server that serves node sessions, until
+// Close: each time the disk is found full, it ends every node session with a
+// bye (diskFullBye). The dispatches this server would push wait for its FSM,
+// which waits for space, and an intent could expire while the rest of the
+// cluster is fine; the agents go to another server instead, which pushes
+// their open dispatches again. Sessions that begin while the disk is full
+// are refused the same way (session.handshake); a server alone keeps its
+// sessions, as it has nowhere to send its agents.
+func (s *Server) sendAgentsAway() {
+	defer s.done.Done()
+	filled := s.space.next()
+	for {
+		select {
+		case <-filled:
+		case <-s.stop:
+			return
+		}
+		// The next signal is taken before the sweep: a session that
+		// attaches after the sweep sees the disk full itself.
+		filled = s.space.next()
+		if !s.diskFull() {
+			continue
+		}
+		sessions := s.fleet.all()
+		s.log.Warn("the disk is full: node sessions sent to another server", "sessions", len(sessions))
+		for _, ss := range sessions {
+			go ss.bye(diskFullBye, closeNormal)
+		}
+	}
+}
 
 // refuseWhileFull answers 503 no_leader (with Retry-After) to the API
 // requests of a cluster server whose disk is full, but for health, version

@@ -124,7 +124,7 @@ func (ep nodesAPI) enroll(w http.ResponseWriter, r *http.Request) (*protocol.Enr
 	// Check before proposing, so that guesses never reach Raft; the FSM
 	// checks again and consumes the token exactly once.
 	hash := protocol.HashBytes(secret)
-	if tok, ok := ep.srv.state.JoinToken(parts[1]); !ok || !constantEqual(tok.Hash, hash) {
+	if tok, ok := ep.srv.reads.JoinToken(parts[1]); !ok || !constantEqual(tok.Hash, hash) {
 		return nil, refusal(protocol.CodeInvalidToken, "the join token is not valid")
 	}
 	idb := make([]byte, 8)

@@ -82,7 +82,7 @@ type indexWriter struct {
 }
 
 func (iw *indexWriter) WriteHeader(code int) {
-	iw.Header().Set(headerIndex, strconv.FormatUint(iw.s.state.Index(), 10))
+	iw.Header().Set(headerIndex, strconv.FormatUint(iw.s.reads.Index(), 10))
 	iw.ResponseWriter.WriteHeader(code)
 }
 
@@ -148,7 +148,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 		deadline := time.Now().Add(wait)
 		wctx, wcancel := context.WithDeadline(r.Context(), deadline)
 		wctx, cut := s.waitWhileSpace(wctx, wait)
-		caught := idx > 0 && jsonx.UnmarshalLenient(out, &ir) == nil && ir.ID != "" && s.state.WaitIndex(wctx, idx)
+		caught := idx > 0 && jsonx.UnmarshalLenient(out, &ir) == nil && ir.ID != "" && s.reads.WaitIndex(wctx, idx)
 		cut()
 		wcancel()
 		if caught {

@@ -219,7 +219,7 @@ func (ep internalAPI) handleSubmitBatch(w http.ResponseWriter, r *http.Request) 
 	wg.Wait()
 	// The applied index once every item is answered: the follower waits for
 	// its own FSM to reach it before it serves a ?wait= from it.
-	w.Header().Set(headerIndex, strconv.FormatUint(ep.srv.state.Index(), 10))
+	w.Header().Set(headerIndex, strconv.FormatUint(ep.srv.reads.Index(), 10))
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.WriteHeader(http.StatusOK)
 	w.Write(encodeAnswers(answers))

@@ -51,13 +51,13 @@ func FailuresOf(s *Server, source string) int {
 // HasDashboardSession reports whether s's FSM holds a dashboard session
 // whose token hashes to hash.
 func HasDashboardSession(s *Server, hash string) bool {
-	_, ok := s.state.Session(hash)
+	_, ok := s.reads.Session(hash)
 	return ok
 }
 
 // IntentIndex is the Raft index at which s's FSM recorded the intent id.
 func IntentIndex(s *Server, id string) (uint64, bool) {
-	in, ok := s.state.Intent(id)
+	in, ok := s.reads.Intent(id)
 	return in.Index, ok
 }
 

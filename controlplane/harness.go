@@ -17,11 +17,11 @@ func init() {
 			ID:           s.cfg.ID,
 			IsLeader:     s.isLeader,
 			Now:          s.now,
-			AppliedIndex: s.state.Index,
+			AppliedIndex: s.reads.Index,
 			GroupStats:   s.node.GroupStats,
 			Tools: func() map[string]string {
 				tools := map[string]string{}
-				for _, t := range s.state.Tools() {
+				for _, t := range s.reads.Tools() {
 					tools[t.Name] = t.Hash
 				}
 				return tools

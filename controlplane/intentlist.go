@@ -148,7 +148,7 @@ func (ep intentsAPI) handleListIntents(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Tenant = c.tenant
 	}
-	list, next := ep.srv.state.ListIntents(f)
+	list, next := ep.srv.reads.ListIntents(f)
 	for _, in := range list {
 		page.Intents = append(page.Intents, intentSummary(in))
 	}

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/writhq/writ/controlplane/internal/fsm"
 	"github.com/writhq/writ/ledger"
@@ -68,7 +68,7 @@ func (ep ledgerAPI) handleReceipt(w http.ResponseWriter, r *http.Request) {
 	}
 	var head receiptHead
 	if c.kind != callerNone {
-		if err := jsonv2.Unmarshal(rp.Receipt, &head); err != nil {
+		if err := json.Unmarshal(rp.Receipt, &head); err != nil {
 			ep.ledgerError(w, fmt.Errorf("receipt %d does not decode: %w", i, err))
 			return
 		}
@@ -187,7 +187,7 @@ func (ep ledgerAPI) attachReceipt(ctx context.Context, resp *protocol.IntentResp
 	timer := time.NewTimer(max(wait, 0))
 	defer timer.Stop()
 	for {
-		changed := ep.srv.state.CheckpointChanged()
+		changed := ep.srv.reads.CheckpointChanged()
 		rp, err := ep.srv.ledger.ProveReceipt(int64(index))
 		if err == nil {
 			resp.Receipt = content(rp.Receipt)
@@ -218,7 +218,7 @@ func (ep ledgerAPI) attachReceipt(ctx context.Context, resp *protocol.IntentResp
 // entitled to it (or it does not decode): then nothing.
 func receiptContent(b []byte, withOutput bool) jsontext.Value {
 	var h receiptHead
-	if withOutput || (jsonv2.Unmarshal(b, &h) == nil && !h.carriesOutput()) {
+	if withOutput || (json.Unmarshal(b, &h) == nil && !h.carriesOutput()) {
 		return jsontext.Value(b)
 	}
 	return nil

@@ -97,7 +97,7 @@ func (ep adminAPI) createLock(ctx context.Context, q protocol.LockRequest, apply
 	}
 	ep.srv.log.Warn("lock created", "lock", l.ID, "tenant", l.Tenant, "principal", l.Principal, "tool", l.Tool, "node", l.Node,
 		"expires_at", l.ExpiresAt, "reason", l.Reason, "by", l.By)
-	for _, have := range ep.srv.state.Locks() {
+	for _, have := range ep.srv.reads.Locks() {
 		if have.ID == l.ID {
 			return have, nil
 		}
@@ -108,7 +108,7 @@ func (ep adminAPI) createLock(ctx context.Context, q protocol.LockRequest, apply
 
 func (ep adminAPI) handleListLocks(w http.ResponseWriter, r *http.Request) (any, *apiError) {
 	out := []protocol.LockView{}
-	for _, l := range ep.srv.state.Locks() {
+	for _, l := range ep.srv.reads.Locks() {
 		out = append(out, lockView(l))
 	}
 	return protocol.LockList{Locks: out}, nil

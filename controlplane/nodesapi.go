@@ -37,7 +37,7 @@ func (ep nodesAPI) view(n fsm.Node) NodeView {
 }
 
 func (ep nodesAPI) handleNodes(w http.ResponseWriter, r *http.Request) (any, *apiError) {
-	nodes := ep.srv.state.Nodes()
+	nodes := ep.srv.reads.Nodes()
 	out := make([]NodeView, 0, len(nodes))
 	for _, n := range nodes {
 		out = append(out, ep.view(n))
@@ -46,7 +46,7 @@ func (ep nodesAPI) handleNodes(w http.ResponseWriter, r *http.Request) (any, *ap
 }
 
 func (ep nodesAPI) handleNode(w http.ResponseWriter, r *http.Request) (any, *apiError) {
-	n, ok := ep.srv.state.Node(r.PathValue("id"))
+	n, ok := ep.srv.reads.Node(r.PathValue("id"))
 	if !ok {
 		return nil, refusal(protocol.CodeNotFound, "no such node")
 	}
@@ -88,7 +88,7 @@ func constantEqual(a, b string) bool { return subtle.ConstantTimeCompare([]byte(
 
 // Node returns the API view of an enrolled node.
 func (s *Server) Node(id string) (NodeView, bool) {
-	n, ok := s.state.Node(id)
+	n, ok := s.reads.Node(id)
 	if !ok {
 		return NodeView{}, false
 	}

@@ -51,7 +51,7 @@ func (ep intentsAPI) intentOutput(in fsm.Intent) (res *protocol.Result, data []b
 	if *res.CapturedBytes == 0 {
 		return res, []byte{}, true
 	}
-	o, kept := ep.srv.state.IntentOutput(in.ID)
+	o, kept := ep.srv.reads.IntentOutput(in.ID)
 	if !kept || o.DispatchID != res.DispatchID || res.CheckCaptured(o.Data) != nil {
 		return res, nil, false
 	}
@@ -72,7 +72,7 @@ func (ep intentsAPI) handleGetOutput(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	in, ok := ep.srv.state.Intent(id)
+	in, ok := ep.srv.reads.Intent(id)
 	if !ok || !c.readsOutputOf(in.Tenant) {
 		writeError(w, protocol.CodeNotFound, "no intent "+id)
 		return

@@ -10,9 +10,9 @@ import (
 )
 
 func (ep adminAPI) handleGetPolicy(w http.ResponseWriter, r *http.Request) (any, *apiError) {
-	cur := ep.srv.state.Policy()
+	cur := ep.srv.reads.Policy()
 	v := protocol.PolicyView{Hash: cur.Hash, Text: cur.Text}
-	if vs := ep.srv.state.PolicyVersions(); len(vs) > 0 && vs[len(vs)-1].Hash == cur.Hash {
+	if vs := ep.srv.reads.PolicyVersions(); len(vs) > 0 && vs[len(vs)-1].Hash == cur.Hash {
 		last := vs[len(vs)-1]
 		v.Version, v.InstalledAt, v.RollbackOf = last.Version, last.InstalledAt, last.RollbackOf
 	}
@@ -20,7 +20,7 @@ func (ep adminAPI) handleGetPolicy(w http.ResponseWriter, r *http.Request) (any,
 }
 
 func (ep adminAPI) handlePolicyVersions(w http.ResponseWriter, r *http.Request) (any, *apiError) {
-	vs := ep.srv.state.PolicyVersions()
+	vs := ep.srv.reads.PolicyVersions()
 	out := protocol.PolicyVersions{Versions: make([]protocol.PolicyVersionSummary, 0, len(vs))}
 	for i := len(vs) - 1; i >= 0; i-- {
 		v := vs[i]
@@ -37,7 +37,7 @@ func (ep adminAPI) handlePolicyRollback(w http.ResponseWriter, r *http.Request) 
 	if aerr := decodeAdmin(w, r, &req); aerr != nil {
 		return aerr
 	}
-	v, ok := ep.srv.state.PolicyVersion(req.Version)
+	v, ok := ep.srv.reads.PolicyVersion(req.Version)
 	if !ok {
 		return refusal(protocol.CodeNotFound, "no such policy version is kept (writ policy history lists them)")
 	}
@@ -61,7 +61,7 @@ func (ep adminAPI) handlePolicyDryRun(w http.ResponseWriter, r *http.Request) (a
 		return nil, refusal(protocol.CodeMalformed, err.Error())
 	}
 	out := protocol.PolicyDryRunResult{Hash: set.Hash(), Since: req.Since, Changes: []protocol.PolicyChange{}}
-	for _, in := range ep.srv.state.DecidedSince(req.Since, protocol.MaxPolicyReplay) {
+	for _, in := range ep.srv.reads.DecidedSince(req.Since, protocol.MaxPolicyReplay) {
 		if r.Context().Err() != nil {
 			return nil, refusal(protocol.CodeInternal, "the dry run was interrupted")
 		}

@@ -32,12 +32,12 @@ func (s *Server) SetReadyCheck(check func() error) { s.ready.check.Store(&check)
 // committed when it was asked, waiting up to catchUpWait for it.
 func (s *Server) caughtUp(ctx context.Context) bool {
 	commit := s.node.Raft.CommitIndex()
-	if s.state.Index() >= commit {
+	if s.reads.Index() >= commit {
 		return true
 	}
 	ctx, cancel := context.WithTimeout(ctx, catchUpWait)
 	defer cancel()
-	return s.state.WaitIndex(ctx, commit)
+	return s.reads.WaitIndex(ctx, commit)
 }
 
 // unready says why this server would not admit a valid intent now, or "".
@@ -76,7 +76,7 @@ func (ep statusAPI) routes(mux *routeMux) {
 // 503 with the reason and Retry-After otherwise.
 func (ep statusAPI) handleHealth(w http.ResponseWriter, r *http.Request) {
 	_, leader := ep.srv.node.Raft.LeaderWithID()
-	h := map[string]any{"status": "ok", "server": ep.srv.cfg.ID, "leader": string(leader), "raft_index": ep.srv.state.Index()}
+	h := map[string]any{"status": "ok", "server": ep.srv.cfg.ID, "leader": string(leader), "raft_index": ep.srv.reads.Index()}
 	if ep.srv.cluster != nil {
 		h["peers"] = ep.srv.cluster.health()
 	}

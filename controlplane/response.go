@@ -1,8 +1,13 @@
 package controlplane
 
 import (
+	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
+
+	"github.com/go-json-experiment/json"
 
 	"github.com/writhq/writ/controlplane/internal/fsm"
 	"github.com/writhq/writ/internal/jsonx"
@@ -25,11 +30,28 @@ func responseFor(in fsm.Intent) protocol.IntentResponse {
 	return r
 }
 
+// writeJSON answers status with v encoded with jsonx.Stable and a newline.
+// v is encoded before anything is written: one that cannot be encoded (a
+// value JSON cannot hold, a bug) is answered 500 internal instead of an
+// empty or cut answer under status, and logged with its Go types only,
+// never its content. The log is slog's default: writeJSON and writeError
+// are called where no server is at hand.
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := jsonx.Marshal(v)
+	if err != nil {
+		attrs := []any{"status", status, "type", fmt.Sprintf("%T", v)}
+		if se, ok := errors.AsType[*json.SemanticError](err); ok && se.GoType != nil {
+			attrs = append(attrs, "failed_type", se.GoType.String())
+		}
+		slog.Default().Error("controlplane: a response could not be encoded; answered 500 internal", attrs...)
+		status = protocol.HTTPStatus(protocol.CodeInternal)
+		body, _ = jsonx.Marshal(protocol.ErrorResponse{Error: protocol.ErrorBody{Code: protocol.CodeInternal, Message: "the response could not be encoded"}})
+		w.Header().Del("Retry-After")
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	jsonx.Encode(w, v)
+	w.Write(append(body, '\n'))
 }
 
 func writeError(w http.ResponseWriter, code protocol.Code, message string) {

@@ -15,7 +15,7 @@ func SnapshotNow(s *Server) error { return s.node.Raft.Snapshot().Error() }
 // LocalNodeView is s's own (possibly lagging) view of a node's status and server.
 func LocalNodeView(s *Server, id string) (status, server string, ok bool) {
 	var n fsm.Node
-	n, ok = s.state.Node(id)
+	n, ok = s.reads.Node(id)
 	return n.Status, n.Server, ok
 }
 

@@ -36,7 +36,7 @@ type Server struct {
 	cfg      Config
 	log      *slog.Logger
 	fsm      *fsm.FSM
-	state    fsm.Reader // fsm's read side: every lookup of the API and the dashboard
+	reads    fsm.Reader // the FSM's read side (not its State): every lookup of the API, the dashboard and the sessions
 	node     *raftnode.Node
 	ledger   *ledger.Log
 	keys     *keyring.Keyring
@@ -139,7 +139,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		space: space, cfg: cfg, log: log, fsm: f, state: f.Reader(), node: node, ledger: lg, keys: kr, verifier: v, catalog: newCatalog(f.Reader()), stop: make(chan struct{}),
+		space: space, cfg: cfg, log: log, fsm: f, reads: f.Reader(), node: node, ledger: lg, keys: kr, verifier: v, catalog: newCatalog(f.Reader()), stop: make(chan struct{}),
 		gate: newAdmitGate(cfg.MaxInFlight, cfg.MaxInFlightBytes), cpu: newCPUSlots(), fails: newFailLimiter(cfg.FailuresPerSecond, cfg.FailureBurst, cfg.FailureHeld, 100_000),
 		metrics: newMetrics(node.Raft, groupSize, f.Reader().Queued),
 	}
@@ -368,7 +368,7 @@ func (s *Server) syncLedger() {
 	defer s.done.Done()
 	var last time.Time
 	for {
-		added := s.state.ReceiptsChanged()
+		added := s.reads.ReceiptsChanged()
 		last = time.Now()
 		if err := s.ledger.Sync(); err != nil {
 			s.log.Error("receipt log: sync", "err", err)
@@ -416,7 +416,7 @@ func (s *Server) publishLoop() {
 	defer t.Stop()
 	var last time.Time
 	for {
-		added := s.state.ReceiptsChanged()
+		added := s.reads.ReceiptsChanged()
 		if s.isLeader() {
 			if wait := s.cfg.PublishInterval - time.Since(last); wait > 0 {
 				select {

@@ -82,7 +82,7 @@ func (s *Server) serveSession(conn *quic.Conn) {
 		conn.CloseWithError(closeIdentity, "not a node certificate")
 		return
 	}
-	n, ok := s.state.Node(id)
+	n, ok := s.reads.Node(id)
 	switch {
 	case !ok:
 		s.metrics.sessionRefused.WithLabelValues("unknown").Inc()
@@ -104,11 +104,15 @@ func (s *Server) serveSession(conn *quic.Conn) {
 	ss := &session{srv: s, node: id, id: rand.Text(), conn: conn, stream: stream, closed: make(chan struct{}), lastSeen: time.Now()}
 	if err := ss.handshake(); err != nil {
 		ss.log().Warn("node session refused", "err", err)
-		code := protocol.CodeMalformed
-		if errors.Is(err, errNotRecorded) {
-			code = protocol.CodeNoLeader // the agent tries again, here or elsewhere
+		switch {
+		case errors.Is(err, errDiskFull):
+			ss.bye(diskFullBye, closeNormal)
+		case errors.Is(err, errNotRecorded):
+			// The agent tries again, here or elsewhere.
+			ss.bye(protocol.ErrorBody{Code: protocol.CodeNoLeader, Message: err.Error()}, closeProtocol)
+		default:
+			ss.bye(protocol.ErrorBody{Code: protocol.CodeMalformed, Message: err.Error()}, closeProtocol)
 		}
-		ss.bye(protocol.ErrorBody{Code: code, Message: err.Error()}, closeProtocol)
 		if ss.attached {
 			ss.end()
 		}
@@ -147,6 +151,9 @@ func (ss *session) end() {
 // errNotRecorded: the hello could not be committed (no leader in time).
 var errNotRecorded = errors.New("the session could not be recorded")
 
+// errDiskFull: this server of a cluster has its disk full (sendAgentsAway).
+var errDiskFull = errors.New(diskFullMessage)
+
 // handshake reads hello, records the session through Raft, and answers
 // welcome.
 func (ss *session) handshake() error {
@@ -179,6 +186,9 @@ func (ss *session) handshake() error {
 	if err := protocol.CheckLabels(h.Labels); err != nil {
 		return fmt.Errorf("hello: %w", err)
 	}
+	if ss.srv.diskFull() {
+		return errDiskFull
+	}
 	cmd := fsm.NodeSession{At: ss.srv.now(), Node: ss.node, Server: ss.srv.cfg.ID, Session: ss.id, Connected: true,
 		OS: h.OS, Arch: h.Arch, Version: h.Version, Tiers: h.Tiers, Tools: tools, Concurrency: h.Concurrency, Labels: h.Labels}
 	// The session is this server's before the hello is recorded, so that
@@ -186,6 +196,11 @@ func (ss *session) handshake() error {
 	// heartbeat; pushes wait for the welcome).
 	ss.srv.fleet.attach(ss)
 	ss.attached = true
+	if ss.srv.diskFull() {
+		// Found full between the check above and the attach: the sweep
+		// of sendAgentsAway may have missed this session.
+		return errDiskFull
+	}
 	// The hello is always recorded, never skipped because this server's
 	// view already says the same: that view may lag the committed log (a
 	// server replaying it after a restart, or a follower behind), and an
@@ -219,8 +234,30 @@ func (ss *session) write(t string, body any) error {
 	return protocol.WriteFrame(ss.stream, t, body)
 }
 
+// byeLinger is how long a bye waits for the agent to close the connection
+// before the server closes it.
+const byeLinger = 2 * time.Second
+
+// bye tells the agent why the session ends, then closes it. A connection
+// closed at once could overtake the frame: the stream ends after the bye,
+// and the connection is closed when the agent, having read it, closes its
+// end, or after byeLinger.
 func (ss *session) bye(e protocol.ErrorBody, code quic.ApplicationErrorCode) {
-	_ = ss.write(protocol.FrameBye, protocol.Bye{Error: e})
+	ss.wmu.Lock()
+	ss.stream.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	err := protocol.WriteFrame(ss.stream, protocol.FrameBye, protocol.Bye{Error: e})
+	if err == nil {
+		err = ss.stream.Close()
+	}
+	ss.wmu.Unlock()
+	if err == nil {
+		t := time.NewTimer(byeLinger)
+		select {
+		case <-ss.conn.Context().Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
 	ss.conn.CloseWithError(code, e.Message)
 	ss.close(e.Message)
 }
@@ -285,7 +322,7 @@ func (ss *session) pushOpen() bool {
 		return false
 	default:
 	}
-	n, ok := ss.srv.state.Node(ss.node)
+	n, ok := ss.srv.reads.Node(ss.node)
 	switch {
 	case !ok: // not after the handshake found it; but never "revoked" for it
 		ss.conn.CloseWithError(closeUnknown, "this server does not know the node")
@@ -295,7 +332,7 @@ func (ss *session) pushOpen() bool {
 		ss.bye(protocol.ErrorBody{Code: protocol.CodeNodeRevoked, Message: "node is revoked"}, closeRevoked)
 		return false
 	}
-	open := ss.srv.state.OpenDispatches(ss.node)
+	open := ss.srv.reads.OpenDispatches(ss.node)
 	if len(ss.sent) > len(open) {
 		// Forget what has closed, so that sent holds open dispatches only.
 		still := make(map[string]bool, len(open))
@@ -373,7 +410,7 @@ func (ss *session) abandon(id string) {
 // signDispatch makes the signed dispatch of a record: everything in it comes
 // from the replicated state, signed with this server's key.
 func (s *Server) signDispatch(d fsm.Dispatch) ([]byte, error) {
-	in, ok := s.state.Intent(d.IntentID)
+	in, ok := s.reads.Intent(d.IntentID)
 	if !ok {
 		return nil, fmt.Errorf("intent %s is gone", d.IntentID)
 	}
@@ -381,7 +418,7 @@ func (s *Server) signDispatch(d fsm.Dispatch) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	tool, ok := s.state.Tool(in.Tool)
+	tool, ok := s.reads.Tool(in.Tool)
 	if !ok {
 		return nil, fmt.Errorf("tool %s is gone", in.Tool)
 	}

@@ -75,7 +75,7 @@ func (k nodeKeys) SignerKey(id string) (ed25519.PublicKey, bool) {
 // put the output in the receipt, which the ledger never holds.
 func (ss *session) result(raw, output []byte) {
 	s := ss.srv
-	res, canon, err := s.verifier.VerifyResultCanonical(raw, nodeKeys{s.state})
+	res, canon, err := s.verifier.VerifyResultCanonical(raw, nodeKeys{s.reads})
 	switch {
 	case err != nil:
 	case res.Node != ss.node || res.KeyID != ss.node:
@@ -98,7 +98,7 @@ func (ss *session) result(raw, output []byte) {
 	defer cancel()
 	// A result this replica already holds (a node resending after a lost
 	// ack) needs no output entry: the FSM would keep the one it has.
-	if d, ok := s.state.Dispatch(res.DispatchID); len(output) > 0 && (!ok || d.Result == nil) {
+	if d, ok := s.reads.Dispatch(res.DispatchID); len(output) > 0 && (!ok || d.Result == nil) {
 		o, err := s.applyAnywhere(ctx, fsm.MsgPutOutput, fsm.PutOutput{At: s.now(), DispatchID: res.DispatchID,
 			IntentID: res.IntentID, Node: res.Node, Hash: res.CapturedHash, Output: output})
 		if err != nil {
@@ -127,7 +127,7 @@ func (ss *session) result(raw, output []byte) {
 	}
 	a := protocol.Ack{DispatchID: res.DispatchID}
 	state := ""
-	if in, ok := s.state.Intent(res.IntentID); ok {
+	if in, ok := s.reads.Intent(res.IntentID); ok {
 		a.Receipt = in.Receipt
 		if in.SupersededBy != nil {
 			a.Receipt = in.SupersededBy

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json"
 	"github.com/quic-go/quic-go"
 
 	"github.com/writhq/writ/controlplane"
@@ -118,7 +118,7 @@ func toolHashesVia(t testing.TB, base string, hc *http.Client) map[string]string
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	jsonv2.UnmarshalRead(resp.Body, &out, jsonx.Lenient)
+	json.UnmarshalRead(resp.Body, &out, jsonx.Lenient)
 	m := map[string]string{}
 	for _, tl := range out.Tools {
 		m[tl.Name] = tl.Hash

@@ -180,7 +180,7 @@ func (w *webhooks) run() {
 		w.pending = map[string]bool{}
 		w.mu.Unlock()
 		for id := range ids {
-			in, ok := w.s.state.Intent(id)
+			in, ok := w.s.reads.Intent(id)
 			if !ok || !in.Decision.ApprovalRequired || in.UpdatedAt.Before(since.Add(-webhookReplay)) {
 				continue
 			}

@@ -1,6 +1,7 @@
 package protocol_test
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/writhq/writ/protocol"
 	"github.com/writhq/writ/protocol/protocoltest"
@@ -329,6 +331,71 @@ func FuzzDecodeAdminEntry(f *testing.F) {
 		}
 		if _, err := protocol.DecodeReceipt(leaf, 0); err == nil {
 			t.Fatalf("an admin entry decodes as a receipt: %s", leaf)
+		}
+	})
+}
+
+// manifestSeeds are tool manifests as registered (spacing, member order,
+// spelled-out defaults, Unicode, big and fractional numbers) and texts
+// Canonicalize refuses (duplicate names, a number beyond a double, an
+// integer a double cannot hold, invalid UTF-8, a lone surrogate, not JSON).
+var manifestSeeds = []string{
+	`{"name":"echo","tier":"wasm","module":"/opt/echo.wasm","limits":{}}`,
+	"{ \"tier\" : \"wasm\", \"limits\":{}, \"module\":\"/opt/echo.wasm\",\n \"name\":\"echo\" }",
+	`{"name":"echo","tier":"wasm","module":"/opt/echo.wasm","limits":{"timeout_ms":30000}}`,
+	`{"name":"greet","tier":"process","argv":["/usr/bin/env","grüß"],"env":{"A":"\u00e9","B":"\u2028"},"limits":{"memory_bytes":67108864,"cpu":0.5,"big":1e21}}`,
+	`{"name":"x","tier":"runc","mounts":[{"src":"/a","ro":true},{"src":"/b","ro":false}],"nothing":null}`,
+	`[]`, `"text"`, `-0`, `1E+2`,
+	`{"a":1,"a":2}`,
+	`{"n":1e400}`,
+	`{"n":9007199254740993}`,
+	"{\"s\":\"\xff\"}",
+	`{"s":"\ud800"}`,
+	`{`, ``, `{"a":1} {"b":2}`,
+}
+
+// FuzzManifestHash: ManifestHash never panics; it refuses, with the
+// malformed code, exactly what Canonicalize refuses; what it accepts hashes
+// to HashBytes of the canonical form, so texts that canonicalize equal
+// (the canonical form itself, the text re-indented, and any two inputs
+// whose canonical forms are equal) hash equal, and texts whose canonical
+// forms differ hash differently.
+func FuzzManifestHash(f *testing.F) {
+	for i, a := range manifestSeeds {
+		f.Add([]byte(a), []byte(manifestSeeds[(i+1)%len(manifestSeeds)]))
+		f.Add([]byte(a), []byte(a))
+	}
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		ha, err := protocol.ManifestHash(a)
+		canon, cerr := protocol.Canonicalize(a)
+		if cerr != nil {
+			if err == nil || protocol.CodeOf(err) != protocol.CodeMalformed || ha != "" {
+				t.Fatalf("Canonicalize refuses %q (%v) but ManifestHash gives %q, %v", a, cerr, ha, err)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("Canonicalize accepts %q but ManifestHash refuses it: %v", a, err)
+		}
+		if ha != protocol.HashBytes(canon) {
+			t.Fatalf("ManifestHash(%q) = %s, not HashBytes of its canonical form %s", a, ha, protocol.HashBytes(canon))
+		}
+		if again, err := protocol.ManifestHash(canon); err != nil || again != ha {
+			t.Fatalf("the canonical form %q of %q hashes to %s, %v; want %s", canon, a, again, err, ha)
+		}
+		indented := jsontext.Value(bytes.Clone(a))
+		if err := indented.Indent(jsontext.WithIndent("\t")); err == nil {
+			if again, err := protocol.ManifestHash(indented); err != nil || again != ha {
+				t.Fatalf("%q re-indented as %q hashes to %s, %v; want %s", a, indented, again, err, ha)
+			}
+		}
+		hb, err := protocol.ManifestHash(b)
+		if err != nil {
+			return
+		}
+		canonB, _ := protocol.Canonicalize(b)
+		if bytes.Equal(canon, canonB) != (ha == hb) {
+			t.Fatalf("canonical forms %q and %q (equal: %t) hash to %s and %s", canon, canonB, bytes.Equal(canon, canonB), ha, hb)
 		}
 	})
 }

@@ -124,7 +124,8 @@ type Certificate struct {
 	Chain [][]byte `json:"chain"`
 }
 
-// Bye ends a session: revoked, shutting down, or a protocol violation.
+// Bye ends a session: revoked, shutting down, a protocol violation, or a
+// server of a cluster whose disk is full (no_leader: try another server).
 type Bye struct {
 	Error ErrorBody `json:"error"`
 }

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/writhq/writ/client"
@@ -70,7 +70,7 @@ func (d *mcpDev) decide(t *testing.T, id, tool, params, decision string) {
 	if err := a.Sign(ed25519.NewKeyFromSeed(seed)); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := jsonv2.Marshal(a)
+	raw, err := json.Marshal(a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func checkEcho(t *testing.T, d *mcpDev, r *mcp.CallToolResult, msg string) strin
 		if err != nil {
 			t.Fatal(err)
 		}
-		jsonv2.UnmarshalRead(resp.Body, &public, jsonx.Lenient)
+		json.UnmarshalRead(resp.Body, &public, jsonx.Lenient)
 		resp.Body.Close()
 		return public.LeafHash != ""
 	})

@@ -134,13 +134,15 @@ func diskFull(hold time.Duration) func(context.Context, *Suite, *Load, *Report) 
 }
 
 // diskFullLog counts what server p's log says of its full disk: refused
-// Raft appends, waits of its FSM for space, and leadership handed on.
+// Raft appends, waits of its FSM for space, leadership handed on, and node
+// sessions sent to another server.
 func diskFullLog(p *Proc) string {
 	b, _ := os.ReadFile(p.log)
 	log := string(b)
-	return fmt.Sprintf("%d Raft appends refused, %d waits for space, %d leadership hand-offs",
+	return fmt.Sprintf("%d Raft appends refused, %d waits for space, %d leadership hand-offs, %d sweeps of node sessions",
 		strings.Count(log, "unable to store logs within log store")+strings.Count(log, "failed to commit logs"),
-		strings.Count(log, `"msg":"the disk is full: waiting for space`), strings.Count(log, `"msg":"the disk is full: handed the leadership on"`))
+		strings.Count(log, `"msg":"the disk is full: waiting for space`), strings.Count(log, `"msg":"the disk is full: handed the leadership on"`),
+		strings.Count(log, `"msg":"the disk is full: node sessions sent to another server"`))
 }
 
 // probeFullServer submits intents straight to server i, whose disk is full

@@ -30,7 +30,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json"
 	"github.com/quic-go/quic-go"
 
 	"github.com/writhq/writ/internal/jsonx"
@@ -109,7 +109,7 @@ func Enroll(ctx context.Context, hc *http.Client, base, token, name string) (*Ag
 		return nil, fmt.Errorf("simagent: enroll: HTTP %d: %s", resp.StatusCode, b)
 	}
 	var out protocol.EnrollResponse
-	if err := jsonv2.Unmarshal(b, &out); err != nil || len(out.Chain) < 2 {
+	if err := json.Unmarshal(b, &out); err != nil || len(out.Chain) < 2 {
 		return nil, fmt.Errorf("simagent: enroll: bad answer: %v", err)
 	}
 	ca, err := x509.ParseCertificate(out.Chain[len(out.Chain)-1])
@@ -377,7 +377,7 @@ func (a *Agent) answer(d *protocol.Dispatch, status string) error {
 	if err := r.Sign(a.key); err != nil {
 		return err
 	}
-	raw, err := jsonv2.Marshal(r)
+	raw, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/writhq/writ/protocol"
 )
@@ -45,7 +45,7 @@ type adminObject struct {
 // adminObjectOf names the object of an admin command. A type that is not an
 // admin change is a bug in the leader that proposed it.
 func adminObjectOf(t MsgType, data []byte) (adminObject, error) {
-	decode := func(v any) error { return jsonv2.Unmarshal(data, v) }
+	decode := func(v any) error { return json.Unmarshal(data, v) }
 	switch t {
 	case MsgPutTenant:
 		var c PutTenant
@@ -178,7 +178,7 @@ func adminObjectOf(t MsgType, data []byte) (adminObject, error) {
 // stateHash is the SHA-256 of the canonical JSON of v, or "" for a nil
 // pointer (what does not exist).
 func stateHash(v any) string {
-	b, err := jsonv2.Marshal(v, jsonv2.Deterministic(true))
+	b, err := json.Marshal(v, json.Deterministic(true))
 	if err == nil && string(b) == "null" {
 		return ""
 	}

@@ -6,14 +6,14 @@ import (
 	"testing"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json"
 	"github.com/writhq/writ/protocol"
 )
 
 // adminCmd wraps cmd as an admin change by actor at at.
 func adminCmd(t testing.TB, actor string, at time.Time, mt MsgType, cmd any) AdminCmd {
 	t.Helper()
-	b, err := jsonv2.Marshal(cmd)
+	b, err := json.Marshal(cmd)
 	if err != nil {
 		t.Fatal(err)
 	}

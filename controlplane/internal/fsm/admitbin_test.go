@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/writhq/writ/controlplane/internal/varint"
 	"github.com/writhq/writ/protocol"
@@ -60,7 +60,7 @@ func TestAdmitBinaryDecodesAsJSON(t *testing.T) {
 			t.Fatalf("%d: entry types %d and %d", i, bin[0], js[0])
 		}
 		var want Admit
-		if err := jsonv2.Unmarshal(js[1:], &want); err != nil {
+		if err := json.Unmarshal(js[1:], &want); err != nil {
 			t.Fatal(err)
 		}
 		got, err := decodeAdmit(bin[1:])
@@ -188,7 +188,7 @@ func TestAdmitEncodingsApplyAlike(t *testing.T) {
 			c := admit(fmt.Sprintf("int-%03d", i), fmt.Sprintf("k%d", i%45), fmt.Sprint(i%2), at, func(a *Admit) {
 				a.Target, a.Decision, a.RunID = v.Target, v.Decision, fmt.Sprintf("run-%d", i%3)
 			})
-			res, _ := jsonv2.Marshal(step(mt(i), c))
+			res, _ := json.Marshal(step(mt(i), c))
 			results[k] = append(results[k], string(res))
 			if i%10 == 9 {
 				step(MsgTick, Tick{At: at.Add(time.Minute)})

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json"
 	"github.com/hashicorp/raft"
 	"github.com/writhq/writ/protocol"
 )
@@ -184,7 +184,7 @@ func (f *FSM) recordFinal(changed []string) {
 
 func (f *FSM) apply(index uint64, t MsgType, data []byte) (res Result, changed []string) {
 	decode := func(v any) {
-		if err := jsonv2.Unmarshal(data, v); err != nil {
+		if err := json.Unmarshal(data, v); err != nil {
 			panic(fmt.Sprintf("fsm: cannot decode %s at index %d: %v", t, index, err))
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json"
 	"github.com/hashicorp/raft"
 	"github.com/writhq/writ/controlplane/internal/varint"
 	"github.com/writhq/writ/protocol"
@@ -270,7 +270,7 @@ func TestEncodeAdmitBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	strict, err := jsonv2.Marshal(a)
+	strict, err := json.Marshal(a)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json"
 	"github.com/writhq/writ/ledger"
 	"github.com/writhq/writ/protocol"
 )
@@ -121,7 +121,7 @@ func resultStatus(raw []byte) (status, msg string) {
 		Status string `json:"status"`
 		Error  string `json:"error"`
 	}
-	if err := jsonv2.Unmarshal(raw, &r); err != nil {
+	if err := json.Unmarshal(raw, &r); err != nil {
 		panic(fmt.Sprintf("fsm: a stored result does not decode: %v", err))
 	}
 	return r.Status, r.Error
