@@ -30,29 +30,32 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	writBin = filepath.Join(dir, "writ")
-	build := exec.Command("go", "build", "-o", writBin, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		os.RemoveAll(dir)
-		panic("building writ: " + err.Error())
+	// The binary, the agent tests' witness tool (which counts its runs in a
+	// file) and the dev tools' module as `make build` makes it, built at
+	// once: each go build spends most of its time linking, on one core.
+	writBin, witnessBin, toolsDir = filepath.Join(dir, "writ"), filepath.Join(dir, "witness"), filepath.Join(dir, "tools")
+	builds := map[string]*exec.Cmd{
+		"writ":      exec.Command("go", "build", "-o", writBin, "."),
+		"witness":   exec.Command("go", "build", "-o", witnessBin, "../../nodeagent/internal/witness"),
+		"echo.wasm": exec.Command("go", "build", "-trimpath", "-o", filepath.Join(toolsDir, "echo.wasm"), "../../sandbox/tools/echo"),
 	}
-	// The agent tests' witness tool, which counts its runs in a file.
-	witnessBin = filepath.Join(dir, "witness")
-	wb := exec.Command("go", "build", "-o", witnessBin, "../../nodeagent/internal/witness")
-	wb.Stderr = os.Stderr
-	if err := wb.Run(); err != nil {
-		os.RemoveAll(dir)
-		panic("building witness: " + err.Error())
+	builds["echo.wasm"].Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	for _, b := range builds {
+		b.Stderr = os.Stderr
+		if err := b.Start(); err != nil {
+			os.RemoveAll(dir)
+			panic("starting go build: " + err.Error())
+		}
 	}
-	// The dev tools' module, as `make build` makes it.
-	toolsDir = filepath.Join(dir, "tools")
-	wasm := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(toolsDir, "echo.wasm"), "../../sandbox/tools/echo")
-	wasm.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	wasm.Stderr = os.Stderr
-	if err := wasm.Run(); err != nil {
+	var failed []string
+	for name, b := range builds {
+		if err := b.Wait(); err != nil {
+			failed = append(failed, name+": "+err.Error())
+		}
+	}
+	if len(failed) > 0 {
 		os.RemoveAll(dir)
-		panic("building echo.wasm: " + err.Error())
+		panic("building " + strings.Join(failed, "; "))
 	}
 	code := m.Run()
 	os.RemoveAll(dir)

@@ -106,7 +106,7 @@ func TestRoot(t *testing.T) {
 }
 
 // TestParallel: n when the command line did not set -test.parallel, the
-// command line's value when it did.
+// command line's value when it did, the default under -test.fuzz.
 func TestParallel(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -117,10 +117,13 @@ func TestParallel(t *testing.T) {
 		{"not set", nil, 8},
 		{"set", []string{"-test.parallel=3"}, 3},
 		{"set to the default", []string{"-test.parallel", "2"}, 2},
+		{"fuzzing", []string{"-test.fuzz=FuzzX"}, 2},
+		{"fuzz flag empty", []string{"-test.fuzz="}, 8},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			fs := flag.NewFlagSet("test", flag.ContinueOnError)
 			got := fs.Int("test.parallel", 2, "")
+			fs.String("test.fuzz", "", "")
 			if err := fs.Parse(c.args); err != nil {
 				t.Fatal(err)
 			}
