@@ -39,6 +39,7 @@ func getJSON(t *testing.T, url string, v any) int {
 // with ?wait= carries it with its proof and checkpoint, and they verify with
 // nothing but the ledger's verifier key.
 func TestReceiptsVerifyOffline(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	ctx := context.Background()
 	addr := "http://" + d.s.Addr().String()
@@ -131,6 +132,7 @@ func TestReceiptsVerifyOffline(t *testing.T) {
 // With checkpoints held back after the first, the head on disk still comes
 // to cover every receipt.
 func TestReceiptsSyncedInTheBackground(t *testing.T) {
+	t.Parallel()
 	d := startDevWith(t, func(c *controlplane.Config) { c.PublishInterval = time.Hour })
 	ctx := context.Background()
 	const n = 4

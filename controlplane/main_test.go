@@ -1,0 +1,26 @@
+package controlplane
+
+import (
+	"flag"
+	"os"
+	"testing"
+)
+
+// parallelTests is how many of this package's parallel tests run at once
+// when the caller does not say (-test.parallel). They spend their time
+// waiting, on Raft, QUIC handshakes and timers, not computing, so Go's
+// default of GOMAXPROCS (2 on the development machine) leaves the CPU idle.
+const parallelTests = 8
+
+// TestMain raises -test.parallel to parallelTests unless it was given.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		if err := flag.Set("test.parallel", "8"); err != nil {
+			panic(err)
+		}
+	}
+	os.Exit(m.Run())
+}
