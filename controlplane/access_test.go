@@ -313,6 +313,7 @@ func check(a answer, want controlplane.Access, p probe, pattern string, signedIn
 // of caller, and checks each answer against the access matrix. A route with
 // no row in the matrix, or a row with no route, fails.
 func TestAccessMatrix(t *testing.T) {
+	t.Parallel()
 	w := newAccessWorld(t)
 	matrix := map[string]controlplane.RouteAccess{}
 	for _, r := range controlplane.AccessMatrix() {
@@ -356,6 +357,7 @@ func TestAccessMatrix(t *testing.T) {
 // TestAccessDocs: docs/controlplane.md carries the matrix exactly as
 // AccessTable renders it.
 func TestAccessDocs(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile("../docs/controlplane.md")
 	if err != nil {
 		t.Fatal(err)
@@ -378,6 +380,7 @@ func (w *accessWorld) get(t *testing.T, kind, path string) (int, string) {
 // receipt carries them (result v2), and the output route serves the output
 // only to the tenant, the admin and an auditor granted outputs.
 func TestNoContentWithoutEntitlement(t *testing.T) {
+	t.Parallel()
 	w := newAccessWorld(t)
 	ctx := context.Background()
 	const marker = "c0nfidential-marker"

@@ -35,6 +35,7 @@ func (w *accessWorld) adminEntries(t *testing.T, kind string) []protocol.AdminEn
 // an admin entry goes whole only to the admin and the auditors who see its
 // tenant, as a hash to everyone else; the list is scoped the same way.
 func TestAdminEntriesAPI(t *testing.T) {
+	t.Parallel()
 	w := newAccessWorld(t)
 	ctx := context.Background()
 	sum := sha256.Sum256([]byte(w.d.creds.AdminToken))

@@ -15,6 +15,7 @@ import (
 // of a run's budget go through group commit, and exactly as many as the
 // budget allows are admitted; every other one is rejected budget_exhausted.
 func TestBudgetRaceThroughGroupCommit(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	ctx := context.Background()
 	const budget, n = 5, 40

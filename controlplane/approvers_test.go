@@ -17,6 +17,7 @@ import (
 // is refused approval_duplicate, a second approver's lets it run; the answer
 // names both (the FSM's TestSeveralApprovers checks the receipt).
 func TestTwoApprovers(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	ctx := context.Background()
 	spec := `{"name":"echo","approvals_required":2,"input_schema":{"type":"object"},"manifest":{"name":"echo","tier":"wasm","module":"/x.wasm"}}`

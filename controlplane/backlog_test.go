@@ -21,6 +21,7 @@ import (
 // connects and the queue drains, submissions are admitted again.
 // writ_intents_queued follows the queue.
 func TestBacklogBound(t *testing.T) {
+	t.Parallel()
 	d := startDevWith(t, func(c *controlplane.Config) { c.MaxQueued = 2; c.FSM.NodeWait = time.Minute })
 	base := "http://" + d.s.Addr().String()
 	ctx := context.Background()

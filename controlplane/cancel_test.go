@@ -35,6 +35,7 @@ func receiptOutcome(t *testing.T, r *client.IntentResponse) (outcome, status str
 // for approval and one queued for a node. Each ends canceled with a
 // receipt whose outcome is canceled and which carries no result.
 func TestCancelWaiting(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	ctx := context.Background()
 	for _, c := range []struct {
@@ -90,6 +91,7 @@ func TestCancelWaiting(t *testing.T) {
 // status canceled, and the intent ends canceled with that result in its
 // receipt.
 func TestCancelDispatched(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	ctx := context.Background()
 	d.node.Hold.Store(true)
@@ -134,6 +136,7 @@ func TestCancelDispatched(t *testing.T) {
 // answered, no receipt added); another tenant's key finds no intent and no
 // run; the admin token may cancel; an unknown intent is not found.
 func TestCancelFinalAndOthers(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	ctx := context.Background()
 	done, err := d.c.Submit(ctx, d.intent(t, "echo", `{"msg":"x"}`), nil, 10*time.Second)
@@ -182,6 +185,7 @@ func TestCancelFinalAndOthers(t *testing.T) {
 // canceled, those that ended stay as they are, and another run is left
 // alone.
 func TestCancelRun(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	ctx := context.Background()
 	inRun := func(run string) func(*protocol.Intent) { return func(in *protocol.Intent) { in.RunID = run } }

@@ -14,6 +14,7 @@ import (
 // TestOutputRetentionSettings: output_retention and output_max_bytes reach
 // the FSM's configuration, and values it refuses fail validation.
 func TestOutputRetentionSettings(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		file      string
 		retention time.Duration
@@ -56,6 +57,7 @@ func TestOutputRetentionSettings(t *testing.T) {
 // TestWebhookSettings: a webhook's secret is read from a file only its owner
 // may read, and its settings reach the configuration.
 func TestWebhookSettings(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	secret := filepath.Join(dir, "hook.secret")
 	if err := os.WriteFile(secret, []byte("0123456789abcdef-secret\n"), 0o600); err != nil {

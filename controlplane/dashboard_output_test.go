@@ -15,6 +15,7 @@ import (
 // from the output table, to a viewer of the intent's tenant, and nothing of
 // it to a viewer of another tenant.
 func TestDashboardIntentOutput(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	ctx := context.Background()
 	base := "http://" + d.s.Addr().String()

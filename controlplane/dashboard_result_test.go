@@ -12,6 +12,7 @@ import (
 // TestAddAttest: the intent page gets a result's attest digest and egress
 // audit; a result without them shows neither.
 func TestAddAttest(t *testing.T) {
+	t.Parallel()
 	r := protocol.Result{Status: "ok", Sandbox: "gvisor",
 		Attest: &protocol.ResultAttest{ExecDigest: protocol.HashBytes([]byte("x")), WallMS: 5},
 		Egress: &protocol.ResultEgress{Allowed: 1, Refused: 9, BytesUp: 3, BytesDown: 4, Entries: []protocol.EgressEntry{

@@ -19,6 +19,7 @@ var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request
 // TestDashboardTokensAndSessions issues tokens through the admin API, signs
 // in with them at /ui/signin, and revokes one, which ends its session.
 func TestDashboardTokensAndSessions(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	ctx := context.Background()
 	base := "http://" + d.s.Addr().String()
@@ -86,6 +87,7 @@ func TestDashboardTokensAndSessions(t *testing.T) {
 // TestEventsStream reads /v1/events with the admin token: an intent
 // submitted through the API is an event with its Raft index.
 func TestEventsStream(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	u := "ws://" + d.s.Addr().String() + "/v1/events"
 	conn, _, err := websocket.DefaultDialer.Dial(u, http.Header{"Authorization": {"Bearer " + d.creds.AdminToken}})

@@ -50,6 +50,7 @@ func signedIn(t *testing.T, base string, c *http.Cookie) bool {
 // loop keeps only its newest sessions and never locks the admins out; an
 // admin lists tokens and sessions (no secret, no hash) and revokes one.
 func TestSessionCap(t *testing.T) {
+	t.Parallel()
 	d := startDevWith(t, func(c *controlplane.Config) { c.MaxSessionsPerUser = 3 })
 	ctx := context.Background()
 	base := "http://" + d.s.Addr().String()

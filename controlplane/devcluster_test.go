@@ -14,6 +14,7 @@ import (
 // make cluster) hash exactly as the tools DevAdminCalls registers, so that
 // the control plane schedules the dev tools on those agents.
 func TestDevAllowlistMatchesRegistration(t *testing.T) {
+	t.Parallel()
 	allow := DevManifests("/opt/writ/tools")
 	seen := 0
 	for _, call := range DevAdminCalls(&DevCredentials{Tenant: "dev"}, "/opt/writ/tools") {

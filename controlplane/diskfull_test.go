@@ -18,6 +18,7 @@ import (
 // space again ends the refusals. A server alone never refuses for it: it has
 // nowhere to send its clients.
 func TestRefuseWhileFull(t *testing.T) {
+	t.Parallel()
 	s := &Server{space: newDiskSpace(), cluster: &cluster{}}
 	h := s.refuseWhileFull(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
@@ -76,6 +77,7 @@ func TestRefuseWhileFull(t *testing.T) {
 // that does not wait (the answer to a write: an approval), and a server
 // alone are never cut.
 func TestWaitWhileSpace(t *testing.T) {
+	t.Parallel()
 	s := &Server{space: newDiskSpace(), cluster: &cluster{}}
 	ctx, cut := s.waitWhileSpace(context.Background(), time.Minute)
 	go func() {
@@ -117,6 +119,7 @@ func TestWaitWhileSpace(t *testing.T) {
 // TestUntilFullEnds: untilFull's context ends with its parent too, and a
 // signal reaches every context made before it.
 func TestUntilFullEnds(t *testing.T) {
+	t.Parallel()
 	d := newDiskSpace()
 	parent, cancelParent := context.WithCancel(context.Background())
 	a, cancelA := d.untilFull(parent)

@@ -19,6 +19,7 @@ import (
 )
 
 func TestBatchEncoding(t *testing.T) {
+	t.Parallel()
 	items := []batchItem{{Source: "127.0.0.1", Body: []byte(`{"intent":{}}`)}, {Source: "2001:db8::/64", Body: nil}, {Source: "", Body: []byte{0, 1, 2}}}
 	got, err := decodeBatch(encodeBatch(items))
 	if err != nil {
@@ -125,6 +126,7 @@ func FuzzDecodeAnswers(f *testing.F) {
 // batchesInFlight batches are at the leader; the ones arriving after that wait
 // and go together in the next batch, each getting its own answer.
 func TestBatcherGroups(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	var mu sync.Mutex
 	var sizes []int
@@ -249,6 +251,7 @@ func pendingCount(b *batcher) int {
 // errQueueFull); batches hung at a leader that lost its place do not hold up
 // the new leader's; with no leader, what waits is answered no_leader.
 func TestBatcherQueue(t *testing.T) {
+	t.Parallel()
 	b := &batcher{s: &Server{metrics: &metrics{forwardBatch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "x"})}}, maxPending: 3}
 	f := newFakeLeader(b, "a")
 	type answer struct {
@@ -316,6 +319,7 @@ func TestBatcherQueue(t *testing.T) {
 // batches hang moves to a new leader when the next submission arrives,
 // instead of answering 429 until the old batches time out.
 func TestBatcherQueueAfterLeaderChange(t *testing.T) {
+	t.Parallel()
 	b := &batcher{s: &Server{metrics: &metrics{forwardBatch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "x"})}}, maxPending: 2}
 	f := newFakeLeader(b, "a")
 	defer close(f.release)
@@ -352,6 +356,7 @@ func TestBatcherQueueAfterLeaderChange(t *testing.T) {
 // TestBatcherRemembersOlderLeader: after a leader answered 404, submissions
 // go alone (errNoBatches at once) for a while.
 func TestBatcherRemembersOlderLeader(t *testing.T) {
+	t.Parallel()
 	b := &batcher{s: &Server{metrics: &metrics{forwardBatch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "x"})}}}
 	b.leader = func() (string, bool) { return "old", true }
 	calls := 0
@@ -369,6 +374,7 @@ func TestBatcherRemembersOlderLeader(t *testing.T) {
 // TestBatchToOlderLeader: a leader without the batch endpoint answers 404,
 // which sends the caller back to forwarding alone.
 func TestBatchToOlderLeader(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, protocol.CodeNotFound, "no such endpoint")
 	}))

@@ -39,6 +39,7 @@ func ids(p protocol.IntentPage) []string {
 // intents arrive, applies each filter, lists only what the caller's tenant
 // may see, carries no params, and refuses bad filters as malformed.
 func TestIntentList(t *testing.T) {
+	t.Parallel()
 	w := newAccessWorld(t)
 	d, ctx := w.d, context.Background()
 	tenant := d.creds.Tenant

@@ -17,6 +17,7 @@ import (
 // it (the intent waits queued) until it is deleted. Bad locks are malformed;
 // only the admin may make them.
 func TestLocksAdmissionDispatchRunning(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	ctx := context.Background()
 	d.node.Hold.Store(true)

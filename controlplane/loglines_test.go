@@ -34,6 +34,7 @@ func (l *lockedBuffer) String() string {
 // At Info a server logs one line per admission (with its decision) and one
 // per result, naming the intent; never its params or output.
 func TestOneLogLinePerAdmissionAndResult(t *testing.T) {
+	t.Parallel()
 	var logs lockedBuffer
 	d := startDevWith(t, func(c *controlplane.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))

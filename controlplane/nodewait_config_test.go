@@ -14,6 +14,7 @@ import (
 // intent waits for a node; a value that is not a duration, or out of 0–1h,
 // is refused.
 func TestNodeWaitSetting(t *testing.T) {
+	t.Parallel()
 	if got := controlplane.DefaultConfig().FSM.NodeWait; got != 30*time.Second {
 		t.Fatalf("default node_wait %s, want 30s", got)
 	}

@@ -20,6 +20,7 @@ import (
 // node's signed captured_hash; the receipt, the submission's answer, an
 // unsigned read and another tenant see none of it.
 func TestOutputOnlyToEntitled(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	ctx := context.Background()
 	secretText := "confidential-" + fmt.Sprint(time.Now().UnixNano())
@@ -117,6 +118,7 @@ func TestOutputOnlyToEntitled(t *testing.T) {
 // captured_hash, and a writ.result/v1 (which would put the output in the
 // receipt), are refused with an error ack, and the intent gets no result.
 func TestNodeOutputChecked(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	ctx := context.Background()
 	forged := []byte(`{"msg":"forged"}`)

@@ -76,6 +76,7 @@ func TestOverloadedAtCapacity(t *testing.T) {
 // TestFailingSourceRateLimited: the failures of a source that keeps failing
 // authentication are answered 429 once its burst is spent.
 func TestFailingSourceRateLimited(t *testing.T) {
+	t.Parallel()
 	// The budget is not refilled while the test looks (one failure per
 	// 1,000 s): at 0.5 a second, a pause of 2 s between the requests (a
 	// loaded machine, the race detector) gave the source one more failure.
@@ -98,6 +99,7 @@ func TestFailingSourceRateLimited(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	_, addr := startTestDev(t, func(*Config) {})
 	post(t, addr+"/v1/intents", `{"intent":{"type":"nope"}}`)
 	resp, err := http.Get(addr + "/metrics")
@@ -123,6 +125,7 @@ func TestMetrics(t *testing.T) {
 }
 
 func TestEnvelopeIsStrict(t *testing.T) {
+	t.Parallel()
 	_, addr := startTestDev(t, func(*Config) {})
 	for _, body := range []string{
 		`{"intent":{},"intent":{}}`,
@@ -140,6 +143,7 @@ func TestEnvelopeIsStrict(t *testing.T) {
 // TestFailLimiterHold: a source holds at most maxHeld answers at once, all
 // sources maxHeldTotal, and a released slot is taken again.
 func TestFailLimiterHold(t *testing.T) {
+	t.Parallel()
 	l := newFailLimiter(1, 1, 2, 1_000_000)
 	r1, ok1 := l.hold("a")
 	_, ok2 := l.hold("a")
@@ -168,6 +172,7 @@ func TestFailLimiterHold(t *testing.T) {
 // more than the whole budget enters an empty gate only; what leaves is
 // given back.
 func TestAdmitGate(t *testing.T) {
+	t.Parallel()
 	type step struct {
 		enter bool // enter, or leave
 		cost  int64
@@ -201,6 +206,7 @@ func TestAdmitGate(t *testing.T) {
 // TestOverloadedByCost: with the cost budget taken, a submission is refused
 // 429 at once before its body is read; a small one fits beside a small one.
 func TestOverloadedByCost(t *testing.T) {
+	t.Parallel()
 	s, addr := startTestDev(t, func(c *Config) { c.MaxInFlightBytes = 64 << 10 })
 	s.gate.enter(60 << 10)
 	resp, body := post(t, addr+"/v1/intents", `{"intent":{}}`)

@@ -21,6 +21,7 @@ when { principal.tenant == "dev" };
 // The admin reads the installed policy, lists its versions, rolls back to
 // one, and replays recent decisions against a candidate before applying it.
 func TestPolicyLifecycle(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	ctx := context.Background()
 	dev, err := d.admin.Policy(ctx)
@@ -85,6 +86,7 @@ func TestPolicyLifecycle(t *testing.T) {
 }
 
 func TestPolicyCheckOffline(t *testing.T) {
+	t.Parallel()
 	hash, ids, err := controlplane.ValidatePolicy([]byte(onlyEcho))
 	if err != nil || !strings.HasPrefix(hash, "sha256:") || len(ids) != 1 || ids[0] != "echo.only" {
 		t.Fatalf("validate: %q %q %v", hash, ids, err)

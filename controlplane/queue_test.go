@@ -75,11 +75,16 @@ func TestQueuedIntentExpiresUndispatched(t *testing.T) {
 	if r, err := d.c.Intent(ctx, busy.IntentID, 10*time.Second); err != nil || r.State != "completed" {
 		t.Fatalf("the busy intent: %+v %v", r, err)
 	}
-	// The slot is free: the node takes the next intent at once.
-	next, err := d.c.Submit(ctx, d.intent(t, "echo", `{"msg":"next"}`, target), nil, 10*time.Second)
-	one.Release()
+	// The slot is free: the node takes the next intent at once. The node
+	// holds it until released, so the submission does not wait for its end.
+	next, err := d.c.Submit(ctx, d.intent(t, "echo", `{"msg":"next"}`, target), nil, 0)
 	if err != nil || next.State != "dispatched" && next.State != "completed" {
 		t.Fatalf("after the expired intent: %+v %v", next, err)
+	}
+	eventually.True(t, "the node to receive the next intent", func() bool { return one.Runs.Load() >= 2 })
+	one.Release()
+	if r, err := d.c.Intent(ctx, next.IntentID, 10*time.Second); err != nil || r.State != "completed" {
+		t.Fatalf("the next intent: %+v %v", r, err)
 	}
 	if n := one.Runs.Load(); n != 2 {
 		t.Fatalf("the node ran %d dispatches, want 2 (never the expired intent)", n)
@@ -90,6 +95,7 @@ func TestQueuedIntentExpiresUndispatched(t *testing.T) {
 // waits queued and completes once it connects; one for a node that never
 // comes ends no_eligible_node after node_wait, not at once.
 func TestIntentWaitsForItsNode(t *testing.T) {
+	t.Parallel()
 	const wait = 1500 * time.Millisecond
 	d := startDevWith(t, func(c *controlplane.Config) { c.FSM.NodeWait = wait })
 	base := "http://" + d.s.Addr().String()

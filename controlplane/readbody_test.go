@@ -14,6 +14,7 @@ import (
 // announced or not, and refused past it; a body shorter than announced is
 // refused.
 func TestReadBody(t *testing.T) {
+	t.Parallel()
 	type read struct {
 		b       []byte
 		refused bool
@@ -75,6 +76,7 @@ func TestReadBody(t *testing.T) {
 // memory only for what is sent — an unauthenticated client announcing the
 // limit on many connections must not hold that much per connection.
 func TestReadBodyAllocatesWhatArrives(t *testing.T) {
+	t.Parallel()
 	r := httptest.NewRequest("POST", "/v1/intents", strings.NewReader(`{"intent":1}`))
 	r.ContentLength = 2 << 20
 	b, aerr := readBody(httptest.NewRecorder(), r, 4<<20)

@@ -6,6 +6,7 @@ import "testing"
 // receipt whose result holds it (writ.result/v1); a v2 receipt, which holds
 // only hashes, goes to every answer.
 func TestReceiptContent(t *testing.T) {
+	t.Parallel()
 	v1 := []byte(`{"type":"writ.receipt/v1","index":3,"tenant":"acme","result":{"type":"writ.result/v1","output":"SECRET"}}`)
 	v2 := []byte(`{"type":"writ.receipt/v1","index":4,"tenant":"acme","result":{"type":"writ.result/v2","captured_hash":"sha256:00"}}`)
 	for _, c := range []struct {

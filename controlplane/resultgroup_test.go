@@ -15,6 +15,7 @@ import (
 // beside them, are proposed through group commit as admissions are, and
 // every intent still completes with its own result.
 func TestResultsThroughGroupCommit(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	ctx := context.Background()
 	const n = 24

@@ -133,6 +133,7 @@ func apiCode(err error) protocol.Code {
 }
 
 func TestSubmitAndIdempotency(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	ctx := context.Background()
 	raw := d.intent(t, "echo", `{"msg":"hi"}`)
@@ -177,6 +178,7 @@ func TestSubmitAndIdempotency(t *testing.T) {
 // that names the (only) node's id, name or labels runs there. (The target
 // was once dropped when the leader proposed the intent, so any node ran it.)
 func TestIntentTarget(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	ctx := context.Background()
 	for i, c := range []struct {
@@ -203,6 +205,7 @@ func TestIntentTarget(t *testing.T) {
 // TestConcurrentSubmissionsOneKey: many concurrent submissions of one
 // idempotency key admit exactly one intent.
 func TestConcurrentSubmissionsOneKey(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	raw := d.intent(t, "echo", `{"msg":"once"}`)
 	ids := make(chan string, 32)
@@ -231,6 +234,7 @@ func TestConcurrentSubmissionsOneKey(t *testing.T) {
 }
 
 func TestRefusedBeforeRaft(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	ctx := context.Background()
 	raw := d.intent(t, "echo", `{"msg":"hi"}`)
@@ -255,6 +259,7 @@ func TestRefusedBeforeRaft(t *testing.T) {
 }
 
 func TestRecordedOutcomes(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	ctx := context.Background()
 	for name, c := range map[string]struct {
@@ -309,6 +314,7 @@ func TestRecordedOutcomes(t *testing.T) {
 }
 
 func TestApprovalFlow(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	ctx := context.Background()
 	raw := d.intent(t, "echo_approval", `{"msg":"wire money"}`)
@@ -353,6 +359,7 @@ func TestWaitEndsAtExpiry(t *testing.T) {
 }
 
 func TestDevRefusesTakenAddress(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	base := controlplane.DefaultConfig()
 	base.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -369,6 +376,7 @@ func TestDevRefusesTakenAddress(t *testing.T) {
 // TestApprovalInSubmitBody: an approval sent with a submission must be for
 // that intent, and is ignored when the intent needs none.
 func TestApprovalInSubmitBody(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	ctx := context.Background()
 	plain := d.intent(t, "echo", `{}`)
@@ -393,6 +401,7 @@ func TestApprovalInSubmitBody(t *testing.T) {
 // TestReadsAreAuthenticated: an intent is read with a signed request of its
 // tenant or an admin token; anyone else learns nothing, not even that it exists.
 func TestReadsAreAuthenticated(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	ctx := context.Background()
 	raw := d.intent(t, "echo", `{}`, func(in *protocol.Intent) { in.ID = "int:with:colons" })

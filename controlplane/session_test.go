@@ -46,6 +46,7 @@ func servedStream(t *testing.T, addr, node string, tlsConf *tls.Config) bool {
 // a server's certificate: the connection is closed before any stream is
 // served. A session that is served proves the test can tell.
 func TestSessionNeedsANodeCertificate(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	pool := d.node.CAPool()
 	base := &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", NextProtos: []string{protocol.ALPN}, MinVersion: tls.VersionTLS13}
@@ -77,6 +78,7 @@ func TestSessionNeedsANodeCertificate(t *testing.T) {
 // agents exited when a restarted cluster's servers had not replayed their
 // logs yet.)
 func TestUnknownNodeMayRetry(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	certPEM, err1 := os.ReadFile(filepath.Join(d.dir, "tls", "ca.pem"))
 	keyPEM, err2 := os.ReadFile(filepath.Join(d.dir, "tls", "ca.key"))
@@ -111,6 +113,7 @@ func TestUnknownNodeMayRetry(t *testing.T) {
 // TestRevokedNodeIsDisconnected: revocation closes the node's session at
 // once, and a new connection with its still-valid certificate is refused.
 func TestRevokedNodeIsDisconnected(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	if err := d.admin.NodeAction(context.Background(), d.node.ID, "revoke"); err != nil {
 		t.Fatal(err)
@@ -131,6 +134,7 @@ func TestRevokedNodeIsDisconnected(t *testing.T) {
 // past its deadline leaves the intent unknown; its late result is recorded
 // as a superseding receipt, and the unknown one stays.
 func TestSilentNodeThenLateResult(t *testing.T) {
+	t.Parallel()
 	d := startDevWith(t, func(c *controlplane.Config) { c.FSM.DispatchTTL, c.FSM.DispatchGrace = time.Second, time.Second })
 	ctx := context.Background()
 	// A tool with a 100 ms timeout, so that the deadline comes soon; the
@@ -170,6 +174,7 @@ func TestSilentNodeThenLateResult(t *testing.T) {
 // name runs there and nowhere else, with two nodes ready; one naming no
 // enrolled node is rejected no_eligible_node at once.
 func TestTargetedIntentsRunOnTheirNode(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	ctx := context.Background()
 	base := "http://" + d.s.Addr().String()

@@ -14,6 +14,7 @@ import (
 // TestSnapshotOnStop: a graceful stop leaves a snapshot of everything the
 // server applied, so that its next start replays none of it.
 func TestSnapshotOnStop(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	for range 3 {
 		if _, err := d.c.Submit(context.Background(), d.intent(t, "echo", `{"msg":"hi"}`), nil, 0); err != nil {

@@ -19,6 +19,7 @@ import (
 // API accepts and the map back to the Writ name; any other query is
 // malformed.
 func TestToolFormats(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	ctx := context.Background()
 	long := "srv." + strings.Repeat("x", 58) // 62 characters, 64+ with "__"

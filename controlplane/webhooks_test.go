@@ -70,6 +70,7 @@ func (h *hookReceiver) wait(t *testing.T, n int) []protocol.WebhookPayload {
 // retried after a 500; its approval is announced as decided; the delivery
 // log says so; nothing carries the params.
 func TestWebhooksAnnounceApprovals(t *testing.T) {
+	t.Parallel()
 	secret := []byte("0123456789abcdef-webhook")
 	recv := &hookReceiver{fails: 1}
 	srv := httptest.NewServer(recv.handler(t, secret))
@@ -123,6 +124,7 @@ func TestWebhooksAnnounceApprovals(t *testing.T) {
 }
 
 func TestWebhookSignature(t *testing.T) {
+	t.Parallel()
 	secret, body, now := []byte("0123456789abcdef"), []byte(`{"event":"x"}`), time.Unix(1_800_000_000, 0)
 	ts := "1800000000"
 	header := "t=" + ts + ",v1=" + controlplane.WebhookSignature(secret, ts, body)
@@ -149,6 +151,7 @@ func TestWebhookSignature(t *testing.T) {
 }
 
 func TestWebhookConfigRefused(t *testing.T) {
+	t.Parallel()
 	for name, h := range map[string]controlplane.Webhook{
 		"plain http elsewhere": {URL: "http://hooks.example/x", Secret: []byte("0123456789abcdef")},
 		"short secret":         {URL: "https://hooks.example/x", Secret: []byte("short")},
@@ -177,6 +180,7 @@ func TestWebhookConfigRefused(t *testing.T) {
 // a redirect is a failed delivery, not a place the signed body goes; names
 // cannot become chat markup.
 func TestWebhookRedactsAndRefusesRedirects(t *testing.T) {
+	t.Parallel()
 	secret := []byte("0123456789abcdef-webhook")
 	var mu sync.Mutex
 	elsewhere := 0
