@@ -283,7 +283,7 @@ func (c *Client) once(ctx context.Context, base, method, path string, body []byt
 	}))
 	resp, err := c.http.Do(req)
 	if err != nil {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || misconfigured(err) {
 			return false, err
 		}
 		return !written.Load() || resendable(method, path), err

@@ -1,6 +1,8 @@
 package client
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"net"
 	"net/http"
@@ -49,6 +51,26 @@ func resendable(method, path string) bool {
 func refused(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// misconfigured reports whether err is a failure that sending again cannot
+// mend: the TLS handshake failed on certificates or protocol (a CA the
+// client does not trust, another name, a plain-HTTP server at an https
+// address, the server refusing the handshake with an alert).
+func misconfigured(err error) bool {
+	var (
+		unknown  x509.UnknownAuthorityError
+		hostname x509.HostnameError
+		invalid  x509.CertificateInvalidError
+		verify   *tls.CertificateVerificationError
+		record   tls.RecordHeaderError
+		alert    tls.AlertError
+	)
+	return errors.As(err, &unknown) || errors.As(err, &hostname) || errors.As(err, &invalid) ||
+		errors.As(err, &verify) || errors.As(err, &record) || errors.As(err, &alert) ||
+		// net/http's own words for a RecordHeaderError it recognises as
+		// plain HTTP, which it does not wrap.
+		strings.Contains(err.Error(), "server gave HTTP response to HTTPS client")
 }
 
 // backoff is the pause after every server of the list failed once.

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -139,5 +140,30 @@ func TestWrittenApprovalNotResent(t *testing.T) {
 	defer cancel()
 	if _, err := c.Approve(ctx, []byte(`{}`)); err == nil || seen.Load() != 1 {
 		t.Fatalf("an approval whose connection broke after it was written: %v after %d requests, want an error after 1", err, seen.Load())
+	}
+}
+
+// TestMisconfiguredFailsAtOnce: a TLS handshake that fails on what the
+// client was given (a CA that did not issue the server's certificate, a
+// plain-HTTP server at an https address) is not tried again, even for a
+// read with one server: sending again cannot mend it.
+func TestMisconfiguredFailsAtOnce(t *testing.T) {
+	var seen atomic.Int64
+	tlsSrv := httptest.NewTLSServer(answering(&seen, completed))
+	defer tlsSrv.Close()
+	plain := httptest.NewServer(answering(&seen, completed))
+	defer plain.Close()
+	for _, addr := range []string{tlsSrv.URL, "https://" + strings.TrimPrefix(plain.URL, "http://")} {
+		c := New(addr, "")
+		c.Failover = time.Hour
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, err := c.Intent(ctx, "int-1", 0)
+		if err == nil || ctx.Err() != nil || !misconfigured(err) {
+			t.Fatalf("%s: %v (context: %v), want the handshake's error at once", addr, err, ctx.Err())
+		}
+		cancel()
+	}
+	if seen.Load() != 0 {
+		t.Fatalf("the servers saw %d requests, want none", seen.Load())
 	}
 }
