@@ -103,22 +103,36 @@ func TestJournal(t *testing.T) {
 }
 
 // TestJournalFull: a batch that does not fit in the room left copies the
-// journal into bbolt first; one larger than the whole journal goes straight
-// to bbolt. Nothing is lost either way.
+// journal into bbolt first; one larger than journalDirect goes straight to
+// bbolt, beside the journal's entries. Nothing is lost either way, and the
+// log's first and last index span both.
 func TestJournalFull(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "raft.db")
 	s, err := OpenLogStore(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	big := func(i uint64, size int) *raft.Log {
-		return &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: make([]byte, size)}
+	defer func() { s.Close() }()
+	big := func(i uint64, size int) []*raft.Log {
+		return []*raft.Log{{Index: i, Term: 1, Type: raft.LogCommand, Data: make([]byte, size)}}
 	}
 	gen := s.j.gen
-	next := uint64(1)
-	for range 3 { // 3 × 3 MiB: the third does not fit
-		if err := s.StoreLogs([]*raft.Log{big(next, 3<<20)}); err != nil {
+	if err := s.StoreLogs(big(1, 100)); err != nil {
+		t.Fatal(err)
+	}
+	// Larger than journalDirect: to bbolt, the journal's entry left in it.
+	if err := s.StoreLogs(big(2, journalDirect+1)); err != nil {
+		t.Fatal(err)
+	}
+	if s.j.empty() || s.j.gen != gen {
+		t.Fatalf("a direct batch changed the journal (empty %v, generation %d, was %d)", s.j.empty(), s.j.gen, gen)
+	}
+	if first, _ := s.FirstIndex(); first != 1 {
+		t.Fatalf("first index %d, want 1 (in the journal, before bbolt's first)", first)
+	}
+	next := uint64(3)
+	for range journalSize / (journalDirect - 64) { // the last one does not fit
+		if err := s.StoreLogs(big(next, journalDirect-64)); err != nil {
 			t.Fatal(err)
 		}
 		next++
@@ -126,10 +140,7 @@ func TestJournalFull(t *testing.T) {
 	if s.j.gen != gen+1 {
 		t.Fatalf("generation %d after the journal filled, want %d", s.j.gen, gen+1)
 	}
-	if err := s.StoreLogs([]*raft.Log{big(next, journalSize)}); err != nil {
-		t.Fatal(err)
-	}
-	for i := uint64(1); i <= next; i++ {
+	for i := uint64(1); i < next; i++ {
 		var l raft.Log
 		if err := s.GetLog(i, &l); err != nil {
 			t.Fatalf("entry %d: %v", i, err)
@@ -138,8 +149,16 @@ func TestJournalFull(t *testing.T) {
 	if first, _ := s.FirstIndex(); first != 1 {
 		t.Fatalf("first index %d", first)
 	}
-	if last, _ := s.LastIndex(); last != next {
-		t.Fatalf("last index %d, want %d", last, next)
+	if last, _ := s.LastIndex(); last != next-1 {
+		t.Fatalf("last index %d, want %d", last, next-1)
+	}
+	// And after a restart.
+	s.Close()
+	if s, err = OpenLogStore(path); err != nil {
+		t.Fatal(err)
+	}
+	if last, _ := s.LastIndex(); last != next-1 {
+		t.Fatalf("after reopening, last index %d, want %d", last, next-1)
 	}
 }
 

@@ -196,13 +196,16 @@ func (s *LogStore) edge(first bool) (i uint64, err error) {
 		}
 		return nil
 	})
-	// The journal's entries follow bbolt's (appends come after the last;
-	// anything else empties the journal first), unless bbolt is empty.
+	// The journal's entries and bbolt's are one run of indexes between
+	// them: appends come after the last, and a deletion empties the journal
+	// first.
 	switch {
 	case err != nil || pl == 0:
 	case first && i == 0:
 		i = pf
-	case !first:
+	case first:
+		i = min(i, pf)
+	default:
 		i = max(i, pl)
 	}
 	return i, err
@@ -230,7 +233,7 @@ func (s *LogStore) GetLog(index uint64, l *raft.Log) error {
 func (s *LogStore) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
 
 // StoreLogs stores the entries as one record of the journal, or, when they
-// do not fit in it, in one bbolt transaction: all of them are durable when
+// are more than journalDirect bytes, in one bbolt transaction: all of them are durable when
 // it returns nil, and none or all of them after a crash.
 func (s *LogStore) StoreLogs(logs []*raft.Log) error {
 	if len(logs) == 0 {
@@ -239,12 +242,21 @@ func (s *LogStore) StoreLogs(logs []*raft.Log) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	rec := encodeJournalRecord(logs)
+	if len(rec) > journalDirect {
+		// A large batch (a busy leader's) is a bbolt commit of its own: the
+		// journal would fill at once, and copying it would cost a commit
+		// anyway. The journal's entries stay where they are unless this
+		// batch writes an index at or below them.
+		if s.pendingLast >= logs[0].Index {
+			if err := s.checkpoint(); err != nil {
+				return err
+			}
+		}
+		return s.putAll(logs)
+	}
 	if !s.j.fits(len(rec)) {
 		if err := s.checkpoint(); err != nil {
 			return err
-		}
-		if !s.j.fits(len(rec)) {
-			return s.putAll(logs)
 		}
 	}
 	if err := s.j.append(rec); err != nil {
