@@ -32,7 +32,7 @@ import (
 // All methods are safe for concurrent use.
 type LogStore struct {
 	db *bolt.DB
-	j  *journal // nil: every append is a bbolt commit
+	j  *journal
 
 	// wmu orders the writers (StoreLogs, DeleteRange, Set, Close).
 	wmu sync.Mutex
