@@ -1,6 +1,7 @@
 package raftnode
 
 import (
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -26,15 +27,17 @@ import (
 //
 // Layout: a header block, then records from journalHeaderSize on.
 //
-//	header  "WRITJNL1", generation (8 bytes, big-endian), CRC-32C of the 16 bytes before it
-//	record  payload length (4 bytes), CRC-32C of generation‖length‖payload (4 bytes), payload
+//	header  "WRITJNL1", generation (8 bytes, big-endian), salt (8 random bytes), CRC-32C of the 24 bytes before it
+//	record  payload length (4 bytes), CRC-32C of salt‖generation‖length‖payload (4 bytes), payload
 //	payload uvarint count, then per entry: index (8 bytes, big-endian), uvarint length, the entry as logcodec encodes it
 //
 // Reading stops at the first record whose length is 0, runs past the end,
 // or whose checksum fails: a record torn by a crash (never acknowledged:
 // its fdatasync had not returned) and records of an earlier generation
 // (whose checksum includes the generation they were written under) are
-// never taken.
+// never taken. The salt, new with each generation and never shown, keeps
+// entry data from passing for a record: bytes a client chose, inside an
+// entry of an earlier generation, cannot carry a checksum of this one.
 const (
 	journalMagic      = "WRITJNL1"
 	journalHeaderSize = 4096
@@ -55,9 +58,10 @@ func journalPath(path string) string { return path + ".journal" }
 // journal is the open append journal. Its methods are called with the
 // store's write lock held.
 type journal struct {
-	f   *os.File
-	gen uint64
-	off int64 // where the next record goes
+	f    *os.File
+	gen  uint64
+	salt [8]byte
+	off  int64 // where the next record goes
 }
 
 // openJournal opens the journal of the store at path, making it first when
@@ -93,7 +97,11 @@ func makeJournal(jp string) error {
 	}
 	err = func() error {
 		zeros := make([]byte, 1<<20)
-		copy(zeros, journalHeader(1))
+		h, err := journalHeader(1)
+		if err != nil {
+			return err
+		}
+		copy(zeros, h)
 		for off := 0; off < journalSize; off += len(zeros) {
 			if _, err := f.WriteAt(zeros, int64(off)); err != nil {
 				return err
@@ -118,9 +126,17 @@ func makeJournal(jp string) error {
 	return nil
 }
 
-func journalHeader(gen uint64) []byte {
+// journalHeaderLen is the header's length: magic, generation, salt, CRC.
+const journalHeaderLen = len(journalMagic) + 8 + 8 + 4
+
+// journalHeader returns a header of generation gen with a new salt.
+func journalHeader(gen uint64) ([]byte, error) {
 	h := binary.BigEndian.AppendUint64([]byte(journalMagic), gen)
-	return binary.BigEndian.AppendUint32(h, crc32.Checksum(h, castagnoli))
+	h = append(h, make([]byte, 8)...)
+	if _, err := rand.Read(h[len(h)-8:]); err != nil {
+		return nil, err
+	}
+	return binary.BigEndian.AppendUint32(h, crc32.Checksum(h, castagnoli)), nil
 }
 
 // readJournal reads the header and every record of the current generation.
@@ -132,12 +148,13 @@ func readJournal(f *os.File) (*journal, []*raft.Log, error) {
 		}
 		return nil, nil, err
 	}
-	h := b[:len(journalMagic)+12]
+	h := b[:journalHeaderLen]
 	if string(h[:len(journalMagic)]) != journalMagic ||
 		binary.BigEndian.Uint32(h[len(h)-4:]) != crc32.Checksum(h[:len(h)-4], castagnoli) {
 		return nil, nil, fmt.Errorf("%w: the journal's header is not one", ErrLogCorrupt)
 	}
 	j := &journal{f: f, gen: binary.BigEndian.Uint64(h[len(journalMagic):]), off: journalHeaderSize}
+	copy(j.salt[:], h[len(journalMagic)+8:])
 	var logs []*raft.Log
 	for {
 		payload, ok := j.record(b[j.off:])
@@ -169,7 +186,7 @@ func (j *journal) record(b []byte) ([]byte, bool) {
 }
 
 func (j *journal) sum(size, payload []byte) uint32 {
-	c := crc32.Update(0, castagnoli, binary.BigEndian.AppendUint64(nil, j.gen))
+	c := crc32.Update(0, castagnoli, binary.BigEndian.AppendUint64(j.salt[:], j.gen))
 	c = crc32.Update(c, castagnoli, size)
 	return crc32.Update(c, castagnoli, payload)
 }
@@ -244,13 +261,18 @@ func (j *journal) empty() bool { return j.off == journalHeaderSize }
 // reset starts a new generation: the records written so far are no longer
 // read. The caller has made what they hold durable elsewhere first.
 func (j *journal) reset() error {
-	if _, err := j.f.WriteAt(journalHeader(j.gen+1), 0); err != nil {
+	h, err := journalHeader(j.gen + 1)
+	if err != nil {
+		return err
+	}
+	if _, err := j.f.WriteAt(h, 0); err != nil {
 		return err
 	}
 	if err := fdatasync(j.f); err != nil {
 		return err
 	}
 	j.gen++
+	copy(j.salt[:], h[len(journalMagic)+8:])
 	j.off = journalHeaderSize
 	return nil
 }

@@ -32,7 +32,7 @@ import (
 // All methods are safe for concurrent use.
 type LogStore struct {
 	db *bolt.DB
-	j  *journal
+	j  *journal // nil when there was no room to make it
 
 	// wmu orders the writers (StoreLogs, DeleteRange, Set, Close).
 	wmu sync.Mutex
@@ -91,16 +91,26 @@ func OpenLogStore(path string) (*LogStore, error) {
 	}
 	s := &LogStore{db: db, pending: map[uint64][]byte{}}
 	j, logs, err := openJournal(path)
-	if err != nil {
+	switch {
+	case NoSpace(err):
+		// No room to make the journal: every append is a bbolt commit
+		// until a start finds room.
+		return s, nil
+	case err != nil:
 		db.Close()
 		return nil, err
 	}
 	s.j = j
 	// What the journal holds goes into bbolt now, and the journal starts
 	// again: copying it twice (a crash before the reset) puts the same
-	// entries at the same indexes.
-	if err := s.putAll(logs); err == nil {
+	// entries at the same indexes. With the disk full they stay in the
+	// journal, read from memory, and appends go on after them.
+	err = s.putAll(logs)
+	if err == nil {
 		err = j.reset()
+	} else if NoSpace(err) {
+		s.hold(logs)
+		err = nil
 	}
 	if err != nil {
 		j.close()
@@ -110,13 +120,34 @@ func OpenLogStore(path string) (*LogStore, error) {
 	return s, nil
 }
 
+// hold keeps logs, written to the journal, in memory until they are copied
+// into bbolt.
+func (s *LogStore) hold(logs []*raft.Log) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var buf []byte
+	for _, l := range logs {
+		buf = appendLog(buf[:0], l)
+		s.pending[l.Index] = bytes.Clone(buf)
+		if s.pendingFirst == 0 || l.Index < s.pendingFirst {
+			s.pendingFirst = l.Index
+		}
+		s.pendingLast = max(s.pendingLast, l.Index)
+	}
+}
+
 // Close copies the journal's entries into bbolt and closes both files.
 func (s *LogStore) Close() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	err := s.checkpoint()
-	if cerr := s.j.close(); err == nil {
-		err = cerr
+	if NoSpace(err) {
+		err = nil // the journal keeps them; the next Open copies them
+	}
+	if s.j != nil {
+		if cerr := s.j.close(); err == nil {
+			err = cerr
+		}
 	}
 	if cerr := s.db.Close(); err == nil {
 		err = cerr
@@ -127,7 +158,7 @@ func (s *LogStore) Close() error {
 // checkpoint copies the journal's entries into bbolt, durably, then empties
 // the journal. Called with wmu held.
 func (s *LogStore) checkpoint() error {
-	if s.j.empty() {
+	if s.j == nil || s.j.empty() {
 		return nil
 	}
 	s.mu.RLock()
@@ -241,6 +272,9 @@ func (s *LogStore) StoreLogs(logs []*raft.Log) error {
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if s.j == nil {
+		return s.putAll(logs)
+	}
 	rec := encodeJournalRecord(logs)
 	if len(rec) > journalDirect {
 		// A large batch (a busy leader's) is a bbolt commit of its own: the
@@ -268,17 +302,7 @@ func (s *LogStore) StoreLogs(logs []*raft.Log) error {
 		}
 		return err
 	}
-	s.mu.Lock()
-	var buf []byte
-	for _, l := range logs {
-		buf = appendLog(buf[:0], l)
-		s.pending[l.Index] = bytes.Clone(buf)
-		if s.pendingFirst == 0 || l.Index < s.pendingFirst {
-			s.pendingFirst = l.Index
-		}
-		s.pendingLast = max(s.pendingLast, l.Index)
-	}
-	s.mu.Unlock()
+	s.hold(logs)
 	return nil
 }
 
