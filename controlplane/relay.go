@@ -29,14 +29,26 @@ var relayable = map[fsm.MsgType]bool{fsm.MsgNodeSession: true, fsm.MsgResult: tr
 	// relayedAdminChange takes only those.
 	fsm.MsgAdmin: true}
 
+// relayBody is one relayed command, or, of type group (fsm.MsgGroup),
+// several that the leader proposes in one entry (relayableTogether).
 type relayBody struct {
-	Type uint8          `json:"type"`
-	Cmd  jsontext.Value `json:"cmd"`
+	Type     uint8          `json:"type"`
+	Cmd      jsontext.Value `json:"cmd,omitempty"`
+	Together []relayBody    `json:"together,omitempty"`
 }
 
+// relayAnswer is the result of a relayed command, or the results of those
+// relayed together, in their order.
 type relayAnswer struct {
-	Result fsm.Result `json:"result"`
+	Result   fsm.Result   `json:"result"`
+	Together []fsm.Result `json:"together,omitempty"`
 }
+
+// relayableTogether are the commands a follower may relay in one group: a
+// run's output and its result (session.result), at most two.
+var relayableTogether = map[fsm.MsgType]bool{fsm.MsgPutOutput: true, fsm.MsgResult: true}
+
+const maxRelayedTogether = 2
 
 // internalAPI is the servers' own area of the API, refused to anyone but a
 // server of this cluster: a node session's command relayed to the leader,
@@ -57,10 +69,25 @@ func (ep internalAPI) routes(mux *routeMux) {
 // relayRetry; every relayable command is safe to propose twice (a repeated
 // result or session record changes nothing).
 func (s *Server) applyAnywhere(ctx context.Context, t fsm.MsgType, cmd any) (fsm.Result, error) {
+	res, err := s.applyAnywhereTogether(ctx, raftnode.Command{Type: t, Cmd: cmd})
+	if err != nil {
+		return fsm.Result{}, err
+	}
+	return res[0], nil
+}
+
+// applyAnywhereTogether is applyAnywhere for commands that must share one
+// Raft entry (raftnode.ProposeTogether): a run's output and its result, one
+// commit instead of two in series. A leader that does not take them together
+// (a server of an older version, during an upgrade) is sent them one by one.
+func (s *Server) applyAnywhereTogether(ctx context.Context, cmds ...raftnode.Command) ([]fsm.Result, error) {
 	var body []byte // the relay's body, made the first time one is sent
 	deadline := time.Now().Add(relayRetry)
 	for pause := 50 * time.Millisecond; ; pause = min(2*pause, time.Second) {
-		res, retry, err := s.relayOnce(ctx, t, cmd, &body)
+		res, retry, err := s.relayOnce(ctx, cmds, &body)
+		if errors.Is(err, errNotTogether) {
+			return s.applyAnywhereOneByOne(ctx, cmds)
+		}
 		if !retry || time.Now().Add(pause).After(deadline) {
 			return res, err
 		}
@@ -72,45 +99,98 @@ func (s *Server) applyAnywhere(ctx context.Context, t fsm.MsgType, cmd any) (fsm
 	}
 }
 
+// applyAnywhereOneByOne relays commands one after the other, stopping at the
+// first not committed.
+func (s *Server) applyAnywhereOneByOne(ctx context.Context, cmds []raftnode.Command) ([]fsm.Result, error) {
+	out := make([]fsm.Result, 0, len(cmds))
+	for _, c := range cmds {
+		res, err := s.applyAnywhereTogether(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res[0])
+	}
+	return out, nil
+}
+
 // relayRetry is how long applyAnywhere keeps trying while leadership moves.
 const relayRetry = 5 * time.Second
 
-func (s *Server) relayOnce(ctx context.Context, t fsm.MsgType, cmd any, body *[]byte) (res fsm.Result, retry bool, err error) {
+// errNotTogether is a leader refusing commands relayed together.
+var errNotTogether = errors.New("controlplane: the leader does not take relayed commands together")
+
+// relayOnce proposes cmds here when this server leads, or relays them to the
+// leader: one command as its relayBody, several as a relayBody of type
+// group (fsm.MsgGroup) listing them in Together.
+func (s *Server) relayOnce(ctx context.Context, cmds []raftnode.Command, body *[]byte) (res []fsm.Result, retry bool, err error) {
 	if s.node.Raft.State() == raft.Leader || s.cluster == nil {
-		res, err = s.apply(ctx, t, cmd)
+		res, err = s.applyTogether(ctx, cmds)
 		return res, errors.Is(err, raftnode.ErrNotLeader), err
 	}
 	_, leader := s.node.Raft.LeaderWithID()
 	m, ok := s.cluster.g.member(string(leader))
 	if leader == "" || !ok {
-		return fsm.Result{}, true, raftnode.ErrNotLeader
+		return nil, true, raftnode.ErrNotLeader
 	}
 	if *body == nil {
-		raw, err := jsonx.Marshal(cmd)
-		if err != nil {
-			return fsm.Result{}, false, err
+		rb := relayBody{Type: uint8(fsm.MsgGroup)}
+		for _, c := range cmds {
+			raw, err := jsonx.Marshal(c.Cmd)
+			if err != nil {
+				return nil, false, err
+			}
+			rb.Together = append(rb.Together, relayBody{Type: uint8(c.Type), Cmd: raw})
 		}
-		*body, _ = jsonx.Marshal(relayBody{Type: uint8(t), Cmd: raw})
+		if len(cmds) == 1 {
+			rb = rb.Together[0]
+		}
+		*body, _ = jsonx.Marshal(rb)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+m.API+"/v1/internal/apply", bytes.NewReader(*body))
 	if err != nil {
-		return fsm.Result{}, false, err
+		return nil, false, err
 	}
 	resp, err := s.cluster.http.Do(req)
 	if err != nil {
-		return fsm.Result{}, false, err
+		return nil, false, err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode == http.StatusBadRequest && len(cmds) > 1 {
+		return nil, false, errNotTogether
+	}
 	if resp.StatusCode != http.StatusOK {
-		return fsm.Result{}, resp.StatusCode == http.StatusServiceUnavailable,
-			fmt.Errorf("controlplane: the leader refused a relayed %s: HTTP %d: %s", t, resp.StatusCode, b)
+		return nil, resp.StatusCode == http.StatusServiceUnavailable,
+			fmt.Errorf("controlplane: the leader refused a relayed %s: HTTP %d: %s", cmds[0].Type, resp.StatusCode, b)
 	}
 	var a relayAnswer
 	if err := jsonx.UnmarshalLenient(b, &a); err != nil {
-		return fsm.Result{}, false, err
+		return nil, false, err
 	}
-	return a.Result, false, nil
+	if len(cmds) == 1 {
+		return []fsm.Result{a.Result}, false, nil
+	}
+	if len(a.Together) != len(cmds) {
+		return nil, false, fmt.Errorf("controlplane: the leader answered %d results for %d commands relayed together", len(a.Together), len(cmds))
+	}
+	return a.Together, false, nil
+}
+
+// applyTogether proposes cmds here: one as apply does, several in one entry.
+func (s *Server) applyTogether(ctx context.Context, cmds []raftnode.Command) ([]fsm.Result, error) {
+	if len(cmds) == 1 {
+		res, err := s.apply(ctx, cmds[0].Type, cmds[0].Cmd)
+		if err != nil {
+			return nil, err
+		}
+		return []fsm.Result{res}, nil
+	}
+	start := time.Now()
+	res, _, err := s.node.ProposeTogether(ctx, cmds...)
+	if err == nil {
+		s.metrics.applySeconds.Observe(time.Since(start).Seconds())
+	}
+	return res, err
 }
 
 func (ep internalAPI) handleRelay(w http.ResponseWriter, r *http.Request) {
@@ -126,11 +206,63 @@ func (ep internalAPI) handleRelay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var rb relayBody
-	if err := jsonx.UnmarshalLenient(body, &rb); err != nil || !relayable[fsm.MsgType(rb.Type)] {
+	if err := jsonx.UnmarshalLenient(body, &rb); err != nil {
 		writeError(w, protocol.CodeMalformed, "not a relayable command")
 		return
 	}
-	// The leader decides time: the relaying server's clock is replaced.
+	if fsm.MsgType(rb.Type) == fsm.MsgGroup {
+		ep.relayTogether(w, r, rb.Together)
+		return
+	}
+	if !relayable[fsm.MsgType(rb.Type)] || rb.Together != nil {
+		writeError(w, protocol.CodeMalformed, "not a relayable command")
+		return
+	}
+	cmd, err := ep.relayedCommand(rb)
+	if err != nil {
+		writeError(w, protocol.CodeMalformed, "the command does not decode")
+		return
+	}
+	res, err := ep.srv.apply(r.Context(), fsm.MsgType(rb.Type), cmd)
+	if err != nil {
+		writeRelayError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, relayAnswer{Result: res})
+}
+
+// relayTogether proposes the commands a follower relayed together in one
+// entry; anything but 2 to maxRelayedTogether commands of relayableTogether
+// is refused whole.
+func (ep internalAPI) relayTogether(w http.ResponseWriter, r *http.Request, rbs []relayBody) {
+	if len(rbs) < 2 || len(rbs) > maxRelayedTogether {
+		writeError(w, protocol.CodeMalformed, "not a relayable command")
+		return
+	}
+	cmds := make([]raftnode.Command, len(rbs))
+	for i, rb := range rbs {
+		if !relayableTogether[fsm.MsgType(rb.Type)] || rb.Together != nil {
+			writeError(w, protocol.CodeMalformed, "not a relayable command")
+			return
+		}
+		cmd, err := ep.relayedCommand(rb)
+		if err != nil {
+			writeError(w, protocol.CodeMalformed, "the command does not decode")
+			return
+		}
+		cmds[i] = raftnode.Command{Type: fsm.MsgType(rb.Type), Cmd: cmd}
+	}
+	res, err := ep.srv.applyTogether(r.Context(), cmds)
+	if err != nil {
+		writeRelayError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, relayAnswer{Result: res[0], Together: res})
+}
+
+// relayedCommand decodes one relayed command. The leader decides time: the
+// relaying server's clock is replaced.
+func (ep internalAPI) relayedCommand(rb relayBody) (any, error) {
 	var cmd any
 	var err error
 	switch fsm.MsgType(rb.Type) {
@@ -153,18 +285,13 @@ func (ep internalAPI) handleRelay(w http.ResponseWriter, r *http.Request) {
 	default:
 		cmd, err = relayedDashboardCommand(ep.srv, fsm.MsgType(rb.Type), rb.Cmd)
 	}
-	if err != nil {
-		writeError(w, protocol.CodeMalformed, "the command does not decode")
+	return cmd, err
+}
+
+func writeRelayError(w http.ResponseWriter, err error) {
+	if errors.Is(err, raftnode.ErrNotLeader) {
+		writeError(w, protocol.CodeNoLeader, "not the leader")
 		return
 	}
-	res, err := ep.srv.apply(r.Context(), fsm.MsgType(rb.Type), cmd)
-	if err != nil {
-		if errors.Is(err, raftnode.ErrNotLeader) {
-			writeError(w, protocol.CodeNoLeader, "not the leader")
-			return
-		}
-		writeError(w, protocol.CodeInternal, "not committed")
-		return
-	}
-	writeJSON(w, http.StatusOK, relayAnswer{Result: res})
+	writeError(w, protocol.CodeInternal, "not committed")
 }

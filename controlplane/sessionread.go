@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/writhq/writ/controlplane/internal/fsm"
+	"github.com/writhq/writ/controlplane/internal/raftnode"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -68,8 +69,8 @@ func (k nodeKeys) SignerKey(id string) (ed25519.PublicKey, bool) {
 }
 
 // result verifies a node's signed result and the captured output sent beside
-// it, and records both through Raft: the output first (outside the receipt),
-// then the result. The node gets an ack once the result is committed, or an
+// it, and records both through Raft in one entry: the output first (outside
+// the receipt), then the result. The node gets an ack once the result is committed, or an
 // error ack when it never can be. Without either (no leader, a timeout) the
 // node keeps it and sends it again. Only writ.result/v2 is taken: a v1 would
 // put the output in the receipt, which the ledger never holds.
@@ -96,27 +97,29 @@ func (ss *session) result(raw, output []byte) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	// A result this replica already holds (a node resending after a lost
-	// ack) needs no output entry: the FSM would keep the one it has.
+	// The output and the result share one Raft entry, the output first: one
+	// commit (and, on a follower, one relay) instead of two in series, and
+	// neither is recorded without the other. A result this replica already
+	// holds (a node resending after a lost ack) needs no output command: the
+	// FSM would keep the one it has.
+	cmds := make([]raftnode.Command, 0, 2)
 	if d, ok := s.reads.Dispatch(res.DispatchID); len(output) > 0 && (!ok || d.Result == nil) {
-		o, err := s.applyAnywhere(ctx, fsm.MsgPutOutput, fsm.PutOutput{At: s.now(), DispatchID: res.DispatchID,
-			IntentID: res.IntentID, Node: res.Node, Hash: res.CapturedHash, Output: output})
-		if err != nil {
-			ss.log().Warn("output not committed; the node will resend it", "dispatch", res.DispatchID, "err", err)
-			return
-		}
-		if o.Err != nil {
-			ss.log().Warn("node output not kept", "dispatch", res.DispatchID, "code", o.Err.Code)
-		}
+		cmds = append(cmds, raftnode.Command{Type: fsm.MsgPutOutput, Cmd: fsm.PutOutput{At: s.now(), DispatchID: res.DispatchID,
+			IntentID: res.IntentID, Node: res.Node, Hash: res.CapturedHash, Output: output}})
 	}
-	out, err := s.applyAnywhere(ctx, fsm.MsgResult, fsm.RecordResult{
+	cmds = append(cmds, raftnode.Command{Type: fsm.MsgResult, Cmd: fsm.RecordResult{
 		At: s.now(), DispatchID: res.DispatchID, IntentID: res.IntentID, Node: res.Node,
 		Status: res.Status, Error: res.Error, Result: canon,
-	})
+	}})
+	results, err := s.applyAnywhereTogether(ctx, cmds...)
 	if err != nil {
 		ss.log().Warn("result not committed; the node will resend it", "dispatch", res.DispatchID, "err", err)
 		return
 	}
+	if o := results[0]; len(results) == 2 && o.Err != nil {
+		ss.log().Warn("node output not kept", "dispatch", res.DispatchID, "code", o.Err.Code)
+	}
+	out := results[len(results)-1]
 	if out.Err != nil {
 		// A report on a dispatch this cluster never made (a forged one the
 		// node refused) or one already decided otherwise.

@@ -51,13 +51,18 @@ func MigrateWAL(walDir, dst string) (m Migration, err error) {
 		return m, fmt.Errorf("%w: %s exists already", ErrMigrate, dst)
 	}
 	tmp := dst + ".migrating"
-	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return m, err
+	for _, p := range []string{tmp, journalPath(tmp)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return m, err
+		}
 	}
 	defer func() {
 		if err != nil {
 			os.Remove(tmp)
 		}
+		// Close copied the journal's entries into tmp: an empty journal
+		// beside the temporary name is left over.
+		os.Remove(journalPath(tmp))
 	}()
 	var state types.PersistentState
 	var stable map[string][]byte
@@ -77,6 +82,9 @@ func MigrateWAL(walDir, dst string) (m Migration, err error) {
 	}
 	if copyErr != nil {
 		return m, copyErr
+	}
+	if err := os.Remove(journalPath(dst)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return m, err
 	}
 	if err := os.Rename(tmp, dst); err != nil {
 		return m, err
