@@ -165,6 +165,7 @@ func TestAgentsLeaveFullServer(t *testing.T) {
 // node sessions and takes new ones (it has nowhere to send them): an intent
 // submitted meanwhile completes through the node it held.
 func TestAloneKeepsAgentsWhileFull(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	controlplane.SetDiskFull(d.s, true)
 	defer controlplane.SetDiskFull(d.s, false)

@@ -13,6 +13,7 @@ import (
 // together, one Raft entry of two commands, so recording a result costs one
 // commit, not two in series; the output is still served beside the result.
 func TestResultAndOutputOneEntry(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	ctx := context.Background()
 	params := `{"msg":"together"}`
