@@ -40,6 +40,7 @@ func receiptWhenCovered(t *testing.T, c *client.Client, id string) (*client.Inte
 // node. No tick runs meanwhile (an hour apart), so the queue itself must
 // check the expiry.
 func TestQueuedIntentExpiresUndispatched(t *testing.T) {
+	t.Parallel()
 	d := startDevWith(t, func(c *controlplane.Config) { c.TickInterval = time.Hour })
 	base := "http://" + d.s.Addr().String()
 	one := enrollSim(t, d.s, base)
@@ -56,14 +57,17 @@ func TestQueuedIntentExpiresUndispatched(t *testing.T) {
 	if err != nil || busy.State != "dispatched" {
 		t.Fatalf("first intent: %+v %v", busy, err)
 	}
+	// An expiry far enough ahead to be admitted before it on a loaded
+	// machine (tests run side by side), near enough to wait out.
+	expiry := time.Now().UTC().Add(4 * time.Second)
 	short, err := d.c.Submit(ctx, d.intent(t, "echo", `{"msg":"short"}`, target, func(in *protocol.Intent) {
-		in.ExpiresAt = protocol.FormatTime(time.Now().UTC().Add(1500 * time.Millisecond))
+		in.ExpiresAt = protocol.FormatTime(expiry)
 	}), nil, 0)
 	if err != nil || short.State != "queued" {
 		t.Fatalf("intent behind a busy node: %+v %v, want queued", short, err)
 	}
 	eventually.True(t, "the node to run the first intent", func() bool { return one.Runs.Load() == 1 })
-	time.Sleep(2 * time.Second) // past its expiry
+	time.Sleep(time.Until(expiry) + 500*time.Millisecond) // past its expiry
 	one.Release()
 	got, rc := receiptWhenCovered(t, d.c, short.IntentID)
 	if got.State != "expired" || got.Error == nil || got.Error.Code != protocol.CodeExpired || got.Dispatch != nil {

@@ -340,10 +340,12 @@ func TestApprovalFlow(t *testing.T) {
 }
 
 func TestWaitEndsAtExpiry(t *testing.T) {
+	t.Parallel()
 	d := startDev(t)
 	ctx := context.Background()
+	// Far enough ahead to be admitted before it on a loaded machine.
 	raw := d.intent(t, "echo_approval", `{}`, func(in *protocol.Intent) {
-		in.ExpiresAt = protocol.FormatTime(time.Now().Add(1500 * time.Millisecond))
+		in.ExpiresAt = protocol.FormatTime(time.Now().Add(4 * time.Second))
 	})
 	start := time.Now()
 	r, err := d.c.Submit(ctx, raw, nil, 20*time.Second)
