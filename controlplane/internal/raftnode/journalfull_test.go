@@ -9,6 +9,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"golang.org/x/sys/unix"
+
+	"github.com/writhq/writ/internal/testtier"
 )
 
 // TestJournalOnFullDisk: with the journal's entries not yet copied into
@@ -17,12 +19,7 @@ import (
 // acknowledged entry is lost. Without room to make a journal at all, the
 // store opens and appends as bbolt commits.
 func TestJournalOnFullDisk(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("TestJournalOnFullDisk needs root to mount a tmpfs")
-		}
-		t.Skip("needs root to mount a tmpfs")
-	}
+	testtier.Root(t, "a tmpfs to fill")
 	dir := t.TempDir()
 	if err := unix.Mount("writ-test", dir, "tmpfs", 0, "size=8m"); err != nil {
 		t.Fatal(err)
