@@ -6,5 +6,5 @@ import (
 )
 
 // fdatasync flushes f's data, and of its metadata only what reading the
-// data back needs.
-func fdatasync(f *os.File) error { return syscall.Fdatasync(int(f.Fd())) }
+// data back needs. A variable, so that a test can make it fail.
+var fdatasync = func(f *os.File) error { return syscall.Fdatasync(int(f.Fd())) }

@@ -4,5 +4,6 @@ package raftnode
 
 import "os"
 
-// fdatasync is fsync where the system has no fdatasync.
-func fdatasync(f *os.File) error { return f.Sync() }
+// fdatasync is fsync where the system has no fdatasync. A variable, so that
+// a test can make it fail.
+var fdatasync = func(f *os.File) error { return f.Sync() }
