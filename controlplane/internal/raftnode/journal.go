@@ -62,6 +62,9 @@ type journal struct {
 	gen  uint64
 	salt [8]byte
 	off  int64 // where the next record goes
+	// broken: a write or fdatasync failed; what the file holds past off, or
+	// its header, is unknown until a reset succeeds.
+	broken bool
 }
 
 // openJournal opens the journal of the store at path, making it first when
@@ -246,9 +249,11 @@ func (j *journal) fits(n int) bool { return j.off+int64(n) <= journalSize }
 func (j *journal) append(rec []byte) error {
 	binary.BigEndian.PutUint32(rec[4:], j.sum(rec[:4], rec[8:]))
 	if _, err := j.f.WriteAt(rec, j.off); err != nil {
+		j.broken = true
 		return err
 	}
 	if err := fdatasync(j.f); err != nil {
+		j.broken = true
 		return err
 	}
 	j.off += int64(len(rec))
@@ -256,7 +261,7 @@ func (j *journal) append(rec []byte) error {
 }
 
 // empty reports whether the journal holds no record.
-func (j *journal) empty() bool { return j.off == journalHeaderSize }
+func (j *journal) empty() bool { return j.off == journalHeaderSize && !j.broken }
 
 // reset starts a new generation: the records written so far are no longer
 // read. The caller has made what they hold durable elsewhere first.
@@ -265,12 +270,14 @@ func (j *journal) reset() error {
 	if err != nil {
 		return err
 	}
+	j.broken = true
 	if _, err := j.f.WriteAt(h, 0); err != nil {
 		return err
 	}
 	if err := fdatasync(j.f); err != nil {
 		return err
 	}
+	j.broken = false
 	j.gen++
 	copy(j.salt[:], h[len(journalMagic)+8:])
 	j.off = journalHeaderSize

@@ -281,14 +281,14 @@ func (s *LogStore) StoreLogs(logs []*raft.Log) error {
 		// journal would fill at once, and copying it would cost a commit
 		// anyway. The journal's entries stay where they are unless this
 		// batch writes an index at or below them.
-		if s.pendingLast >= logs[0].Index {
+		if s.pendingLast >= logs[0].Index || s.j.broken {
 			if err := s.checkpoint(); err != nil {
 				return err
 			}
 		}
 		return s.putAll(logs)
 	}
-	if !s.j.fits(len(rec)) {
+	if s.j.broken || !s.j.fits(len(rec)) {
 		if err := s.checkpoint(); err != nil {
 			return err
 		}
