@@ -19,27 +19,36 @@ import (
 // restarted agent recognise them.
 const source = "writ-workspace"
 
-// mounted holds the workspaces on which a run of this process has mounted
-// a tmpfs not yet handed back: a concurrent run of the same workspace works
-// in that tmpfs. The agent is the only process that mounts on its
+// mounted holds the workspaces on which a run of this process is mounting
+// or has mounted a tmpfs not yet handed back: a concurrent run of the same
+// workspace waits until that mount is made, then works in it (or, if it
+// failed, is refused). The agent is the only process that mounts on its
 // workspaces, so this replaces reading the mount table at every run (a
 // third of the wasm tier's own CPU per run); Release, for what a crash left,
 // still reads it.
 var mounted = struct {
 	sync.Mutex
-	dirs map[string]bool
-}{dirs: map[string]bool{}}
+	dirs map[string]*mounting
+}{dirs: map[string]*mounting{}}
 
-// claim marks dir as mounted by this process, and reports false if it
-// already was.
-func claim(dir string) bool {
+// mounting is one workspace's mount: ready is closed once it is made or
+// failed (err).
+type mounting struct {
+	ready chan struct{}
+	err   error
+}
+
+// claim marks dir as being mounted by the caller (first true), or returns
+// the mount another run of this process is making or has made.
+func claim(dir string) (*mounting, bool) {
 	mounted.Lock()
 	defer mounted.Unlock()
-	if mounted.dirs[dir] {
-		return false
+	if m, ok := mounted.dirs[dir]; ok {
+		return m, false
 	}
-	mounted.dirs[dir] = true
-	return true
+	m := &mounting{ready: make(chan struct{})}
+	mounted.dirs[dir] = m
+	return m, true
 }
 
 func unclaim(dir string) {
@@ -84,17 +93,25 @@ func Limit(dir string, size int64) (*Quota, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
-	if !claim(dir) {
+	m, first := claim(dir)
+	if !first {
 		// Another run of the same workspace is going on: this one works in
-		// that run's tmpfs, bounded by it, and leaves the hand-back to it.
+		// that run's tmpfs, bounded by it, once it is mounted, and leaves
+		// the hand-back to it; if that mount failed, this run is refused
+		// rather than left on the unbounded directory.
+		<-m.ready
+		if m.err != nil {
+			return nil, m.err
+		}
 		return &Quota{dir: dir}, nil
 	}
 	q, err := mount(dir, size)
 	if err != nil {
+		m.err = err
 		unclaim(dir)
-		return nil, err
 	}
-	return q, nil
+	close(m.ready)
+	return q, err
 }
 
 // mount puts the tmpfs on dir and copies dir's contents into it.
