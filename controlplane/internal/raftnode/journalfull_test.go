@@ -10,9 +10,6 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
-	"golang.org/x/sys/unix"
-
-	"github.com/writhq/writ/internal/testtier"
 )
 
 // TestJournalOnFullDisk: with the journal's entries not yet copied into
@@ -21,13 +18,7 @@ import (
 // acknowledged entry is lost. Without room to make a journal at all, the
 // store opens and appends as bbolt commits.
 func TestJournalOnFullDisk(t *testing.T) {
-	testtier.Root(t, "a tmpfs to fill")
-	dir := t.TempDir()
-	if err := unix.Mount("writ-test", dir, "tmpfs", 0, "size=8m"); err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Unmount(dir, unix.MNT_DETACH)
-	path := filepath.Join(dir, "raft.db")
+	dir, path := storeOnTmpfs(t, "size=8m")
 	s, err := OpenLogStore(path)
 	if err != nil {
 		t.Fatal(err)

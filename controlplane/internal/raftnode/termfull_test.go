@@ -22,13 +22,7 @@ import (
 // free (those its earlier commits replaced) and needs no new block. The
 // appends themselves fail (ENOSPC, which OnLogSpace reports).
 func TestTermOnFullDisk(t *testing.T) {
-	testtier.Root(t, "a tmpfs to fill")
-	dir := t.TempDir()
-	if err := unix.Mount("writ-test", dir, "tmpfs", 0, "size=2m"); err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Unmount(dir, unix.MNT_DETACH)
-	path := filepath.Join(dir, "raft.db")
+	dir, path := storeOnTmpfs(t, "size=2m")
 	s, err := OpenLogStore(path)
 	if err != nil {
 		t.Fatal(err)
@@ -75,4 +69,17 @@ func TestTermOnFullDisk(t *testing.T) {
 		t.Fatalf("CurrentTerm after reopening: %d, %v; want 101", term, err)
 	}
 	setTerms(102)
+}
+
+// storeOnTmpfs mounts a tmpfs with opts (root only) for the test's life and
+// returns it and the path of a log store in it.
+func storeOnTmpfs(t *testing.T, opts string) (dir, path string) {
+	t.Helper()
+	testtier.Root(t, "a tmpfs to fill")
+	dir = t.TempDir()
+	if err := unix.Mount("writ-test", dir, "tmpfs", 0, opts); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	return dir, filepath.Join(dir, "raft.db")
 }
