@@ -214,16 +214,12 @@ func (ep internalAPI) handleRelay(w http.ResponseWriter, r *http.Request) {
 		ep.relayTogether(w, r, rb.Together)
 		return
 	}
-	if !relayable[fsm.MsgType(rb.Type)] || rb.Together != nil {
-		writeError(w, protocol.CodeMalformed, "not a relayable command")
+	c, refused := ep.relayedOne(rb, relayable)
+	if refused != "" {
+		writeError(w, protocol.CodeMalformed, refused)
 		return
 	}
-	cmd, err := ep.relayedCommand(rb)
-	if err != nil {
-		writeError(w, protocol.CodeMalformed, "the command does not decode")
-		return
-	}
-	res, err := ep.srv.apply(r.Context(), fsm.MsgType(rb.Type), cmd)
+	res, err := ep.srv.apply(r.Context(), c.Type, c.Cmd)
 	if err != nil {
 		writeRelayError(w, err)
 		return
@@ -241,16 +237,11 @@ func (ep internalAPI) relayTogether(w http.ResponseWriter, r *http.Request, rbs 
 	}
 	cmds := make([]raftnode.Command, len(rbs))
 	for i, rb := range rbs {
-		if !relayableTogether[fsm.MsgType(rb.Type)] || rb.Together != nil {
-			writeError(w, protocol.CodeMalformed, "not a relayable command")
+		var refused string
+		if cmds[i], refused = ep.relayedOne(rb, relayableTogether); refused != "" {
+			writeError(w, protocol.CodeMalformed, refused)
 			return
 		}
-		cmd, err := ep.relayedCommand(rb)
-		if err != nil {
-			writeError(w, protocol.CodeMalformed, "the command does not decode")
-			return
-		}
-		cmds[i] = raftnode.Command{Type: fsm.MsgType(rb.Type), Cmd: cmd}
 	}
 	res, err := ep.srv.applyTogether(r.Context(), cmds)
 	if err != nil {
@@ -262,6 +253,19 @@ func (ep internalAPI) relayTogether(w http.ResponseWriter, r *http.Request, rbs 
 
 // relayedCommand decodes one relayed command. The leader decides time: the
 // relaying server's clock is replaced.
+// relayedOne checks one relayed command against allowed and decodes it;
+// refused is the refusal's message when it cannot be taken.
+func (ep internalAPI) relayedOne(rb relayBody, allowed map[fsm.MsgType]bool) (c raftnode.Command, refused string) {
+	if !allowed[fsm.MsgType(rb.Type)] || rb.Together != nil {
+		return c, "not a relayable command"
+	}
+	cmd, err := ep.relayedCommand(rb)
+	if err != nil {
+		return c, "the command does not decode"
+	}
+	return raftnode.Command{Type: fsm.MsgType(rb.Type), Cmd: cmd}, ""
+}
+
 func (ep internalAPI) relayedCommand(rb relayBody) (any, error) {
 	var cmd any
 	var err error
