@@ -279,3 +279,18 @@ func witnessDir(t *testing.T) string {
 	}
 	return dir
 }
+
+// placeExecutable puts the program src at dst for a test to run. It links
+// rather than writes: while this process holds a file open for writing, a
+// child another test forks meanwhile inherits that descriptor until its own
+// exec, and running the file then fails with "text file busy". Across file
+// systems, cp writes the copy in a process of its own.
+func placeExecutable(t *testing.T, src, dst string) {
+	t.Helper()
+	if err := os.Link(src, dst); err == nil {
+		return
+	}
+	if out, err := exec.Command("cp", src, dst).CombinedOutput(); err != nil {
+		t.Fatalf("cp %s %s: %v: %s", src, dst, err, out)
+	}
+}

@@ -55,14 +55,8 @@ func sleeperCluster(t *testing.T) (*cluster, *agent, string, func(runID string) 
 	tag := fmt.Sprintf("writ-cancel-e2e-%d", time.Now().UnixNano())
 	// bwrap runs as an unprivileged user, who cannot reach the test's
 	// private build directory: the tool is copied where it can.
-	b, err := os.ReadFile(witnessBin)
-	if err != nil {
-		t.Fatal(err)
-	}
 	bin := filepath.Join(witnessDir(t), "witness")
-	if err := os.WriteFile(bin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	placeExecutable(t, witnessBin, bin)
 	manifest := `{"name":"sleeper","tier":"bwrap","command":{"path":"` + bin + `","args":["` + tag + `"]},"limits":{"timeout_ms":30000}}`
 	c.tool(t, "sleeper", manifest)
 	a := &agent{}

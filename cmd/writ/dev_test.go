@@ -309,13 +309,7 @@ func TestDevEndToEnd(t *testing.T) {
 func TestDevFromLoneBinary(t *testing.T) {
 	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "writ")
-	b, err := os.ReadFile(writBin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	placeExecutable(t, writBin, bin)
 	dir := t.TempDir()
 	addr, raftAddr := freePort(t), freePort(t)
 	cmd, _ := startDevBanner(t, bin, "--data-dir", dir, "--addr", addr, "--raft-addr", raftAddr)
