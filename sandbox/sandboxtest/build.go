@@ -29,9 +29,27 @@ var (
 // that they run in an empty sandbox root.
 func BuildTool(t testing.TB, pkg, goos, goarch string) string {
 	t.Helper()
+	return build(t, pkg, goos, goarch, "")
+}
+
+// BuildReactor compiles the Go main package pkg as a WASI reactor
+// (wasip1, -buildmode=c-shared: it exports _initialize and what the
+// package exports with go:wasmexport), as BuildTool does a command.
+func BuildReactor(t testing.TB, pkg string) string {
+	t.Helper()
+	return build(t, pkg, "wasip1", "wasm", "c-shared")
+}
+
+func build(t testing.TB, pkg, goos, goarch, mode string) string {
+	t.Helper()
 	buildMu.Lock()
 	defer buildMu.Unlock()
 	key := pkg + " " + goos + "/" + goarch
+	name := filepath.Base(pkg)
+	if mode != "" {
+		key += " " + mode
+		name += "-" + mode
+	}
 	if p, ok := built[key]; ok {
 		return p
 	}
@@ -51,8 +69,12 @@ func BuildTool(t testing.TB, pkg, goos, goarch string) string {
 	// The name carries a hash of the content: checkouts with different
 	// sources (worktrees, CI) share this directory and must not run each
 	// other's tool.
-	tmp := filepath.Join(buildDir, fmt.Sprintf("%s-%s-%s.%d.tmp", filepath.Base(pkg), goos, goarch, os.Getpid()))
-	cmd := exec.Command(goTool(), "build", "-trimpath", "-o", tmp, pkg)
+	tmp := filepath.Join(buildDir, fmt.Sprintf("%s-%s-%s.%d.tmp", name, goos, goarch, os.Getpid()))
+	args := []string{"build", "-trimpath", "-o", tmp}
+	if mode != "" {
+		args = append(args, "-buildmode="+mode)
+	}
+	cmd := exec.Command(goTool(), append(args, pkg)...)
 	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build %s for %s/%s: %v\n%s", pkg, goos, goarch, err, b)
@@ -62,7 +84,7 @@ func BuildTool(t testing.TB, pkg, goos, goarch string) string {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(content)
-	out := filepath.Join(buildDir, fmt.Sprintf("%s-%s-%s-%x", filepath.Base(pkg), goos, goarch, sum[:8]))
+	out := filepath.Join(buildDir, fmt.Sprintf("%s-%s-%s-%x", name, goos, goarch, sum[:8]))
 	if goos == "wasip1" {
 		out += ".wasm"
 	}

@@ -29,6 +29,10 @@ type Config struct {
 	// memory from a copy of the module's memory image (image.go). Slower;
 	// for comparison in benchmarks.
 	NoMemoryImage bool
+	// NoInitImage runs a prepared tool's _initialize in every run instead
+	// of starting each run from the image it leaves (initimage.go).
+	// Slower; for comparison in benchmarks.
+	NoInitImage bool
 }
 
 // DefaultConfig caches under the user's cache directory.

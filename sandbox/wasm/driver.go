@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/sys"
@@ -172,8 +173,9 @@ func (d *Driver) RunGated(ctx context.Context, inv sandbox.Invocation, gate func
 		}
 		gate = nil
 	}
+	img := d.initialized(ctx, eng, compiled, m, envPairs(m, inv.Env))
 	beforeInstantiate(m.Module)
-	out, gateErr := d.instantiate(ctx, eng, compiled, m, inv, stdin, disk, gate)
+	out, gateErr := d.instantiate(ctx, eng, compiled, img, m, inv, stdin, disk, gate)
 	if gateErr != nil {
 		return sandbox.Refuse(tier, gateErr)
 	}
@@ -191,7 +193,7 @@ var beforeInstantiate = func(module string) {}
 
 // instantiate runs the module: instantiates it, calls gate (when set; its
 // error is returned and nothing of the module runs), then its _start.
-func (d *Driver) instantiate(ctx context.Context, eng *engine, compiled *cached,
+func (d *Driver) instantiate(ctx context.Context, eng *engine, compiled *cached, img *initImage,
 	m sandbox.Manifest, inv sandbox.Invocation, stdin []byte, disk *diskQuota, gate func() error) (sandbox.Outcome, error) {
 	out := sandbox.Outcome{Tier: d.Name(), ExitCode: -1}
 	wall := m.Limits.Timeout()
@@ -224,10 +226,20 @@ func (d *Driver) instantiate(ctx context.Context, eng *engine, compiled *cached,
 	// Instantiated without running _start (WithStartFunctions()), which is
 	// called after the gate.
 	mc = mc.WithStartFunctions()
-	mem := d.memory.forRun(compiled.image)
+	image := compiled.image
+	if img != nil {
+		image = img.memory
+	}
+	mem := d.memory.forRun(image)
 	defer mem.release()
 	start := time.Now()
 	mod, err := eng.rt.InstantiateModule(experimental.WithMemoryAllocator(runCtx, mem), compiled.m, mc)
+	if err == nil && img != nil {
+		if err = img.restore(mod, compiled.reactor.globals); err != nil {
+			mod.Close(ctx)
+			return out, err
+		}
+	}
 	if err == nil && gate != nil {
 		waited := time.Now()
 		if gerr := gate(); gerr != nil {
@@ -236,10 +248,9 @@ func (d *Driver) instantiate(ctx context.Context, eng *engine, compiled *cached,
 		}
 		start = start.Add(time.Since(waited)) // the wall time is the tier's and the tool's, not the gate's
 	}
+	exitCode := 0
 	if err == nil {
-		if f := mod.ExportedFunction("_start"); f != nil {
-			_, err = f.Call(runCtx)
-		}
+		exitCode, err = call(runCtx, mod, compiled, img == nil)
 	}
 	out.Usage.Wall = time.Since(start)
 	if mod != nil {
@@ -252,7 +263,7 @@ func (d *Driver) instantiate(ctx context.Context, eng *engine, compiled *cached,
 	var exit *sys.ExitError
 	switch {
 	case err == nil:
-		out.ExitCode = 0
+		out.ExitCode = exitCode
 	case errors.As(err, &exit) && exit.ExitCode() != sys.ExitCodeDeadlineExceeded &&
 		exit.ExitCode() != sys.ExitCodeContextCanceled:
 		out.ExitCode = int(exit.ExitCode())
@@ -279,4 +290,27 @@ func (d *Driver) instantiate(ctx context.Context, eng *engine, compiled *cached,
 		out.Status = sandbox.StatusError
 	}
 	return out, nil
+}
+
+// call runs the module's entry: _start, or a prepared tool's writ_run,
+// after its _initialize when initialize is set and it has one. writ_run's
+// result is the exit status.
+func call(ctx context.Context, mod api.Module, c *cached, initialize bool) (int, error) {
+	if c.entry != runExport {
+		if f := mod.ExportedFunction(c.entry); f != nil {
+			_, err := f.Call(ctx)
+			return 0, err
+		}
+		return 0, nil
+	}
+	if initialize && c.initialize {
+		if _, err := mod.ExportedFunction(initExport).Call(ctx); err != nil {
+			return 0, err
+		}
+	}
+	res, err := mod.ExportedFunction(runExport).Call(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return int(uint32(res[0])), nil
 }

@@ -62,7 +62,7 @@ func prepareImage(bin []byte) *memoryImage {
 		seen[id] = true
 		switch id {
 		case 2: // imports
-			if !body.skipImports() {
+			if _, ok := body.skipImports(); !ok {
 				return nil // a memory import, or unreadable
 			}
 		case 5: // memories
@@ -259,20 +259,20 @@ func (r *reader) limits() bool {
 	return ok
 }
 
-// skipImports reads an import section: false when it imports a memory or
-// cannot be read.
-func (r *reader) skipImports() bool {
+// skipImports reads an import section and counts the globals it imports:
+// false when it imports a memory or cannot be read.
+func (r *reader) skipImports() (globals int, ok bool) {
 	count, ok := r.uleb()
 	if !ok {
-		return false
+		return 0, false
 	}
 	for range count {
 		if module, field := r.name(), r.name(); !module || !field {
-			return false
+			return 0, false
 		}
 		kind, ok := r.byte()
 		if !ok {
-			return false
+			return 0, false
 		}
 		switch kind {
 		case 0x00: // function: a type index
@@ -282,12 +282,13 @@ func (r *reader) skipImports() bool {
 			ok = ok && r.limits()
 		case 0x03: // global: a value type and mutability
 			ok = r.skip(2)
+			globals++
 		default: // 0x02 memory, or unknown
-			return false
+			return 0, false
 		}
 		if !ok {
-			return false
+			return 0, false
 		}
 	}
-	return true
+	return globals, true
 }

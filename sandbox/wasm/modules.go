@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/writhq/writ/sandbox/internal/fileid"
@@ -26,12 +27,16 @@ type engine struct {
 // module is closed once its last run is done: closing it under a run that
 // is about to instantiate it fails that run.
 type cached struct {
-	m        wazero.CompiledModule
-	image    []byte // its memory after its active data segments, or nil (image.go)
-	hasStart bool   // a start section: wasm runs its function while instantiating
-	sum      [32]byte
-	users    int
-	evicted  bool
+	m          wazero.CompiledModule
+	image      []byte // its memory after its active data segments, or nil (image.go)
+	hasStart   bool   // a start section: wasm runs its function while instantiating
+	entry      string // what a run calls: writ_run when exported as reactor.go says, else _start
+	initialize bool   // it exports _initialize, which a run without an initialized image calls first
+	reactor    *reactor
+	images     map[string]*initImage // by initKey; under the engine's mu
+	sum        [32]byte
+	users      int
+	evicted    bool
 }
 
 // release ends one run's use of c.
@@ -105,10 +110,18 @@ func (d *Driver) module(ctx context.Context, e *engine, path string) (*cached, e
 	}
 	// Compiled without its active data segments when it has a memory
 	// image: each run's memory starts as a copy of the image instead.
+	// A prepared tool's mutable globals are exported as well, so that
+	// its runs can start from an initialized image (reactor.go).
 	code, image := bin, []byte(nil)
+	var rx *reactor
 	if !d.cfg.NoMemoryImage {
 		if img := prepareImage(bin); img != nil {
 			code, image = img.bin, img.data
+			if !d.cfg.NoInitImage {
+				if rx = prepareReactor(code); rx != nil {
+					code = rx.bin
+				}
+			}
 		}
 	}
 	m, err := e.rt.CompileModule(ctx, code)
@@ -125,7 +138,15 @@ func (d *Driver) module(ctx context.Context, e *engine, path string) (*cached, e
 			break
 		}
 	}
-	c := &cached{m: m, image: image, hasStart: hasStartSection(bin), sum: sum}
+	c := &cached{m: m, image: image, hasStart: hasStartSection(bin), entry: "_start", sum: sum}
+	fns := m.ExportedFunctions()
+	if f, ok := fns[runExport]; ok && len(f.ParamTypes()) == 0 && len(f.ResultTypes()) == 1 && f.ResultTypes()[0] == api.ValueTypeI32 {
+		c.entry = runExport
+		if f, ok := fns[initExport]; ok && len(f.ParamTypes()) == 0 && len(f.ResultTypes()) == 0 {
+			c.initialize = true
+			c.reactor = rx
+		}
+	}
 	e.compiled[sum] = c
 	return use(c), nil
 }

@@ -29,3 +29,6 @@ func testCache(t testing.TB) string {
 	}
 	return d
 }
+
+// SharedCache is testCache for the package's external tests.
+func SharedCache(t testing.TB) string { return testCache(t) }
