@@ -52,7 +52,7 @@ func reactorModule(o reactorOptions) []byte {
 		init = funcBody([]byte{0x00})
 	}
 	run := funcBody(
-		[]byte{0x23, 0x00}, // global.get 0
+		[]byte{0x23, 0x00},            // global.get 0
 		i32(100), load8, []byte{0x6a}, // i32.add
 		i32(65636), load8, []byte{0x6a},
 		[]byte{0x23, 0x01}, []byte{0x6a},
@@ -105,7 +105,7 @@ func TestPrepareReactor(t *testing.T) {
 		t.Fatalf("a mutable f64: %+v", rx)
 	}
 	for name, bin := range map[string][]byte{
-		"a start section": reactorModule(reactorOptions{start: true}),
+		"a start section":   reactorModule(reactorOptions{start: true}),
 		"a mutable funcref": reactorModule(reactorOptions{globals: []byte{0x01, 0x70, 0x01, 0xd0, 0x70, 0x0b}}),
 		"an unknown constant": reactorModule(reactorOptions{globals: cat([]byte{0x01, 0x7f, 0x01}, i32(1), i32(2),
 			[]byte{0x6a, 0x0b})}),
