@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 )
 
@@ -55,6 +56,49 @@ func FuzzPrepareImage(f *testing.F) {
 		}
 		if !bytes.Equal(got, want) {
 			t.Fatalf("the image's memory (%d bytes) differs from wazero's (%d bytes)", len(got), len(want))
+		}
+	})
+}
+
+// FuzzPrepareReactor: whatever the bytes, prepareReactor does not panic; a
+// module it rewrites is accepted by wazero exactly when the original is,
+// exports as many functions, and, instantiated, exports each global it
+// names as a mutable global.
+func FuzzPrepareReactor(f *testing.F) {
+	f.Add(reactorModule(reactorOptions{}))
+	f.Add(prepareImage(reactorModule(reactorOptions{})).bin)
+	f.Add(reactorModule(reactorOptions{globals: cat([]byte{0x01, 0x7c, 0x01, 0x44}, make([]byte, 8), []byte{0x0b})}))
+	f.Add(reactorModule(reactorOptions{exports: [][]byte{exportEntry("writ.global.0", 2, 0)}}))
+	ctx := context.Background()
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter().WithMemoryLimitPages(16))
+	defer rt.Close(ctx)
+	f.Fuzz(func(t *testing.T, bin []byte) {
+		rx := prepareReactor(bin)
+		if rx == nil {
+			return
+		}
+		orig, oerr := rt.CompileModule(ctx, bin)
+		got, gerr := rt.CompileModule(ctx, rx.bin)
+		if (oerr == nil) != (gerr == nil) {
+			t.Fatalf("the original: %v; rewritten: %v", oerr, gerr)
+		}
+		if oerr != nil {
+			return
+		}
+		defer orig.Close(ctx)
+		defer got.Close(ctx)
+		if len(orig.ExportedFunctions()) != len(got.ExportedFunctions()) {
+			t.Fatalf("functions exported: %d, rewritten %d", len(orig.ExportedFunctions()), len(got.ExportedFunctions()))
+		}
+		mod, err := rt.InstantiateModule(ctx, got, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+		if err != nil {
+			return // an element or data segment out of bounds, as in the original
+		}
+		defer mod.Close(ctx)
+		for _, name := range rx.globals {
+			if _, ok := mod.ExportedGlobal(name).(api.MutableGlobal); !ok {
+				t.Fatalf("%s is not an exported mutable global", name)
+			}
 		}
 	})
 }

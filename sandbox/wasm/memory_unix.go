@@ -19,10 +19,13 @@ import (
 // running the echo tool, and the garbage they left made the collector run
 // again and again, pausing everything else in the process.
 //
-// A run's mappings go back to the driver's pool when it ends, zeroed, for
-// the next run: a fresh mapping for every run cost more than the copies
-// (the kernel faulting in and zeroing every page the guest touched took
-// 4 ms for the echo tool's 3 MB on a 2-core VM).
+// A run's mappings go back to the driver's pool when it ends, for the next
+// run, which zeroes what the last one touched beyond its own image before
+// any guest sees it (the image it copies in covers the rest): a fresh
+// mapping for every run cost more than the copies (the kernel faulting in
+// and zeroing every page the guest touched took 4 ms for the echo tool's
+// 3 MB on a 2-core VM), and zeroing at release what the next image
+// overwrites anyway was a tenth of a prepared Go tool's run.
 //
 // Mappings are released once the run has returned, never by wazero's
 // Free: wazero frees a module's memory when the module is closed, and
@@ -40,13 +43,14 @@ const (
 )
 
 // mapping is one linear memory's reserved address space and how much of it
-// a guest may have touched (the largest length it was given).
+// may be other than zero (the largest length a guest was given, or the
+// image copied in).
 type mapping struct {
 	mem  []byte
 	used uint64
 }
 
-// memoryPool holds zeroed mappings between runs, by size.
+// memoryPool holds mappings between runs, by size; Allocate zeroes them.
 type memoryPool struct {
 	mu        sync.Mutex
 	idle      map[int][]*mapping
@@ -61,16 +65,14 @@ func (p *memoryPool) get(size int) *mapping {
 		m := l[len(l)-1]
 		p.idle[size] = l[:len(l)-1]
 		p.idleBytes -= m.used
-		m.used = 0
 		return m
 	}
 	return nil
 }
 
-// put zeroes m and keeps it, or unmaps it.
+// put keeps m, or unmaps it.
 func (p *memoryPool) put(m *mapping) {
 	if m.used <= poolMaxUsed {
-		clear(m.mem[:m.used])
 		p.mu.Lock()
 		keep := !p.closed && p.idleBytes+m.used <= poolIdleBytes
 		if keep {
@@ -115,8 +117,9 @@ type runMemory struct {
 func (p *memoryPool) forRun(image []byte) *runMemory { return &runMemory{pool: p, image: image} }
 
 // Allocate implements experimental.MemoryAllocator.
-// The module's one memory starts as a copy of its image, in memory that is
-// zero: a fresh mapping, or one the pool zeroed.
+// The module's one memory starts as a copy of its image, zero beyond it: a
+// fresh mapping, or one from the pool, zeroed past the image as far as a
+// run touched it.
 func (r *runMemory) Allocate(capacity, maxBytes uint64) experimental.LinearMemory {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -135,6 +138,9 @@ func (r *runMemory) Allocate(capacity, maxBytes uint64) experimental.LinearMemor
 		}
 		if m != nil {
 			copy(m.mem, image)
+			if m.used > uint64(len(image)) {
+				clear(m.mem[len(image):m.used])
+			}
 			m.used = uint64(len(image))
 			r.mappings = append(r.mappings, m)
 			return (*mappedMemory)(m)

@@ -140,7 +140,9 @@ func (d *Driver) module(ctx context.Context, e *engine, path string) (*cached, e
 	}
 	c := &cached{m: m, image: image, hasStart: hasStartSection(bin), entry: "_start", sum: sum}
 	fns := m.ExportedFunctions()
-	if f, ok := fns[runExport]; ok && len(f.ParamTypes()) == 0 && len(f.ResultTypes()) == 1 && f.ResultTypes()[0] == api.ValueTypeI32 {
+	if _, command := fns["_start"]; command {
+		rx = nil
+	} else if f, ok := fns[runExport]; ok && len(f.ParamTypes()) == 0 && len(f.ResultTypes()) == 1 && f.ResultTypes()[0] == api.ValueTypeI32 {
 		c.entry = runExport
 		if f, ok := fns[initExport]; ok && len(f.ParamTypes()) == 0 && len(f.ResultTypes()) == 0 {
 			c.initialize = true

@@ -6,8 +6,9 @@ import (
 )
 
 // A prepared tool is a WASI reactor: a module that exports writ_run, a
-// function of no parameters returning an i32 (the run's exit status), and
-// usually _initialize, which sets the guest up (a Go module built with
+// function of no parameters returning an i32 (the run's exit status), no
+// _start (a command that exports writ_run runs its _start), and usually
+// _initialize, which sets the guest up (a Go module built with
 // -buildmode=c-shared: the Go runtime's start and the package inits). The
 // tier calls _initialize once per module, in an instance of its own, and
 // keeps what it leaves: the linear memory and the values of the mutable
@@ -120,6 +121,9 @@ func prepareReactor(bin []byte) *reactor {
 		if kind, ok := names[fn]; !ok || kind != 0x00 {
 			return nil
 		}
+	}
+	if _, command := names["_start"]; command {
+		return nil
 	}
 	rx := &reactor{}
 	sec := binary.AppendUvarint(nil, count+uint64(len(mutable)))

@@ -110,6 +110,7 @@ func TestPrepareReactor(t *testing.T) {
 		"an unknown constant": reactorModule(reactorOptions{globals: cat([]byte{0x01, 0x7f, 0x01}, i32(1), i32(2),
 			[]byte{0x6a, 0x0b})}),
 		"a name taken":       reactorModule(reactorOptions{exports: [][]byte{exportEntry("writ.global.0", 2, 0)}}),
+		"a command":          reactorModule(reactorOptions{exports: [][]byte{exportEntry("_start", 0, 0)}}),
 		"no _initialize":     module(sec(7, cat([]byte{0x01}, exportEntry(runExport, 0, 0))...)),
 		"writ_run a global":  module(sec(7, cat([]byte{0x02}, exportEntry(runExport, 3, 0), exportEntry(initExport, 0, 0))...)),
 		"an imported global": cat(module(sec(2, cat([]byte{0x01, 0x01, 'e', 0x01, 'g', 0x03, 0x7f, 0x00})...)), reactorModule(reactorOptions{})[8:]),
