@@ -52,7 +52,7 @@ NPM_MCP := $(CURDIR)/.npm-mcp
 
 build: ## build bin/writ and the WASM tools of writ dev
 	$(GO) build -o $(BIN)/writ ./cmd/writ
-	GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -o $(BIN)/tools/echo.wasm ./sandbox/tools/echo
+	GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildmode=c-shared -o $(BIN)/tools/echo.wasm ./sandbox/tools/echo
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/tools/echo ./sandbox/tools/echo
 
 dev: build ## start a local Writ (writ dev, state in .dev/) and print how to submit an intent

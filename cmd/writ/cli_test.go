@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 	builds := map[string]*exec.Cmd{
 		"writ":      exec.Command("go", "build", "-o", writBin, "."),
 		"witness":   exec.Command("go", "build", "-o", witnessBin, "../../nodeagent/internal/witness"),
-		"echo.wasm": exec.Command("go", "build", "-trimpath", "-o", filepath.Join(toolsDir, "echo.wasm"), "../../sandbox/tools/echo"),
+		"echo.wasm": exec.Command("go", "build", "-trimpath", "-buildmode=c-shared", "-o", filepath.Join(toolsDir, "echo.wasm"), "../../sandbox/tools/echo"),
 	}
 	builds["echo.wasm"].Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
 	for _, b := range builds {

@@ -228,7 +228,9 @@ func benchPair(ctx context.Context, bc BenchConfig, name string, r *BenchResult)
 }
 
 // rawWazero compiles the module once and returns a function that
-// instantiates it with the parameters on stdin, which runs _start.
+// instantiates it with the parameters on stdin, which runs _start, or, for
+// a prepared tool (a reactor: no _start), then calls its _initialize and
+// writ_run.
 func rawWazero(ctx context.Context, module string, prev func(), cleanup *func()) (func() error, error) {
 	b, err := os.ReadFile(module)
 	if err != nil {
@@ -245,6 +247,11 @@ func rawWazero(ctx context.Context, module string, prev func(), cleanup *func())
 		var out bytes.Buffer
 		mod, err := rt.InstantiateModule(ctx, compiled, wazero.NewModuleConfig().WithName("").
 			WithStdin(bytes.NewReader([]byte(benchParams))).WithStdout(&out))
+		if err == nil && mod.ExportedFunction("_start") == nil {
+			if _, err = mod.ExportedFunction("_initialize").Call(ctx); err == nil {
+				_, err = mod.ExportedFunction("writ_run").Call(ctx)
+			}
+		}
 		var exit *sys.ExitError
 		if errors.As(err, &exit) && exit.ExitCode() == 0 {
 			err = nil
