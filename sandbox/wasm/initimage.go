@@ -86,6 +86,13 @@ func (d *Driver) initialized(ctx context.Context, e *engine, c *cached, m sandbo
 	e.mu.Unlock()
 	if !ok {
 		d.makeImage(ctx, e, c, m, env, img)
+		if img.err != nil && ctx.Err() != nil {
+			// This run ended (canceled), not _initialize: the next one
+			// tries again.
+			e.mu.Lock()
+			delete(c.images, key)
+			e.mu.Unlock()
+		}
 		close(img.ready)
 	}
 	select {
