@@ -228,8 +228,8 @@ func (ep internalAPI) handleRelay(w http.ResponseWriter, r *http.Request) {
 }
 
 // relayTogether proposes the commands a follower relayed together in one
-// entry; anything but 2 to maxRelayedTogether commands of relayableTogether
-// is refused whole.
+// entry: what sessionread.go sends, a run's output and then its result, of
+// one dispatch; anything else is refused whole.
 func (ep internalAPI) relayTogether(w http.ResponseWriter, r *http.Request, rbs []relayBody) {
 	if len(rbs) < 2 || len(rbs) > maxRelayedTogether {
 		writeError(w, protocol.CodeMalformed, "not a relayable command")
@@ -243,12 +243,27 @@ func (ep internalAPI) relayTogether(w http.ResponseWriter, r *http.Request, rbs 
 			return
 		}
 	}
+	if !outputAndResult(cmds) {
+		writeError(w, protocol.CodeMalformed, "not a run's output and result")
+		return
+	}
 	res, err := ep.srv.applyTogether(r.Context(), cmds)
 	if err != nil {
 		writeRelayError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, relayAnswer{Result: res[0], Together: res})
+}
+
+// outputAndResult reports whether cmds are one dispatch's output and then
+// its result, from one node for one intent.
+func outputAndResult(cmds []raftnode.Command) bool {
+	if len(cmds) != 2 {
+		return false
+	}
+	o, ok1 := cmds[0].Cmd.(*fsm.PutOutput)
+	r, ok2 := cmds[1].Cmd.(*fsm.RecordResult)
+	return ok1 && ok2 && o.DispatchID == r.DispatchID && o.IntentID == r.IntentID && o.Node == r.Node
 }
 
 // relayedCommand decodes one relayed command. The leader decides time: the

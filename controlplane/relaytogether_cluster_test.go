@@ -60,6 +60,10 @@ func TestRelayTogether(t *testing.T) {
 		"a group inside":         `{"type":20,"together":[{"type":20,"together":[` + output + `,` + result + `]},` + result + `]}`,
 		"together on one":        `{"type":36,"cmd":{},"together":[` + output + `,` + result + `]}`,
 		"a command not decoding": `{"type":20,"together":[{"type":37,"cmd":[1]},` + result + `]}`,
+		"the result first":       `{"type":20,"together":[` + result + `,` + output + `]}`,
+		"two results":            `{"type":20,"together":[` + result + `,` + result + `]}`,
+		"two dispatches":         `{"type":20,"together":[{"type":37,"cmd":{"dispatch_id":"d1"}},{"type":36,"cmd":{"dispatch_id":"d2"}}]}`,
+		"two nodes":              `{"type":20,"together":[{"type":37,"cmd":{"node":"n1"}},{"type":36,"cmd":{"node":"n2"}}]}`,
 	} {
 		if code, b := post(body); code != http.StatusBadRequest || !strings.Contains(string(b), string(protocol.CodeMalformed)) {
 			t.Errorf("%s: HTTP %d %s, want 400 malformed", name, code, b)
