@@ -153,12 +153,14 @@ func (s *Server) propose(ctx context.Context, in *protocol.Intent, canon []byte,
 	return res.IntentID, nil
 }
 
-// groupedCommands are the commands of a run's result (its output, the
-// result, an abandoned dispatch) that apply proposes through group commit,
-// as admissions are: many agents' results arrive at once, and each would
-// otherwise be an entry of its own. The FSM applies each command of a group
-// exactly as if it were its own entry.
-var groupedCommands = map[fsm.MsgType]bool{fsm.MsgResult: true, fsm.MsgPutOutput: true, fsm.MsgAbandon: true}
+// groupedCommands are the commands that apply proposes through group
+// commit, as admissions are: a run's result (its output, the result, an
+// abandoned dispatch), an approval and a cancel, which many agents and
+// approvers send at once, each of which would otherwise be an entry of its
+// own. The FSM applies each command of a group exactly as if it were its
+// own entry.
+var groupedCommands = map[fsm.MsgType]bool{fsm.MsgResult: true, fsm.MsgPutOutput: true, fsm.MsgAbandon: true,
+	fsm.MsgApprove: true, fsm.MsgCancel: true}
 
 // apply proposes a command and times it until it is applied here.
 func (s *Server) apply(ctx context.Context, t fsm.MsgType, cmd any) (fsm.Result, error) {

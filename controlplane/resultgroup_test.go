@@ -59,3 +59,43 @@ func TestResultsThroughGroupCommit(t *testing.T) {
 	}
 	t.Logf("%d results' commands in %d Raft entries", commands-commands0, entries-entries0)
 }
+
+// TestApprovalsThroughGroupCommit: approvals sent at once go through group
+// commit (one command each, counted by it), and each approved intent
+// completes.
+func TestApprovalsThroughGroupCommit(t *testing.T) {
+	t.Parallel()
+	d := startDev(t)
+	ctx := context.Background()
+	const n = 12
+	approvals := make([][]byte, n)
+	ids := make([]string, n)
+	for i := range approvals {
+		raw := d.intent(t, "echo_approval", fmt.Sprintf(`{"msg":"approve-%d"}`, i))
+		r, err := d.c.Submit(ctx, raw, nil, 0)
+		if err != nil || r.State != "pending_approval" {
+			t.Fatalf("submit: %+v %v", r, err)
+		}
+		ids[i], approvals[i] = r.IntentID, d.approval(t, raw, "approve")
+	}
+	_, commands0 := localcluster.GroupStats(d.s)
+	var wg sync.WaitGroup
+	for i := range approvals {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := d.c.Approve(ctx, approvals[i]); err != nil {
+				t.Errorf("approve %s: %v", ids[i], err)
+				return
+			}
+			if r, err := d.c.Intent(ctx, ids[i], 30*time.Second); err != nil || r.State != "completed" {
+				t.Errorf("intent %s: %+v %v, want completed", ids[i], r, err)
+			}
+		}()
+	}
+	wg.Wait()
+	// n approvals, and each run's output and result.
+	if _, commands := localcluster.GroupStats(d.s); commands-commands0 != 3*n {
+		t.Fatalf("group commit proposed %d commands for %d approved runs, want %d", commands-commands0, n, 3*n)
+	}
+}
