@@ -20,35 +20,53 @@ import (
 const source = "writ-workspace"
 
 // mounted holds the workspaces on which a run of this process is mounting
-// or has mounted a tmpfs not yet handed back: a concurrent run of the same
-// workspace waits until that mount is made, then works in it (or, if it
-// failed, is refused). The agent is the only process that mounts on its
-// workspaces, so this replaces reading the mount table at every run (a
-// third of the wasm tier's own CPU per run); Release, for what a crash left,
-// still reads it.
+// or has mounted a tmpfs not yet handed back. A concurrent run of the same
+// workspace waits until that mount is made, then works in it, bounded by
+// it (or, if it failed, is refused); the last of the runs working in it
+// hands it back, so that none loses what it writes to another's hand-back.
+// A run arriving during the hand-back waits for it, then mounts afresh. The
+// agent is the only process that mounts on its workspaces, so this
+// replaces reading the mount table at every run (a third of the wasm
+// tier's own CPU per run); Release, for what a crash left, still reads it.
 var mounted = struct {
 	sync.Mutex
 	dirs map[string]*mounting
 }{dirs: map[string]*mounting{}}
 
 // mounting is one workspace's mount: ready is closed once it is made or
-// failed (err).
+// failed (err); users counts the runs working in it; closing is set when
+// the last has gone and its hand-back began, and done is closed when the
+// hand-back ended.
 type mounting struct {
-	ready chan struct{}
-	err   error
+	ready   chan struct{}
+	err     error
+	owner   *Quota // the run that mounted it, once ready without err
+	users   int
+	closing bool
+	done    chan struct{}
 }
 
-// claim marks dir as being mounted by the caller (first true), or returns
-// the mount another run of this process is making or has made.
+// claim marks dir as being mounted by the caller (first true), or joins the
+// mount another run of this process is making or has made.
 func claim(dir string) (*mounting, bool) {
-	mounted.Lock()
-	defer mounted.Unlock()
-	if m, ok := mounted.dirs[dir]; ok {
-		return m, false
+	for {
+		mounted.Lock()
+		m, ok := mounted.dirs[dir]
+		switch {
+		case !ok:
+			m = &mounting{ready: make(chan struct{}), done: make(chan struct{}), users: 1}
+			mounted.dirs[dir] = m
+			mounted.Unlock()
+			return m, true
+		case !m.closing:
+			m.users++
+			mounted.Unlock()
+			return m, false
+		}
+		done := m.done
+		mounted.Unlock()
+		<-done
 	}
-	m := &mounting{ready: make(chan struct{})}
-	mounted.dirs[dir] = m
-	return m, true
 }
 
 func unclaim(dir string) {
@@ -62,7 +80,8 @@ func unclaim(dir string) {
 type Quota struct {
 	dir    string
 	size   int64
-	old    *os.Root // the directory under the tmpfs
+	old    *os.Root  // the directory under the tmpfs (the mount's owner only)
+	shared *mounting // the mount the run works in; nil when unbounded
 	once   sync.Once
 	closed error
 }
@@ -71,10 +90,10 @@ type Quota struct {
 // handed back; the copy stopped there.
 var ErrDiskLimit = errors.New("workspace: above its disk limit")
 
-// Enforced reports whether this Quota mounted the tmpfs that bounds the
-// workspace: only a root agent can, and only the first of concurrent runs of
-// one workspace does (the others work in its tmpfs).
-func (q *Quota) Enforced() bool { return q != nil && q.old != nil }
+// Enforced reports whether a tmpfs bounds the workspace for this run: only
+// a root agent mounts one, and concurrent runs of one workspace share the
+// first one's.
+func (q *Quota) Enforced() bool { return q != nil && q.shared != nil }
 
 // Limit bounds everything a tool can write in dir during one run to size
 // bytes: a tmpfs of that size (and 1 inode per 4 KiB of it), mounted nosuid
@@ -103,12 +122,14 @@ func Limit(dir string, size int64) (*Quota, error) {
 		if m.err != nil {
 			return nil, m.err
 		}
-		return &Quota{dir: dir}, nil
+		return &Quota{dir: dir, size: m.owner.size, shared: m}, nil
 	}
 	q, err := mount(dir, size)
 	if err != nil {
 		m.err = err
 		unclaim(dir)
+	} else {
+		q.shared, m.owner = m, q
 	}
 	close(m.ready)
 	return q, err
@@ -149,17 +170,41 @@ func mount(dir string, size int64) (*Quota, error) {
 	return q, nil
 }
 
-// Close hands the workspace back once the tool is dead: dir's contents are
-// replaced by the tmpfs's, at most size bytes of files (ErrDiskLimit beyond:
-// a sparse file takes no room in a tmpfs and its whole length on a disk),
-// with no setuid or setgid bit, and the tmpfs is unmounted, freeing it.
-// Later calls return the first one's error.
+// Close ends the run's use of the workspace once its tool is dead; the last
+// run working in it hands it back: dir's contents are replaced by the
+// tmpfs's, at most size bytes of files (ErrDiskLimit beyond: a sparse file
+// takes no room in a tmpfs and its whole length on a disk), with no setuid
+// or setgid bit, and the tmpfs is unmounted, freeing it. Later calls return
+// the first one's error.
 func (q *Quota) Close() error {
 	if !q.Enforced() {
 		return nil
 	}
-	q.once.Do(func() { q.closed = q.handBack() })
+	q.once.Do(func() { q.closed = q.leave() })
 	return q.closed
+}
+
+// leave ends q's use of the shared mount, handing it back if q is the last.
+func (q *Quota) leave() error {
+	m := q.shared
+	mounted.Lock()
+	m.users--
+	last := m.users == 0
+	if last {
+		m.closing = true
+	}
+	mounted.Unlock()
+	if !last {
+		return nil
+	}
+	err := m.owner.handBack()
+	mounted.Lock()
+	if mounted.dirs[q.dir] == m {
+		delete(mounted.dirs, q.dir)
+	}
+	mounted.Unlock()
+	close(m.done)
+	return err
 }
 
 // HandBack stops the watch (stop, from Watch) and closes q; full says
@@ -174,7 +219,6 @@ func (q *Quota) HandBack(stop func() bool) (full bool, err error) {
 }
 
 func (q *Quota) handBack() error {
-	defer unclaim(q.dir)
 	defer q.old.Close()
 	tmp, err := os.OpenRoot(q.dir)
 	if err == nil {

@@ -3,6 +3,7 @@ package workspace
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -26,8 +27,9 @@ func tmpfsOn(t *testing.T, dir string) bool {
 
 // TestLimit: the workspace is a tmpfs of the size for the run, holding a
 // copy of what it held; a second run of the same workspace meanwhile works
-// in that tmpfs (it mounts none of its own); Close hands back what the run
-// left and unmounts it, and the next run mounts afresh.
+// in that tmpfs, bounded by it (it mounts none of its own); the last Close
+// hands back what the runs left and unmounts it, and the next run mounts
+// afresh.
 func TestLimit(t *testing.T) {
 	testtier.Root(t, "a tmpfs")
 	dir := t.TempDir()
@@ -51,8 +53,9 @@ func TestLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if second.Enforced() {
-		t.Fatal("a second run of the same workspace mounted its own tmpfs")
+	if !second.Enforced() || second.shared != q.shared || mountsOn(t, dir) != 1 {
+		t.Fatalf("a second run of the same workspace: enforced %v, %d tmpfs mounted; want the first run's alone",
+			second.Enforced(), mountsOn(t, dir))
 	}
 	if err := second.Close(); err != nil || !tmpfsOn(t, dir) {
 		t.Fatalf("the second run's Close (%v) unmounted the first run's tmpfs", err)
@@ -79,6 +82,70 @@ func TestLimit(t *testing.T) {
 	if !again.Enforced() || !tmpfsOn(t, dir) {
 		t.Fatal("the next run after Close did not mount a tmpfs")
 	}
+}
+
+// TestLimitLastHandsBack: when the run that mounted the tmpfs ends first,
+// a run still working in it keeps it: what it writes afterwards is handed
+// back with the rest when it ends, and only then is the tmpfs unmounted.
+func TestLimitLastHandsBack(t *testing.T) {
+	testtier.Root(t, "a tmpfs")
+	dir := t.TempDir()
+	first, err := Limit(dir, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := Limit(dir, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "first"), []byte("1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !tmpfsOn(t, dir) || second.Full() {
+		t.Fatal("the first run's Close unmounted the tmpfs a second run works in")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "second"), []byte("2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if tmpfsOn(t, dir) {
+		t.Fatal("the last Close left the tmpfs mounted")
+	}
+	for name, want := range map[string]string{"first": "1", "second": "2"} {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != want {
+			t.Fatalf("%s after the hand-back: %q, %v", name, b, err)
+		}
+	}
+	again, err := Limit(dir, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if again.shared == first.shared || !tmpfsOn(t, dir) {
+		t.Fatal("a run after the hand-back joined the handed-back mount")
+	}
+}
+
+// mountsOn counts the tmpfs mounts of Limit's on dir.
+func mountsOn(t *testing.T, dir string) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && unescape(f[4]) == dir && strings.Contains(line, " - tmpfs "+source+" ") {
+			n++
+		}
+	}
+	return n
 }
 
 // TestReleaseLeftover: Release unmounts a tmpfs that a run never handed
