@@ -198,8 +198,10 @@ func TestRestartRebuildsLostReceipts(t *testing.T) {
 		t.Fatalf("crashed store's head says %d: want the 30 of the snapshot's sync, and fewer than the 60 appended", got)
 	}
 	c = startReplica(t, ca, "s3", c.dir, c.ledgerDir, addr, false)
-	waitApplied(t, c, admit(5))
+	last := admit(5)
+	waitApplied(t, c, last)
 	sameLedger(t, a, c)
+	waitApplied(t, reps[0], last)
 	sameLedger(t, a, reps[0])
 
 	// Further behind: the store at 10 of the snapshot's 30 receipts.
