@@ -34,9 +34,6 @@ const maxImageSlack = 1 << 20
 // prepareImage returns bin rewritten without its active data segments and
 // the memory they make, or nil when bin does not qualify (see above).
 func prepareImage(bin []byte) *memoryImage {
-	if len(bin) < 8 || !bytes.Equal(bin[:8], []byte{0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00}) {
-		return nil
-	}
 	var (
 		minPages  uint64
 		memories  int
@@ -44,45 +41,37 @@ func prepareImage(bin []byte) *memoryImage {
 		dataStart = -1 // the data section, header included
 		dataEnd   int
 		data      []byte
-		seen      [13]bool
 	)
-	for p := 8; p < len(bin); {
-		start := p
-		id := bin[p]
-		size, n := binary.Uvarint(bin[p+1:])
-		if n <= 0 || size > uint64(len(bin)-p-1-n) {
-			return nil
+	ok := eachSection(bin, func(id byte, start, end int, body reader) bool {
+		if id != 0 && dataStart >= 0 {
+			return false // after the data section: invalid
 		}
-		p += 1 + n
-		body := reader{b: bin[p : p+int(size)]}
-		p += int(size)
-		if id != 0 && (int(id) >= len(seen) || seen[id] || dataStart >= 0) {
-			return nil // unknown, repeated or after the data section: invalid
-		}
-		seen[id] = true
 		switch id {
 		case 2: // imports
-			if _, ok := body.skipImports(); !ok {
-				return nil // a memory import, or unreadable
-			}
+			_, ok := body.skipImports()
+			return ok // false: a memory import, or unreadable
 		case 5: // memories
 			count, ok := body.uleb()
 			if !ok || count != 1 {
-				return nil
+				return false
 			}
 			flags, ok := body.uleb()
 			if !ok || flags&^1 != 0 { // shared, 64-bit, unknown
-				return nil
+				return false
 			}
 			if minPages, ok = body.uleb(); !ok {
-				return nil
+				return false
 			}
 			memories++
 		case 11:
-			dataStart, dataEnd, data = start, p, body.b
+			dataStart, dataEnd, data = start, end, body.b
 		case 12:
 			dataCount = true
 		}
+		return true
+	})
+	if !ok {
+		return nil
 	}
 	if memories != 1 || dataStart < 0 || minPages > 65536 {
 		return nil
@@ -128,6 +117,37 @@ func prepareImage(bin []byte) *memoryImage {
 	}
 	img.bin = append(out, bin[dataEnd:]...)
 	return img
+}
+
+// eachSection calls visit with each section of the module bin: its id,
+// where it starts (its header included) and ends, and its contents. It
+// returns false, at once, when bin is not a wasm module, a section runs
+// past the end, an id is unknown or repeated (custom sections, id 0, may
+// repeat), or visit returns false.
+func eachSection(bin []byte, visit func(id byte, start, end int, body reader) bool) bool {
+	if len(bin) < 8 || !bytes.Equal(bin[:8], []byte{0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00}) {
+		return false
+	}
+	var seen [13]bool
+	for p := 8; p < len(bin); {
+		start := p
+		id := bin[p]
+		size, n := binary.Uvarint(bin[p+1:])
+		if n <= 0 || size > uint64(len(bin)-p-1-n) {
+			return false
+		}
+		p += 1 + n
+		body := reader{b: bin[p : p+int(size)]}
+		p += int(size)
+		if id != 0 && (int(id) >= len(seen) || seen[id]) {
+			return false
+		}
+		seen[id] = true
+		if !visit(id, start, p, body) {
+			return false
+		}
+	}
+	return true
 }
 
 // segment is one data segment.

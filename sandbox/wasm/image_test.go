@@ -94,13 +94,7 @@ func imageModule(passive bool) []byte {
 func TestMemoryImageIsolation(t *testing.T) {
 	for name, passive := range map[string]bool{"active": false, "passive": true} {
 		t.Run(name, func(t *testing.T) {
-			cfg := DefaultConfig()
-			cfg.CacheDir = t.TempDir()
-			d, err := New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer d.Close(context.Background())
+			d := driverWith(t, nil)
 			mod := filepath.Join(t.TempDir(), "image.wasm")
 			if err := os.WriteFile(mod, imageModule(passive), 0o644); err != nil {
 				t.Fatal(err)

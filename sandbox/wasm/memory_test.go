@@ -46,13 +46,7 @@ func dirtyModule() []byte {
 }
 
 func TestPooledMemoryIsZeroed(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.CacheDir = t.TempDir()
-	d, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close(context.Background())
+	d := driverWith(t, nil)
 	mod := filepath.Join(t.TempDir(), "dirty.wasm")
 	if err := os.WriteFile(mod, dirtyModule(), 0o644); err != nil {
 		t.Fatal(err)

@@ -46,49 +46,29 @@ type reactor struct {
 // or nil when bin does not export both writ_run and _initialize or does
 // not qualify (see above).
 func prepareReactor(bin []byte) *reactor {
-	if len(bin) < 8 {
-		return nil
-	}
 	var (
 		exportStart = -1 // the export section, header included
 		exportEnd   int
 		exports     []byte
 		mutable     []uint64 // the indices of the mutable globals
-		imported    int
-		seen        [13]bool
 	)
-	for p := 8; p < len(bin); {
-		start := p
-		id := bin[p]
-		size, n := binary.Uvarint(bin[p+1:])
-		if n <= 0 || size > uint64(len(bin)-p-1-n) {
-			return nil
-		}
-		p += 1 + n
-		body := reader{b: bin[p : p+int(size)]}
-		p += int(size)
-		if id != 0 && (int(id) >= len(seen) || seen[id]) {
-			return nil
-		}
-		seen[id] = true
+	ok := eachSection(bin, func(id byte, start, end int, body reader) bool {
 		switch id {
 		case 2:
-			var ok bool
-			if imported, ok = body.skipImports(); !ok || imported > 0 {
-				return nil
-			}
+			imported, ok := body.skipImports()
+			return ok && imported == 0
 		case 6:
 			var ok bool
-			if mutable, ok = body.mutableGlobals(); !ok {
-				return nil
-			}
+			mutable, ok = body.mutableGlobals()
+			return ok
 		case 7:
-			exportStart, exportEnd, exports = start, p, body.b
+			exportStart, exportEnd, exports = start, end, body.b
 		case 8: // start
-			return nil
+			return false
 		}
-	}
-	if exportStart < 0 {
+		return true
+	})
+	if !ok || exportStart < 0 {
 		return nil
 	}
 	r := reader{b: exports}

@@ -79,6 +79,33 @@ func reactorModule(o reactorOptions) []byte {
 	)
 }
 
+// driverWith returns a Driver of DefaultConfig changed by mutate (when
+// set), its cache in a fresh directory, closed when t ends.
+func driverWith(t testing.TB, mutate func(*Config)) *Driver {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.CacheDir = t.TempDir()
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	d, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close(context.Background()) })
+	return d
+}
+
+// writeModule writes bin to a file of its own and returns its path.
+func writeModule(t testing.TB, bin []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "module.wasm")
+	if err := os.WriteFile(path, bin, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 func TestPrepareReactor(t *testing.T) {
 	t.Parallel()
 	img := prepareImage(reactorModule(reactorOptions{}))
@@ -128,18 +155,9 @@ func TestPrepareReactor(t *testing.T) {
 // before it.
 func TestInitImageRestores(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "reactor.wasm")
-	if err := os.WriteFile(path, reactorModule(reactorOptions{}), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := writeModule(t, reactorModule(reactorOptions{}))
 	for _, noImage := range []bool{false, true} {
-		cfg := DefaultConfig()
-		cfg.CacheDir, cfg.NoInitImage = t.TempDir(), noImage
-		d, err := New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close(context.Background())
+		d := driverWith(t, func(c *Config) { c.NoInitImage = noImage })
 		m := sandbox.Manifest{Name: "reactor", Tier: sandbox.TierWasm, Module: path}
 		for range 3 {
 			out, err := d.Run(context.Background(), sandbox.Invocation{Manifest: m, Workspace: t.TempDir()})
@@ -164,17 +182,8 @@ func TestInitImageRestores(t *testing.T) {
 // each run calls _initialize and fails with its trap.
 func TestInitImageFailedInit(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "trap.wasm")
-	if err := os.WriteFile(path, reactorModule(reactorOptions{trapInInit: true}), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg := DefaultConfig()
-	cfg.CacheDir = t.TempDir()
-	d, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close(context.Background())
+	path := writeModule(t, reactorModule(reactorOptions{trapInInit: true}))
+	d := driverWith(t, nil)
 	m := sandbox.Manifest{Name: "trap", Tier: sandbox.TierWasm, Module: path}
 	for range 2 {
 		out, err := d.Run(context.Background(), sandbox.Invocation{Manifest: m, Workspace: t.TempDir()})
