@@ -1,22 +1,79 @@
 package main_test
 
 import (
+	"fmt"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 )
 
 const module = "github.com/writhq/writ"
 
-// deps lists the packages the packages matching pattern import, transitively,
-// outside the standard library.
+// graph is every package of the module with the packages it imports,
+// transitively, listed by one go list (each go list loads the whole
+// module, so the boundary tests share one).
+var graph = sync.OnceValues(func() (*depGraph, error) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{.Standard}} {{join .Deps \" \"}}", module+"/...").Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list -deps %s/...: %w", module, err)
+	}
+	std, all := map[string]bool{}, map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			return nil, fmt.Errorf("go list printed %q", line)
+		}
+		std[f[0]] = f[1] == "true"
+		all[f[0]] = f[2:]
+	}
+	return &depGraph{deps: all, std: std}, nil
+})
+
+// depGraph is what graph lists: each package's dependencies and which
+// packages are the standard library's.
+type depGraph struct {
+	deps map[string][]string
+	std  map[string]bool
+}
+
+// deps lists the packages the packages matching pattern (a package, or a
+// tree ending in /...) import, transitively, outside the standard library,
+// and those packages themselves, as go list -deps pattern does.
 func deps(t *testing.T, pattern string) []string {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", pattern).Output()
+	return listDeps(t, pattern, false)
+}
+
+// listDeps is deps, with the standard library's packages too if std.
+func listDeps(t *testing.T, pattern string, std bool) []string {
+	t.Helper()
+	g, err := graph()
 	if err != nil {
-		t.Fatalf("go list -deps %s: %v", pattern, err)
+		t.Fatal(err)
 	}
-	return strings.Fields(string(out))
+	root, tree := strings.CutSuffix(pattern, "/...")
+	seen := map[string]bool{}
+	var list []string
+	add := func(p string) {
+		if !seen[p] && (std || !g.std[p]) {
+			seen[p] = true
+			list = append(list, p)
+		}
+	}
+	for p, ds := range g.deps {
+		if !strings.HasPrefix(p, module) || !(p == root || tree && strings.HasPrefix(p, root+"/")) {
+			continue
+		}
+		add(p)
+		for _, d := range ds {
+			add(d)
+		}
+	}
+	if len(list) == 0 {
+		t.Fatalf("no package of the module matches %s", pattern)
+	}
+	return list
 }
 
 // TestDependencyBoundaries enforces the component boundaries of DESIGN.md: the
@@ -101,13 +158,7 @@ func hasPrefix(s string, prefixes []string) bool {
 // controlplane/internal/harness (docs/development.md).
 func TestServerLinksNoHarness(t *testing.T) {
 	t.Parallel()
-	list := func(pattern string) []string {
-		out, err := exec.Command("go", "list", "-deps", pattern).Output()
-		if err != nil {
-			t.Fatalf("go list -deps %s: %v", pattern, err)
-		}
-		return strings.Fields(string(out))
-	}
+	list := func(pattern string) []string { return listDeps(t, pattern, true) }
 	server := list(module + "/controlplane")
 	for _, f := range []string{"net/http/httptest", module + "/internal/freeport", module + "/controlplane/localcluster"} {
 		if contains(server, f) {

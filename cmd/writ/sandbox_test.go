@@ -1,8 +1,6 @@
 package main_test
 
 import (
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,18 +10,15 @@ import (
 	"github.com/writhq/writ/sandbox/sandboxtest"
 )
 
-// TestSandboxRunEcho runs the echo WASM tool through `writ sandbox run` and
+// TestSandboxRunEcho runs the echo WASM tool (a prepared tool, as make build
+// builds it) through `writ sandbox run` and
 // checks its output against the shared vectors' signed result, which records
 // what echo writes for {"msg":"hello world"}.
 func TestSandboxRunEcho(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	module := filepath.Join(dir, "echo.wasm")
-	build := exec.Command("go", "build", "-o", module, "../../sandbox/tools/echo")
-	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building echo.wasm: %v\n%s", err, out)
-	}
+	// The module TestMain built, as make build builds it.
+	module := filepath.Join(toolsDir, "echo.wasm")
 	manifest := writeFile(t, dir, "echo.json", `{"name":"echo","tier":"wasm","module":"`+module+`"}`)
 	out, code := run(t, `{"msg":"hello world"}`, "sandbox", "run", "--tier", "wasm", "--manifest", manifest)
 	if code != 0 {
