@@ -1,6 +1,7 @@
 package wasm
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"os"
@@ -190,5 +191,20 @@ func TestInitImageFailedInit(t *testing.T) {
 		if err != nil || out.Status != sandbox.StatusError || !strings.Contains(out.Reason, "unreachable") {
 			t.Fatalf("status %s exit %d reason %q, %v; want the trap", out.Status, out.ExitCode, out.Reason, err)
 		}
+	}
+}
+
+// TestHeapMemoryKeepsImage: a memory that cannot be mapped (the heap
+// fallback) starts from an image longer than the module's minimum, as an
+// initialized image is, and keeps all of it when restore grows it.
+func TestHeapMemoryKeepsImage(t *testing.T) {
+	t.Parallel()
+	img := bytes.Repeat([]byte{0xab}, 3*65536)
+	r := &runMemory{pool: &memoryPool{}, image: img, released: true} // released: the heap
+	lm := r.Allocate(65536, 16*65536)
+	lm.Reallocate(65536) // wazero's first call: the minimum
+	buf := lm.Reallocate(5 * 65536)
+	if !bytes.Equal(buf[:len(img)], img) || !bytes.Equal(buf[len(img):], make([]byte, 2*65536)) {
+		t.Fatal("the grown heap memory is not the image and then zeros")
 	}
 }
