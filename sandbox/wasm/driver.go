@@ -173,9 +173,14 @@ func (d *Driver) RunGated(ctx context.Context, inv sandbox.Invocation, gate func
 		}
 		gate = nil
 	}
-	img := d.initialized(ctx, eng, compiled, m, envPairs(m, inv.Env))
+	// The run's time limit counts from here: making (or waiting for) an
+	// initialized image is guest code too, and a run of a module whose
+	// _initialize spins spends its limit there rather than twice.
+	began := time.Now()
+	deadline := began.Add(min(m.Limits.Timeout(), time.Duration(m.Limits.CPUSeconds)*time.Second))
+	img := d.initialized(ctx, deadline, eng, compiled, m, envPairs(m, inv.Env))
 	beforeInstantiate(m.Module)
-	out, gateErr := d.instantiate(ctx, eng, compiled, img, m, inv, stdin, disk, gate)
+	out, gateErr := d.instantiate(ctx, deadline, time.Since(began), eng, compiled, img, m, inv, stdin, disk, gate)
 	if gateErr != nil {
 		return sandbox.Refuse(tier, gateErr)
 	}
@@ -193,13 +198,12 @@ var beforeInstantiate = func(module string) {}
 
 // instantiate runs the module: instantiates it, calls gate (when set; its
 // error is returned and nothing of the module runs), then its _start.
-func (d *Driver) instantiate(ctx context.Context, eng *engine, compiled *cached, img *initImage,
+func (d *Driver) instantiate(ctx context.Context, deadline time.Time, prepared time.Duration, eng *engine, compiled *cached, img *initImage,
 	m sandbox.Manifest, inv sandbox.Invocation, stdin []byte, disk *diskQuota, gate func() error) (sandbox.Outcome, error) {
 	out := sandbox.Outcome{Tier: d.Name(), ExitCode: -1}
 	wall := m.Limits.Timeout()
 	cpu := time.Duration(m.Limits.CPUSeconds) * time.Second
-	limit := min(wall, cpu)
-	runCtx, cancel := context.WithTimeout(ctx, limit)
+	runCtx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 
 	var limitHit bool
@@ -252,7 +256,7 @@ func (d *Driver) instantiate(ctx context.Context, eng *engine, compiled *cached,
 	if err == nil {
 		exitCode, err = call(runCtx, mod, compiled, img == nil)
 	}
-	out.Usage.Wall = time.Since(start)
+	out.Usage.Wall = time.Since(start) + prepared
 	if mod != nil {
 		if m := mod.Memory(); m != nil {
 			out.Usage.MemoryBytes = int64(m.Size())
@@ -292,16 +296,20 @@ func (d *Driver) instantiate(ctx context.Context, eng *engine, compiled *cached,
 	return out, nil
 }
 
+// errNoEntry fails the run of a module that has nothing to run.
+var errNoEntry = errors.New("the module exports neither _start nor writ_run (no parameters, an i32 result)")
+
 // call runs the module's entry: _start, or a prepared tool's writ_run,
 // after its _initialize when initialize is set and it has one. writ_run's
 // result is the exit status.
 func call(ctx context.Context, mod api.Module, c *cached, initialize bool) (int, error) {
 	if c.entry != runExport {
-		if f := mod.ExportedFunction(c.entry); f != nil {
-			_, err := f.Call(ctx)
-			return 0, err
+		f := mod.ExportedFunction(c.entry)
+		if f == nil {
+			return 0, errNoEntry
 		}
-		return 0, nil
+		_, err := f.Call(ctx)
+		return 0, err
 	}
 	if initialize && c.initialize {
 		if _, err := mod.ExportedFunction(initExport).Call(ctx); err != nil {

@@ -37,7 +37,9 @@ import (
 //
 // A module whose _initialize fails (traps, exits, runs out of time) or
 // leaves more than maxInitImage of memory has no image: each of its runs
-// calls _initialize, then writ_run, and reports what happens.
+// calls _initialize, then writ_run, and reports what happens. The time
+// making an image, or waiting for another run making it, counts in the
+// run's limit and its wall time.
 type initImage struct {
 	ready   chan struct{} // closed once made or failed
 	memory  []byte        // the memory, without its zero tail
@@ -48,6 +50,11 @@ type initImage struct {
 
 // maxInitImage bounds an initialized image: every run copies it.
 const maxInitImage = 32 << 20
+
+// maxInitImages bounds the images of one module (one per arguments and
+// environment: in an agent, its tool names for the module and its
+// configured environment); a module's runs beyond it call _initialize.
+const maxInitImages = 8
 
 // emptyDir is what _initialize sees where a run's workspace goes: an
 // fs.FS with no file, its root alone.
@@ -68,14 +75,20 @@ func initKey(args string, env [][2]string) string {
 
 // initialized returns c's image for m's arguments and env, making it the
 // first time (concurrent runs wait for it); nil when c has none, or ctx
-// ends first.
-func (d *Driver) initialized(ctx context.Context, e *engine, c *cached, m sandbox.Manifest, env [][2]string) *initImage {
+// ends or the run's deadline passes first.
+func (d *Driver) initialized(ctx context.Context, deadline time.Time, e *engine, c *cached, m sandbox.Manifest, env [][2]string) *initImage {
 	if c.reactor == nil || d.cfg.NoInitImage {
 		return nil
 	}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	key := initKey(m.Name, env)
 	e.mu.Lock()
 	img, ok := c.images[key]
+	if !ok && len(c.images) >= maxInitImages {
+		e.mu.Unlock()
+		return nil
+	}
 	if !ok {
 		img = &initImage{ready: make(chan struct{})}
 		if c.images == nil {
@@ -86,9 +99,10 @@ func (d *Driver) initialized(ctx context.Context, e *engine, c *cached, m sandbo
 	e.mu.Unlock()
 	if !ok {
 		d.makeImage(ctx, e, c, m, env, img)
-		if img.err != nil && ctx.Err() != nil {
+		if img.err != nil && errors.Is(ctx.Err(), context.Canceled) {
 			// This run ended (canceled), not _initialize: the next one
-			// tries again.
+			// tries again. One that ran out of time is not retried: its
+			// runs call _initialize themselves, within their own limit.
 			e.mu.Lock()
 			delete(c.images, key)
 			e.mu.Unlock()
@@ -109,8 +123,6 @@ func (d *Driver) initialized(ctx context.Context, e *engine, c *cached, m sandbo
 // makeImage runs c's _initialize in an instance of its own and keeps what it
 // leaves in img.
 func (d *Driver) makeImage(ctx context.Context, e *engine, c *cached, m sandbox.Manifest, env [][2]string, img *initImage) {
-	ctx, cancel := context.WithTimeout(ctx, min(m.Limits.Timeout(), time.Duration(m.Limits.CPUSeconds)*time.Second))
-	defer cancel()
 	mc := wazero.NewModuleConfig().
 		WithName("").
 		WithArgs(m.Name).
