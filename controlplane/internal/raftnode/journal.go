@@ -27,6 +27,7 @@ import (
 //
 // Layout: a header block, then records from journalHeaderSize on.
 //
+//	header block  two header slots, at offsets 0 and journalSlotB (2048)
 //	header  "WRITJNL1", generation (8 bytes, big-endian), salt (8 random bytes), CRC-32C of the 24 bytes before it
 //	record  payload length (4 bytes), CRC-32C of salt‖generation‖length‖payload (4 bytes), payload
 //	payload uvarint count, then per entry: index (8 bytes, big-endian), uvarint length, the entry as logcodec encodes it
@@ -35,12 +36,24 @@ import (
 // or whose checksum fails: a record torn by a crash (never acknowledged:
 // its fdatasync had not returned) and records of an earlier generation
 // (whose checksum includes the generation they were written under) are
-// never taken. The salt, new with each generation and never shown, keeps
+// never taken.
+//
+// A new generation's header goes into the slot that does not hold the
+// current one, and the slot whose header checks and names the higher
+// generation is the journal's: a header torn by a crash while it was
+// written fails its checksum, and the previous one, still whole in the
+// other slot, is read instead. Nothing acknowledged is lost by that: a
+// header is written only after the records of its predecessor are durable
+// in bbolt, and no record of the new generation is written before its
+// header's fdatasync returns. The salt, new with each generation and never shown, keeps
 // entry data from passing for a record: bytes a client chose, inside an
 // entry of an earlier generation, cannot carry a checksum of this one.
 const (
 	journalMagic      = "WRITJNL1"
 	journalHeaderSize = 4096
+	// journalSlotB is the offset of the second header slot, in another
+	// 512-byte sector than the first (at 0).
+	journalSlotB = 2048
 	// journalSize is the journal's file size. Copying a full journal into
 	// bbolt holds up the append that found it full (2 MiB of small entries:
 	// 40-70 ms on the development machine), so it is kept small.
@@ -62,6 +75,7 @@ type journal struct {
 	gen  uint64
 	salt [8]byte
 	off  int64 // where the next record goes
+	slot int64 // the offset of the slot holding the current header
 	// broken: a write or fdatasync failed; what the file holds past off, or
 	// its header, is unknown until a reset succeeds.
 	broken bool
@@ -89,7 +103,8 @@ func openJournal(path string) (*journal, []*raft.Log, error) {
 	return j, logs, nil
 }
 
-// makeJournal writes an empty journal of generation 1 under a temporary
+// makeJournal writes an empty journal of generation 1 (in the first slot,
+// the second zeros) under a temporary
 // name, syncs it and renames it into place, so that a journal that exists
 // is complete.
 func makeJournal(jp string) error {
@@ -151,13 +166,16 @@ func readJournal(f *os.File) (*journal, []*raft.Log, error) {
 		}
 		return nil, nil, err
 	}
-	h := b[:journalHeaderLen]
-	if string(h[:len(journalMagic)]) != journalMagic ||
-		binary.BigEndian.Uint32(h[len(h)-4:]) != crc32.Checksum(h[:len(h)-4], castagnoli) {
-		return nil, nil, fmt.Errorf("%w: the journal's header is not one", ErrLogCorrupt)
+	var j *journal
+	for _, slot := range []int64{0, journalSlotB} {
+		gen, salt, ok := parseJournalHeader(b[slot : slot+int64(journalHeaderLen)])
+		if ok && (j == nil || gen > j.gen) {
+			j = &journal{f: f, gen: gen, salt: salt, off: journalHeaderSize, slot: slot}
+		}
 	}
-	j := &journal{f: f, gen: binary.BigEndian.Uint64(h[len(journalMagic):]), off: journalHeaderSize}
-	copy(j.salt[:], h[len(journalMagic)+8:])
+	if j == nil {
+		return nil, nil, fmt.Errorf("%w: neither of the journal's header slots holds a header", ErrLogCorrupt)
+	}
 	var logs []*raft.Log
 	for {
 		payload, ok := j.record(b[j.off:])
@@ -172,6 +190,17 @@ func readJournal(f *os.File) (*journal, []*raft.Log, error) {
 		logs = append(logs, got...)
 		j.off += int64(8 + len(payload))
 	}
+}
+
+// parseJournalHeader returns the generation and salt of the header h when it
+// is one and its checksum holds.
+func parseJournalHeader(h []byte) (gen uint64, salt [8]byte, ok bool) {
+	if string(h[:len(journalMagic)]) != journalMagic ||
+		binary.BigEndian.Uint32(h[len(h)-4:]) != crc32.Checksum(h[:len(h)-4], castagnoli) {
+		return 0, salt, false
+	}
+	copy(salt[:], h[len(journalMagic)+8:])
+	return binary.BigEndian.Uint64(h[len(journalMagic):]), salt, true
 }
 
 // record returns the payload of the record at the start of b when it is
@@ -264,14 +293,19 @@ func (j *journal) append(rec []byte) error {
 func (j *journal) empty() bool { return j.off == journalHeaderSize && !j.broken }
 
 // reset starts a new generation: the records written so far are no longer
-// read. The caller has made what they hold durable elsewhere first.
+// read. The caller has made what they hold durable elsewhere first. The new
+// header goes into the other slot, so that a crash while it is written
+// leaves the current one whole; until the write and its fdatasync return,
+// the journal is broken (no record is written under a header that may not
+// be on disk).
 func (j *journal) reset() error {
 	h, err := journalHeader(j.gen + 1)
 	if err != nil {
 		return err
 	}
+	next := journalSlotB - j.slot
 	j.broken = true
-	if _, err := j.f.WriteAt(h, 0); err != nil {
+	if _, err := j.f.WriteAt(h, next); err != nil {
 		return err
 	}
 	if err := fdatasync(j.f); err != nil {
@@ -279,6 +313,7 @@ func (j *journal) reset() error {
 	}
 	j.broken = false
 	j.gen++
+	j.slot = next
 	copy(j.salt[:], h[len(journalMagic)+8:])
 	j.off = journalHeaderSize
 	return nil

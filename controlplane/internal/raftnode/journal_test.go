@@ -77,13 +77,25 @@ func TestJournal(t *testing.T) {
 	checkJournalLog(t, r, 1, 3)
 	r.Close()
 
-	// A damaged header.
+	// A damaged header: one slot damaged leaves the other's header (an
+	// earlier generation, whose records the journal no longer holds); both
+	// damaged refuse to open.
 	f, err := os.OpenFile(journalPath(path), os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.WriteAt([]byte{0xff}, 9); err != nil {
 		t.Fatal(err)
+	}
+	if r, err = OpenLogStore(path); err != nil {
+		t.Fatalf("a journal with one header slot damaged: %v", err)
+	}
+	checkJournalLog(t, r, 1, 3)
+	crashClose(r)
+	for _, slot := range []int64{0, journalSlotB} {
+		if _, err := f.WriteAt([]byte{0xff}, slot+9); err != nil {
+			t.Fatal(err)
+		}
 	}
 	f.Close()
 	if _, err := OpenLogStore(path); !errors.Is(err, ErrLogCorrupt) {

@@ -308,14 +308,22 @@ func (s *LogStore) StoreLogs(logs []*raft.Log) error {
 
 // DeleteRange deletes the entries from min to max inclusive, in one
 // transaction.
+//
+// A range wholly below the journal's entries (compaction after a snapshot)
+// is deleted from bbolt alone, the journal left as it is: replaying it after
+// a crash puts back only indexes above the range. Any other range empties
+// the journal into bbolt first, so that no record of it can bring back an
+// entry deleted.
 func (s *LogStore) DeleteRange(min, max uint64) error {
 	if min > max {
 		return nil
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	if err := s.checkpoint(); err != nil {
-		return err
+	if !s.journalAbove(max) {
+		if err := s.checkpoint(); err != nil {
+			return err
+		}
 	}
 	return s.db.Update(func(tx *bolt.Tx) error {
 		// Seek again after each Delete: Next after Delete steps over the
@@ -330,6 +338,18 @@ func (s *LogStore) DeleteRange(min, max uint64) error {
 		}
 		return nil
 	})
+}
+
+// journalAbove reports whether the journal holds entries, every one at an
+// index above max, and nothing else: it is whole (not broken), and what it
+// holds is what pending holds. Called with wmu held.
+func (s *LogStore) journalAbove(max uint64) bool {
+	if s.j == nil || s.j.broken || s.j.empty() {
+		return false
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.pendingLast > 0 && s.pendingFirst > max
 }
 
 // Set stores a stable value, durably when it returns nil.
