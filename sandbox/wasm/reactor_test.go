@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 
@@ -30,6 +31,7 @@ func funcBody(code ...[]byte) []byte {
 // reactorOptions vary reactorModule.
 type reactorOptions struct {
 	trapInInit bool     // _initialize is unreachable
+	spinInInit bool     // _initialize loops forever
 	start      bool     // a start section naming _initialize
 	globals    []byte   // the global section's contents instead of one mutable i32 (0) and one immutable i32 (9)
 	exports    [][]byte // more export entries
@@ -51,6 +53,9 @@ func reactorModule(o reactorOptions) []byte {
 	)
 	if o.trapInInit {
 		init = funcBody([]byte{0x00})
+	}
+	if o.spinInInit {
+		init = funcBody([]byte{0x03, 0x40, 0x0c, 0x00, 0x0b}) // loop; br 0; end
 	}
 	run := funcBody(
 		[]byte{0x23, 0x00},            // global.get 0
@@ -206,5 +211,28 @@ func TestHeapMemoryKeepsImage(t *testing.T) {
 	buf := lm.Reallocate(5 * 65536)
 	if !bytes.Equal(buf[:len(img)], img) || !bytes.Equal(buf[len(img):], make([]byte, 2*65536)) {
 		t.Fatal("the grown heap memory is not the image and then zeros")
+	}
+}
+
+// TestInitImageWithinLimit: a reactor whose _initialize never returns
+// spends the first run's time limit making its image, not the limit twice
+// (making it, then calling _initialize in the run): the run times out
+// with the making counted in its wall time, and so does the next, which
+// calls _initialize itself.
+func TestInitImageWithinLimit(t *testing.T) {
+	t.Parallel()
+	d := driverWith(t, nil)
+	m := sandbox.Manifest{Name: "spin", Tier: sandbox.TierWasm, Module: writeModule(t, reactorModule(reactorOptions{spinInInit: true}))}.WithDefaults()
+	m.Limits.TimeoutMS = 2000
+	for i := range 2 {
+		start := time.Now()
+		out, err := d.Run(context.Background(), sandbox.Invocation{Manifest: m, Workspace: t.TempDir()})
+		took := time.Since(start)
+		if err != nil || out.Status != sandbox.StatusTimeout || out.Usage.Wall < 2*time.Second {
+			t.Fatalf("run %d: status %s (%s), wall %v, %v; want a timeout after the 2 s limit", i, out.Status, out.Reason, out.Usage.Wall, err)
+		}
+		if took >= 3500*time.Millisecond {
+			t.Fatalf("run %d took %v for a limit of 2 s", i, took)
+		}
 	}
 }
