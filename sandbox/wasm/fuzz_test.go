@@ -69,6 +69,8 @@ func FuzzPrepareReactor(f *testing.F) {
 	f.Add(prepareImage(reactorModule(reactorOptions{})).bin)
 	f.Add(reactorModule(reactorOptions{globals: cat([]byte{0x01, 0x7c, 0x01, 0x44}, make([]byte, 8), []byte{0x0b})}))
 	f.Add(reactorModule(reactorOptions{exports: [][]byte{exportEntry("writ.global.0", 2, 0)}}))
+	f.Add(reactorModule(reactorOptions{runCode: cat(i32(0), []byte{0xd0, 0x70, 0x26, 0x00}, i32(0))}))
+	f.Add(reactorModule(reactorOptions{runCode: cat([]byte{0xfd, 0x0c}, make([]byte, 16), []byte{0x1a}, i32(0))}))
 	ctx := context.Background()
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter().WithMemoryLimitPages(16))
 	defer rt.Close(ctx)

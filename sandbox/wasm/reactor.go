@@ -17,13 +17,16 @@ import (
 // those values before writ_run is called, so a run skips the guest's
 // start (2.7 ms of the Go echo's 2.8 ms of CPU).
 //
+// The image holds memory and globals, not tables nor dropped segments, so
+// a module whose code can change those is not given one (code.go).
+//
 // wazero can set only exported globals, so the tier compiles the module
 // with each mutable global exported under a name of its own
 // (prepareReactor). Only what it can prove equivalent is rewritten: no
 // start section (it would run at every instantiation, over the initialized
 // memory), no imported global, every mutable global a number (i32, i64,
-// f32, f64), every constant expression one the reader knows, and no name
-// taken. Anything else runs as it is: _initialize, then writ_run, in
+// f32, f64), every constant expression one the reader knows, no name
+// taken, and no instruction that changes a table or drops a segment. Anything else runs as it is: _initialize, then writ_run, in
 // every run.
 
 // Export names of the tier's ABI.
@@ -65,6 +68,8 @@ func prepareReactor(bin []byte) *reactor {
 			exportStart, exportEnd, exports = start, end, body.b
 		case 8: // start
 			return false
+		case 10:
+			return body.codeKeepsTables() // code.go
 		}
 		return true
 	})

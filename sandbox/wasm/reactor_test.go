@@ -32,6 +32,7 @@ func funcBody(code ...[]byte) []byte {
 type reactorOptions struct {
 	trapInInit bool     // _initialize is unreachable
 	spinInInit bool     // _initialize loops forever
+	runCode    []byte   // writ_run's instructions instead of its own
 	start      bool     // a start section naming _initialize
 	globals    []byte   // the global section's contents instead of one mutable i32 (0) and one immutable i32 (9)
 	exports    [][]byte // more export entries
@@ -63,6 +64,9 @@ func reactorModule(o reactorOptions) []byte {
 		i32(65636), load8, []byte{0x6a},
 		[]byte{0x23, 0x01}, []byte{0x6a},
 	)
+	if o.runCode != nil {
+		run = funcBody(o.runCode)
+	}
 	globals := o.globals
 	if globals == nil {
 		globals = cat([]byte{0x02, 0x7f, 0x01}, i32(0), []byte{0x0b, 0x7f, 0x00}, i32(9), []byte{0x0b})
@@ -137,7 +141,21 @@ func TestPrepareReactor(t *testing.T) {
 	if rx := prepareReactor(prepareImage(reactorModule(reactorOptions{globals: mutableF64})).bin); rx == nil || len(rx.globals) != 1 {
 		t.Fatalf("a mutable f64: %+v", rx)
 	}
+	// Instructions the code reader must read through: it still vouches.
+	read := cat(i32(0), i32(0), i32(0), []byte{0xfc, 0x0a, 0x00, 0x00}, // memory.copy
+		[]byte{0xfd, 0x0c}, make([]byte, 16), []byte{0x1a}, // v128.const; drop
+		[]byte{0x02, 0x40, 0x41, 0x00, 0x0e, 0x01, 0x00, 0x00, 0x0b}, // block; br_table
+		i32(0), []byte{0x28, 0x02, 0x80, 0x80, 0x04}) // i32.load offset=65536
+	if prepareReactor(prepareImage(reactorModule(reactorOptions{runCode: read})).bin) == nil {
+		t.Error("a module of ordinary instructions was declined")
+	}
 	for name, bin := range map[string][]byte{
+		"table.set":         reactorModule(reactorOptions{runCode: cat(i32(0), []byte{0xd0, 0x70, 0x26, 0x00}, i32(0))}),
+		"table.grow":        reactorModule(reactorOptions{runCode: []byte{0xd0, 0x70, 0x41, 0x01, 0xfc, 0x0f, 0x00}}),
+		"data.drop":         reactorModule(reactorOptions{runCode: cat([]byte{0xfc, 0x09, 0x00}, i32(0))}),
+		"elem.drop":         reactorModule(reactorOptions{runCode: cat([]byte{0xfc, 0x0d, 0x00}, i32(0))}),
+		"an unknown opcode": reactorModule(reactorOptions{runCode: []byte{0x06, 0x40, 0x0b}}),
+		"a torn body":       reactorModule(reactorOptions{runCode: []byte{0x41}}),
 		"a start section":   reactorModule(reactorOptions{start: true}),
 		"a mutable funcref": reactorModule(reactorOptions{globals: []byte{0x01, 0x70, 0x01, 0xd0, 0x70, 0x0b}}),
 		"an unknown constant": reactorModule(reactorOptions{globals: cat([]byte{0x01, 0x7f, 0x01}, i32(1), i32(2),
