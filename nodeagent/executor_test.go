@@ -445,6 +445,51 @@ func TestGatedTierReplayedNonce(t *testing.T) {
 	}
 }
 
+// TestUngatedTierWaitsForTheJournal: in a tier that cannot hold a prepared
+// run (the process tier), the run's workspace is made while its journal
+// entry commits, and the tool starts only once it is committed: a dispatch
+// whose nonce was seen before is refused, its tool never starts, and its
+// workspace is removed.
+func TestUngatedTierWaitsForTheJournal(t *testing.T) {
+	h := newHarness(t, 2)
+	if _, ok := h.tiers.Drivers["process"].(sandbox.Gated); ok {
+		t.Fatal("the process tier is gated; this test needs one that is not")
+	}
+	first := h.dispatch("witness", h.witnessParams(false))
+	if err := h.x.Handle(context.Background(), sign(t, first, serverKey), servers); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.runs(); n != 1 {
+		t.Fatalf("the first dispatch ran %d times, want 1", n)
+	}
+	again := h.dispatch("witness", h.witnessParams(false), func(d *protocol.Dispatch) { d.Nonce = first.Nonce })
+	if err := h.x.Handle(context.Background(), sign(t, again, serverKey), servers); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.runs(); n != 1 {
+		t.Fatalf("the tool ran %d times; the replay's must not start", n)
+	}
+	out := h.outbox()
+	if r := out[first.ID]; r == nil || r.Status != protocol.StatusOK {
+		t.Fatalf("first: %+v", r)
+	}
+	if r := out[again.ID]; r == nil || r.Status != protocol.StatusRefused || !strings.HasPrefix(r.Error, string(protocol.CodeReplayedNonce)+":") {
+		t.Fatalf("the replay: %+v, want refused with replayed_nonce", r)
+	}
+	entries, err := os.ReadDir(filepath.Join(h.dir, "work"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), workspacePrefix) {
+			t.Fatalf("workspace %s left after the runs", e.Name())
+		}
+	}
+	if in, err := h.store.Interrupted(); err != nil || len(in) != 0 {
+		t.Fatalf("journal entries left started: %v %v", in, err)
+	}
+}
+
 // TestExpiredWhileWaitingForASlot: a dispatch checked on arrival that expires
 // while it waits for a slot is checked again when it gets one, refused as
 // expired, and never runs.

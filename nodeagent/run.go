@@ -44,27 +44,26 @@ func (x *Executor) run(d *protocol.Dispatch, raw []byte, e Entry) error {
 			ExpiresAt: expires, StartedAt: startedAt, Dispatch: raw, NonceUntil: expires.Add(x.cfg.Verifier.Config().Skew)})
 	}
 	// From the journal entry on the tool may be running: a crash leaves the
-	// entry, and Recover reports the run as unknown. A tier that can
-	// prepare a run without starting the tool (sandbox.Gated: wasm) does so
-	// while the entry is committed, and starts the tool only once it is.
+	// entry, and Recover reports the run as unknown. The run is prepared
+	// while the entry is committed (its workspace, its limits; a tier that
+	// can prepare without starting the tool, sandbox.Gated, such as wasm,
+	// instantiates it too), and the tool starts only once the entry is
+	// durable: gate waits for the commit, and fails if it did.
 	var (
 		out      sandbox.Outcome
 		ws       string
 		beginErr error
+		once     sync.Once
 	)
-	if g, ok := x.cfg.Tiers.Drivers[d.Sandbox].(sandbox.Gated); ok {
-		begun := make(chan error, 1)
-		go func() { begun <- begin() }()
-		var once sync.Once
-		gate := func() error {
-			once.Do(func() { beginErr = <-begun })
-			return beginErr
-		}
-		out, ws = x.invoke(ctx, d, e, g, gate)
-		gate() // if the tier refused before calling it
-	} else if beginErr = begin(); beginErr == nil {
-		out, ws = x.invoke(ctx, d, e, nil, nil)
+	begun := make(chan error, 1)
+	go func() { begun <- begin() }()
+	gate := func() error {
+		once.Do(func() { beginErr = <-begun })
+		return beginErr
 	}
+	g, _ := x.cfg.Tiers.Drivers[d.Sandbox].(sandbox.Gated)
+	out, ws = x.invoke(ctx, d, e, g, gate)
+	gate() // if the run was refused before it was called
 	canceled := x.endRun(d.ID, stop)
 	if ws != "" {
 		defer os.RemoveAll(ws)
@@ -120,7 +119,10 @@ func (x *Executor) run(d *protocol.Dispatch, raw []byte, e Entry) error {
 // the workspace, for the caller to remove once the result is on its way.
 // Cancelling ctx stops the tool (Executor.Close, Executor.Cancel).
 // A failure to make the workspace, or a driver error that is not a
-// refusal, becomes an Outcome. With g set the tier runs gated by gate.
+// refusal, becomes an Outcome. The tool starts only once gate returns nil:
+// a gated tier (g set) calls it itself, once the run is prepared; any other
+// tier is started after it. A refusal before the tool would start may
+// return without calling gate.
 func (x *Executor) invoke(ctx context.Context, d *protocol.Dispatch, e Entry, g sandbox.Gated, gate func() error) (out sandbox.Outcome, ws string) {
 	ws, err := os.MkdirTemp(x.cfg.WorkDir, workspacePrefix)
 	if err != nil {
@@ -137,9 +139,13 @@ func (x *Executor) invoke(ctx context.Context, d *protocol.Dispatch, e Entry, g 
 		return out, ws
 	}
 	inv := sandbox.Invocation{Manifest: m, Params: []byte(d.Params), Workspace: ws, Env: x.cfg.Env}
-	if g != nil {
+	switch {
+	case g != nil:
 		out, err = g.RunGated(ctx, inv, gate)
-	} else {
+	case gate() != nil:
+		// Not journaled: nothing runs, and the caller reports why.
+		return sandbox.Outcome{Tier: d.Sandbox}, ws
+	default:
 		out, err = x.cfg.Tiers.Drivers[d.Sandbox].Run(ctx, inv)
 	}
 	if err != nil && !errors.Is(err, sandbox.ErrRefused) {
