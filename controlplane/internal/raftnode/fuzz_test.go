@@ -74,8 +74,8 @@ func FuzzJournalHeader(f *testing.F) {
 			t.Fatal(err)
 		}
 		defer file.Close()
-		ga, _, oka := parseJournalHeader(img[:journalHeaderLen])
-		gb, _, okb := parseJournalHeader(img[journalSlotB : journalSlotB+journalHeaderLen])
+		ga, _, oka := parseJournalHeader(img[:journalHeaderLen], true)
+		gb, _, okb := parseJournalHeader(img[journalSlotB:journalSlotB+journalHeaderLen], false)
 		j, _, err := readJournal(file)
 		switch {
 		case !oka && !okb:

@@ -48,8 +48,17 @@ import (
 // header's fdatasync returns. The salt, new with each generation and never shown, keeps
 // entry data from passing for a record: bytes a client chose, inside an
 // entry of an earlier generation, cannot carry a checksum of this one.
+//
+// Headers are written with journalMagic; a build that read only the first
+// slot wrote journalMagicV1 there, which is still read. Such a build must not
+// open a journal whose current header is in the second slot (it would
+// replay a generation already copied, and maybe since deleted, and miss the
+// current one): it refuses a header whose magic is not its own, so the first
+// new generation written over a journal of that build is written into both
+// slots (reset), and from then on the first slot never holds its magic.
 const (
-	journalMagic      = "WRITJNL1"
+	journalMagic      = "WRITJNL2"
+	journalMagicV1    = "WRITJNL1"
 	journalHeaderSize = 4096
 	// journalSlotB is the offset of the second header slot, in another
 	// 512-byte sector than the first (at 0).
@@ -76,6 +85,7 @@ type journal struct {
 	salt [8]byte
 	off  int64 // where the next record goes
 	slot int64 // the offset of the slot holding the current header
+	v1   bool  // the first slot holds a header of the first format (journalMagicV1)
 	// broken: a write or fdatasync failed; what the file holds past off, or
 	// its header, is unknown until a reset succeeds.
 	broken bool
@@ -168,7 +178,7 @@ func readJournal(f *os.File) (*journal, []*raft.Log, error) {
 	}
 	var j *journal
 	for _, slot := range []int64{0, journalSlotB} {
-		gen, salt, ok := parseJournalHeader(b[slot : slot+int64(journalHeaderLen)])
+		gen, salt, ok := parseJournalHeader(b[slot:slot+int64(journalHeaderLen)], slot == 0)
 		if ok && (j == nil || gen > j.gen) {
 			j = &journal{f: f, gen: gen, salt: salt, off: journalHeaderSize, slot: slot}
 		}
@@ -176,6 +186,7 @@ func readJournal(f *os.File) (*journal, []*raft.Log, error) {
 	if j == nil {
 		return nil, nil, fmt.Errorf("%w: neither of the journal's header slots holds a header", ErrLogCorrupt)
 	}
+	j.v1 = string(b[:len(journalMagicV1)]) == journalMagicV1
 	var logs []*raft.Log
 	for {
 		payload, ok := j.record(b[j.off:])
@@ -193,9 +204,10 @@ func readJournal(f *os.File) (*journal, []*raft.Log, error) {
 }
 
 // parseJournalHeader returns the generation and salt of the header h when it
-// is one and its checksum holds.
-func parseJournalHeader(h []byte) (gen uint64, salt [8]byte, ok bool) {
-	if string(h[:len(journalMagic)]) != journalMagic ||
+// is one and its checksum holds; v1 accepts the first format's magic too.
+func parseJournalHeader(h []byte, v1 bool) (gen uint64, salt [8]byte, ok bool) {
+	magic := string(h[:len(journalMagic)])
+	if magic != journalMagic && (!v1 || magic != journalMagicV1) ||
 		binary.BigEndian.Uint32(h[len(h)-4:]) != crc32.Checksum(h[:len(h)-4], castagnoli) {
 		return 0, salt, false
 	}
@@ -311,6 +323,18 @@ func (j *journal) reset() error {
 	if err := fdatasync(j.f); err != nil {
 		return err
 	}
+	if j.v1 && next != 0 {
+		// The first slot still holds the first format's magic: the new
+		// header goes there too (the one just written stands if this
+		// write tears), so that a build of that format refuses the file.
+		if _, err := j.f.WriteAt(h, 0); err != nil {
+			return err
+		}
+		if err := fdatasync(j.f); err != nil {
+			return err
+		}
+	}
+	j.v1 = false
 	j.broken = false
 	j.gen++
 	j.slot = next

@@ -2,7 +2,9 @@ package raftnode
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"testing"
@@ -63,7 +65,7 @@ func TestJournalTornHeader(t *testing.T) {
 	if bytes.Equal(hdr, old) {
 		t.Fatal("the new header is the bytes the slot held")
 	}
-	if _, _, ok := parseJournalHeader(old); !ok {
+	if _, _, ok := parseJournalHeader(old, slot == 0); !ok {
 		t.Fatal("the slot written did not hold an earlier header: the mix is not tested")
 	}
 
@@ -122,4 +124,67 @@ func TestJournalTornHeader(t *testing.T) {
 		}
 	}
 	run("whole", afterDB, afterJ)
+}
+
+// TestJournalFirstFormat: a journal written by a build that knew one header
+// slot (magic WRITJNL1 at offset 0, records after it, the second slot
+// zero) opens with its records; the first new generation written over it
+// leaves that magic in neither slot, so such a build refuses the file
+// rather than read a generation that is no longer the journal's.
+func TestJournalFirstFormat(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "raft.db")
+	s, err := OpenLogStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(1); i <= 3; i++ {
+		if err := s.StoreLogs([]*raft.Log{crashEntry(i, 1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The file as that build left it at a crash: its header rewritten in
+	// the first format in slot 0, with the same generation and salt.
+	img, err := os.ReadFile(journalPath(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot := s.j.slot
+	h := append([]byte(journalMagicV1), img[slot+int64(len(journalMagic)):slot+int64(journalHeaderLen)-4]...)
+	h = binary.BigEndian.AppendUint32(h, crc32.Checksum(h, castagnoli))
+	clear(img[:journalHeaderSize])
+	copy(img, h)
+	crash := filepath.Join(t.TempDir(), "raft.db")
+	copyFile(t, path, crash)
+	if err := os.WriteFile(journalPath(crash), img, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	c, err := OpenLogStore(crash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkJournalLog(t, c, 1, 3)
+	if err := c.StoreLogs([]*raft.Log{crashEntry(4, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.ReadFile(journalPath(crash))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []int{0, journalSlotB} {
+		if string(after[at:at+len(journalMagicV1)]) == journalMagicV1 {
+			t.Fatalf("slot %d still holds the first format's magic after a new generation", at)
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := OpenLogStore(crash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	checkJournalLog(t, again, 1, 4)
 }
