@@ -23,15 +23,7 @@ import (
 func TestJournalTornHeader(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "raft.db")
-	s, err := OpenLogStore(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := uint64(1); i <= 3; i++ {
-		if err := s.StoreLogs([]*raft.Log{crashEntry(i, 1)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s := storeWith(t, path, 3)
 	if err := s.DeleteRange(100, 100); err != nil { // into bbolt, a new generation
 		t.Fatal(err)
 	}
@@ -134,15 +126,7 @@ func TestJournalTornHeader(t *testing.T) {
 func TestJournalFirstFormat(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "raft.db")
-	s, err := OpenLogStore(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := uint64(1); i <= 3; i++ {
-		if err := s.StoreLogs([]*raft.Log{crashEntry(i, 1)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s := storeWith(t, path, 3)
 	// The file as that build left it at a crash: its header rewritten in
 	// the first format in slot 0, with the same generation and salt.
 	img, err := os.ReadFile(journalPath(path))
@@ -187,4 +171,20 @@ func TestJournalFirstFormat(t *testing.T) {
 	}
 	defer again.Close()
 	checkJournalLog(t, again, 1, 4)
+}
+
+// storeWith opens a log store at path and appends entries 1 to n, one
+// append each (through the journal).
+func storeWith(t *testing.T, path string, n uint64) *LogStore {
+	t.Helper()
+	s, err := OpenLogStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(1); i <= n; i++ {
+		if err := s.StoreLogs([]*raft.Log{crashEntry(i, 1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
 }
