@@ -177,14 +177,24 @@ func readJournal(f *os.File) (*journal, []*raft.Log, error) {
 		return nil, nil, err
 	}
 	var j *journal
+	damaged := false
 	for _, slot := range []int64{0, journalSlotB} {
-		gen, salt, ok := parseJournalHeader(b[slot:slot+int64(journalHeaderLen)], slot == 0)
+		h := b[slot : slot+int64(journalHeaderLen)]
+		gen, salt, ok := parseJournalHeader(h, slot == 0)
 		if ok && (j == nil || gen > j.gen) {
 			j = &journal{f: f, gen: gen, salt: salt, off: journalHeaderSize, slot: slot}
 		}
+		damaged = damaged || !ok && !allZero(h)
 	}
 	if j == nil {
 		return nil, nil, fmt.Errorf("%w: neither of the journal's header slots holds a header", ErrLogCorrupt)
+	}
+	// A reset zeroes the first record's word before it writes a header, so
+	// a slot torn by one has no record after it; a slot that does not
+	// parse with records after it was damaged otherwise, maybe the current
+	// one, and the other's older generation would drop its records.
+	if damaged && !allZero(b[journalHeaderSize:journalHeaderSize+8]) {
+		return nil, nil, fmt.Errorf("%w: a header slot of the journal is damaged and records follow", ErrLogCorrupt)
 	}
 	j.v1 = string(b[:len(journalMagicV1)]) == journalMagicV1
 	var logs []*raft.Log
@@ -317,6 +327,15 @@ func (j *journal) reset() error {
 	}
 	next := journalSlotB - j.slot
 	j.broken = true
+	// The first record's word (length and checksum) is zeroed first: a slot
+	// that does not parse then means a header torn by a reset only where
+	// no record follows (readJournal), and anything else is damage.
+	if _, err := j.f.WriteAt(make([]byte, 8), journalHeaderSize); err != nil {
+		return err
+	}
+	if err := fdatasync(j.f); err != nil {
+		return err
+	}
 	if _, err := j.f.WriteAt(h, next); err != nil {
 		return err
 	}
@@ -344,3 +363,12 @@ func (j *journal) reset() error {
 }
 
 func (j *journal) close() error { return j.f.Close() }
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
