@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -321,6 +322,9 @@ func (j *journal) empty() bool { return j.off == journalHeaderSize && !j.broken 
 // the journal is broken (no record is written under a header that may not
 // be on disk).
 func (j *journal) reset() error {
+	if j.gen == math.MaxUint64 {
+		return fmt.Errorf("%w: the journal's generations are spent", ErrLogCorrupt)
+	}
 	h, err := journalHeader(j.gen + 1)
 	if err != nil {
 		return err

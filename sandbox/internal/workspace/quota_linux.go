@@ -122,7 +122,14 @@ func Limit(dir string, size int64) (*Quota, error) {
 		if m.err != nil {
 			return nil, m.err
 		}
-		return &Quota{dir: dir, size: m.owner.size, shared: m}, nil
+		q := &Quota{dir: dir, size: m.owner.size, shared: m}
+		if size < m.owner.size {
+			// That run's tmpfs would bound this one more loosely than
+			// asked: refused, not widened.
+			q.Close()
+			return nil, fmt.Errorf("workspace: in use by a run with a larger disk limit (%d bytes, %d asked)", m.owner.size, size)
+		}
+		return q, nil
 	}
 	q, err := mount(dir, size)
 	if err != nil {

@@ -121,6 +121,19 @@ func TestLimitLastHandsBack(t *testing.T) {
 			t.Fatalf("%s after the hand-back: %q, %v", name, b, err)
 		}
 	}
+	// A run asking for less room than the mount has is refused, and
+	// changes nothing.
+	big, err := Limit(dir, 2<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if small, err := Limit(dir, 1<<20); err == nil {
+		small.Close()
+		t.Fatal("a run asking for 1 MiB joined a tmpfs of 2 MiB")
+	}
+	if err := big.Close(); err != nil || tmpfsOn(t, dir) {
+		t.Fatalf("after the refused run, the last Close: %v, tmpfs still on %v", err, tmpfsOn(t, dir))
+	}
 	again, err := Limit(dir, 1<<20)
 	if err != nil {
 		t.Fatal(err)
