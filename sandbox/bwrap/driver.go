@@ -2,6 +2,7 @@ package bwrap
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -100,11 +101,24 @@ func (d *Driver) Available() error {
 			return
 		}
 		args := append(Namespaces(d.cfg.UID, d.cfg.GID), "--ro-bind", "/", "/", "/bin/true")
-		probe := exec.Command(d.bin, args...)
-		probe.SysProcAttr = &syscall.SysProcAttr{Credential: d.runAs()}
-		if b, err := probe.CombinedOutput(); err != nil {
+		// A probe killed by a signal says nothing of the host (one was
+		// seen killed while the agent's tests loaded the machine, cause
+		// unknown): it is tried again, three times at most; a probe that
+		// exits with an error is not.
+		for try := 1; ; try++ {
+			probe := exec.Command(d.bin, args...)
+			probe.SysProcAttr = &syscall.SysProcAttr{Credential: d.runAs()}
+			b, err := probe.CombinedOutput()
+			if err == nil {
+				return
+			}
+			var exit *exec.ExitError
+			if try < 3 && errors.As(err, &exit) && exit.ProcessState.Sys().(syscall.WaitStatus).Signaled() {
+				continue
+			}
 			d.probeErr = fmt.Errorf("%w: bwrap cannot create the sandbox namespaces: %v: %s",
 				sandbox.ErrUnavailable, err, strings.TrimSpace(string(b)))
+			return
 		}
 	})
 	return d.probeErr
