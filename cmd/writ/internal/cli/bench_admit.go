@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -307,6 +308,9 @@ func benchAdmit(e *env, n, paramBytes int, concs []int, modes, stores []string) 
 // benchCluster1 measures the modes on one cluster at one concurrency, and
 // adds each measurement to results.
 func benchCluster1(e *env, c *benchCluster, n, conc, size int, modes []string, results map[string][]benchResult) error {
+	if err := c.findLeader(); err != nil {
+		return err
+	}
 	var raw, grouped benchResult
 	for _, m := range []struct {
 		name    string
@@ -397,6 +401,25 @@ func storeSummary(e *env, concs []int, modes, stores []string, results map[int]m
 // settle waits until every server has applied the leader's whole log, so
 // that a measurement does not pay for the end of the one before: a follower
 // left behind, catching up, takes the CPU the next one would have.
+// findLeader points c at the cluster's leader, waiting a minute at most
+// for one: on a loaded machine leadership may move between measurements,
+// and the raw modes propose on the leader only.
+func (c *benchCluster) findLeader() error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		for _, s := range c.servers {
+			if localcluster.IsLeader(s) {
+				c.leader, c.leaderURL = s, "https://"+s.Addr().String()
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return errors.New("no leader in the cluster for a minute")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func settle(servers []*controlplane.Server, leader *controlplane.Server) error {
 	last := localcluster.AppliedIndex(leader)
 	deadline := time.Now().Add(time.Minute)
