@@ -78,8 +78,11 @@ test: deps rootfs ## run every test, then each fuzz target for 30,000 executions
 # fault suite (each a testtier.Slow line), and runs fewer crashes and
 # starts; no -race and no fuzzing. make test still runs everything; under
 # CI=true a -short run fails rather than leave tests out.
+# -p 4: four test binaries at once rather than one per core; several of the
+# fast tier's packages (controlplane above all) wait on timers and Raft more
+# than they compute, and would hold a core's turn idle (docs/development.md).
 test-short: deps rootfs ## run the fast tier: go test -short (no clusters, browser, conformance and escape suites, or fuzzing)
-	WRIT_TEST_ROOTFS=$(ROOTFS) $(GO) test -short -count=1 ./...
+	WRIT_TEST_ROOTFS=$(ROOTFS) $(GO) test -short -count=1 -p 4 ./...
 
 # The fault suite (internal/faults, docs/reliability.md): its short run is
 # TestFaults in `make test`; this is the long run, which prints the figures.
