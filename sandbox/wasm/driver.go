@@ -2,7 +2,6 @@ package wasm
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -178,9 +177,10 @@ func (d *Driver) RunGated(ctx context.Context, inv sandbox.Invocation, gate func
 	// _initialize spins spends its limit there rather than twice.
 	began := time.Now()
 	deadline := began.Add(min(m.Limits.Timeout(), time.Duration(m.Limits.CPUSeconds)*time.Second))
-	img := d.initialized(ctx, deadline, eng, compiled, m, envPairs(m, inv.Env))
+	env := envPairs(m, inv.Env)
+	img := d.initialized(ctx, deadline, eng, compiled, m, env)
 	beforeInstantiate(m.Module)
-	out, gateErr := d.instantiate(ctx, deadline, time.Since(began), eng, compiled, img, m, inv, stdin, disk, gate)
+	out, gateErr := d.instantiate(ctx, deadline, time.Since(began), eng, compiled, img, m, inv, env, stdin, disk, gate)
 	if gateErr != nil {
 		return sandbox.Refuse(tier, gateErr)
 	}
@@ -199,7 +199,7 @@ var beforeInstantiate = func(module string) {}
 // instantiate runs the module: instantiates it, calls gate (when set; its
 // error is returned and nothing of the module runs), then its _start.
 func (d *Driver) instantiate(ctx context.Context, deadline time.Time, prepared time.Duration, eng *engine, compiled *cached, img *initImage,
-	m sandbox.Manifest, inv sandbox.Invocation, stdin []byte, disk *diskQuota, gate func() error) (sandbox.Outcome, error) {
+	m sandbox.Manifest, inv sandbox.Invocation, env [][2]string, stdin []byte, disk *diskQuota, gate func() error) (sandbox.Outcome, error) {
 	out := sandbox.Outcome{Tier: d.Name(), ExitCode: -1}
 	wall := m.Limits.Timeout()
 	cpu := time.Duration(m.Limits.CPUSeconds) * time.Second
@@ -211,25 +211,10 @@ func (d *Driver) instantiate(ctx context.Context, deadline time.Time, prepared t
 	stdout := capture.New(m.Limits.OutputBytes, onLimit)
 	stderr := capture.New(m.Limits.OutputBytes, onLimit)
 
-	mc := wazero.NewModuleConfig().
-		WithName(""). // anonymous: many instances at once
-		WithArgs(m.Name).
-		WithStdin(bytesReader(stdin)).
-		WithStdout(stdout).
-		WithStderr(stderr).
-		WithFSConfig(wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(newConfinedFS(inv.Workspace, disk), "/")).
-		WithSysWalltime().WithSysNanotime().
-		// A sleeping guest is in a host call, where closing on context done
-		// cannot reach it: wake it at the deadline so that it is closed.
-		WithNanosleep(func(ns int64) { sleep(runCtx, time.Duration(ns)) }).
-		WithRandSource(rand.Reader)
-	for _, kv := range envPairs(m, inv.Env) {
-		mc = mc.WithEnv(kv[0], kv[1])
-	}
-
-	// Instantiated without running _start (WithStartFunctions()), which is
-	// called after the gate.
-	mc = mc.WithStartFunctions()
+	// Instantiated without running _start, which is called after the gate.
+	mc := moduleConfig(runCtx, m.Name, env,
+		wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(newConfinedFS(inv.Workspace, disk), "/"),
+		bytesReader(stdin), stdout, stderr)
 	image := compiled.image
 	if img != nil {
 		image = img.memory

@@ -3,7 +3,6 @@ package wasm
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"embed"
 	"errors"
 	"fmt"
@@ -123,20 +122,8 @@ func (d *Driver) initialized(ctx context.Context, deadline time.Time, e *engine,
 // makeImage runs c's _initialize in an instance of its own and keeps what it
 // leaves in img.
 func (d *Driver) makeImage(ctx context.Context, e *engine, c *cached, m sandbox.Manifest, env [][2]string, img *initImage) {
-	mc := wazero.NewModuleConfig().
-		WithName("").
-		WithArgs(m.Name).
-		WithStdin(bytes.NewReader(nil)).
-		WithStdout(io.Discard).
-		WithStderr(io.Discard).
-		WithFSConfig(wazero.NewFSConfig().WithFSMount(emptyDir, "/")).
-		WithSysWalltime().WithSysNanotime().
-		WithNanosleep(func(ns int64) { sleep(ctx, time.Duration(ns)) }).
-		WithRandSource(rand.Reader).
-		WithStartFunctions()
-	for _, kv := range env {
-		mc = mc.WithEnv(kv[0], kv[1])
-	}
+	mc := moduleConfig(ctx, m.Name, env, wazero.NewFSConfig().WithFSMount(emptyDir, "/"),
+		bytes.NewReader(nil), io.Discard, io.Discard)
 	mem := d.memory.forRun(c.image)
 	defer mem.release()
 	mod, err := e.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, mem), c.m, mc)
