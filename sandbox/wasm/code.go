@@ -1,5 +1,7 @@
 package wasm
 
+import "encoding/binary"
+
 // An initialized image keeps a guest's memory and globals, not its tables
 // nor which of its data and element segments it dropped: a module whose
 // code can change those (table.set, table.grow, table.fill, table.copy,
@@ -192,16 +194,10 @@ func (r *reader) memarg() bool {
 
 // uleb64 reads an unsigned LEB128 of at most 64 bits (a memory offset).
 func (r *reader) uleb64() (uint64, bool) {
-	var v uint64
-	for i := 0; i < 10; i++ {
-		c, ok := r.byte()
-		if !ok {
-			return 0, false
-		}
-		v |= uint64(c&0x7f) << (7 * i)
-		if c&0x80 == 0 {
-			return v, true
-		}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		return 0, false
 	}
-	return 0, false
+	r.b = r.b[n:]
+	return v, true
 }

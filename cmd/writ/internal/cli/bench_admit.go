@@ -180,12 +180,12 @@ func startBenchCluster(dir, store string, paramBytes int) (*benchCluster, error)
 	servers, creds := lc.Servers, lc.Creds
 	c.servers = servers
 	for _, s := range servers {
-		if localcluster.IsLeader(s) {
-			c.leader = s
-		}
 		c.urls = append(c.urls, "https://"+s.Addr().String())
 	}
-	c.leaderURL = "https://" + c.leader.Addr().String()
+	if err := c.findLeader(); err != nil {
+		c.close()
+		return nil, err
+	}
 	if err := localcluster.AddBenchNode(context.Background(), c.leader); err != nil {
 		c.close()
 		return nil, err
