@@ -15,6 +15,7 @@ import (
 
 	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/controlplane"
+	"github.com/writhq/writ/internal/testtier"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -25,6 +26,7 @@ import (
 // past its budget, and held, so that its answers are limited to about one
 // per connection per FailureDelay.
 func TestFailuresNeverBlockValid(t *testing.T) {
+	testtier.Slow(t, "a timed flood of forged requests beside the valid ones, with the package's other tests held back")
 	const delay = 200 * time.Millisecond
 	// The budget is not refilled while the test looks (one failure per
 	// 1,000 s): at one a second, a pause of a second anywhere (a loaded

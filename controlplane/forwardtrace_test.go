@@ -13,6 +13,7 @@ import (
 // request was answered, when nothing listens, or when the peer never
 // answers the handshake (a paused leader).
 func TestSendTraceShed(t *testing.T) {
+	t.Parallel()
 	listen := func(serve func(net.Conn)) string {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {

@@ -29,6 +29,7 @@ func (c countEvents) NotifyUpdate(n *memberlist.Node) { c.updates <- n.Name }
 // a server that joins, its metadata as it changes, and not a server once it
 // has left; every event still reaches the cluster's delegate.
 func TestGossipView(t *testing.T) {
+	t.Parallel()
 	kr, err := keyring.New(make([]byte, 32))
 	if err != nil {
 		t.Fatal(err)

@@ -44,6 +44,7 @@ func post(t *testing.T, url, body string) (*http.Response, string) {
 // TestOverloadedAtCapacity: with every slot taken, a submission is refused at
 // once with 429 and Retry-After, and served again once a slot frees.
 func TestOverloadedAtCapacity(t *testing.T) {
+	t.Parallel()
 	s, addr := startTestDev(t, func(c *Config) { c.MaxInFlight = 2 })
 	s.gate.enter(requestCost)
 	s.gate.enter(requestCost)

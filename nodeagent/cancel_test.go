@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/writhq/writ/internal/testtier"
 	"github.com/writhq/writ/protocol"
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/bwrap"
@@ -73,6 +74,9 @@ func TestCancelStopsRunningTool(t *testing.T) {
 		{"bwrap", `{"op":"linger","ms":20000,"path":"left"}`, true},
 	} {
 		t.Run(fmt.Sprintf("%s ignores TERM %v", c.tier, c.ignoresTerm), func(t *testing.T) {
+			if c.ignoresTerm {
+				testtier.Slow(t, "waits out the grace period of a tool that ignores SIGTERM")
+			}
 			// One at a time: each stop is timed against the grace (run
 			// side by side under load, a tool that ignores SIGTERM was once
 			// seen stopped 3 ms after the cancel, cause not found).

@@ -13,6 +13,7 @@ import (
 
 	"github.com/writhq/writ/internal/eventually"
 	"github.com/writhq/writ/internal/jsonx"
+	"github.com/writhq/writ/internal/testtier"
 	"github.com/writhq/writ/protocol"
 )
 
@@ -229,6 +230,7 @@ func TestAgentRunsOverQUIC(t *testing.T) {
 // a second time (the witness file counts runs).
 func TestAgentKilledMidRun(t *testing.T) {
 	t.Parallel()
+	testtier.Slow(t, "a crash: kills an agent mid-run and starts it again")
 	c := startServer(t)
 	manifest := `{"name":"witness","tier":"process","command":{"path":"` + witnessBin + `"}}`
 	c.tool(t, "witness", manifest)

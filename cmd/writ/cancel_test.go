@@ -14,6 +14,7 @@ import (
 	"github.com/writhq/writ/internal/eventually"
 
 	"github.com/writhq/writ/internal/jsonx"
+	"github.com/writhq/writ/internal/testtier"
 )
 
 // procsWith returns the pids of the live processes whose command line holds
@@ -142,6 +143,7 @@ func writeIntentRef(t *testing.T, dir, id string) string {
 // writ lock delete removes it, the same tool is admitted and dispatched again.
 func TestLockStopsRunningUnderBwrap(t *testing.T) {
 	t.Parallel()
+	testtier.Slow(t, "writ dev and an agent in processes of their own, running a tool under bwrap until a lock stops it")
 	c, _, tag, start := sleeperCluster(t)
 	key := "orch=" + filepath.Join(c.dir, "orch.key")
 	id := start("run-1")

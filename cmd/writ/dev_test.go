@@ -410,6 +410,7 @@ func devReadyOnce(t *testing.T) {
 // restart of writ dev, and --reset-policy puts the dev policy back.
 func TestDevKeepsPolicy(t *testing.T) {
 	t.Parallel()
+	testtier.Slow(t, "restarts writ dev twice")
 	dir := t.TempDir()
 	addr, raftAddr := freePort(t), freePort(t)
 	server := "http://" + addr

@@ -14,6 +14,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/writhq/writ/internal/eventually"
+	"github.com/writhq/writ/internal/testtier"
 
 	"github.com/writhq/writ/internal/jsonx"
 )
@@ -25,6 +26,7 @@ import (
 // says what is wrong. Undamaged again, it starts.
 func TestServerRefusesTamperedLedger(t *testing.T) {
 	t.Parallel()
+	testtier.Slow(t, "starts writ dev once, then the server once for each kind of damage to its ledger")
 	dir := t.TempDir()
 	addr, raftAddr := freePort(t), freePort(t)
 	dev := startWritDev(t, dir, addr, raftAddr)

@@ -124,7 +124,7 @@ func cgroupLimits(t *testing.T, rt string) {
 	done := make(chan sandbox.Outcome)
 	go func() {
 		out, _ := d.Run(context.Background(), sandbox.Invocation{Manifest: m, Workspace: ws,
-			Params: jsontext.Value(`{"op":"sleep","ms":3000}`)})
+			Params: jsontext.Value(`{"op":"waitfor","path":"limits-read","ms":30000}`)})
 		done <- out
 	}()
 	var want map[string]string
@@ -163,6 +163,10 @@ func cgroupLimits(t *testing.T, rt string) {
 			}
 			return err
 		})
+	}
+	// The tool runs until the limits are read, then ends by itself.
+	if err := os.WriteFile(filepath.Join(ws, "limits-read"), nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	if out := <-done; out.Status != sandbox.StatusOK {
 		t.Errorf("run: %s %s", out.Status, out.Stderr)

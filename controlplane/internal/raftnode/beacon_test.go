@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/writhq/writ/controlplane/internal/fsm"
+	"github.com/writhq/writ/internal/testtier"
 )
 
 // TestFollowersLearnCommitsAtOnce: with a CommitTimeout far longer than the
@@ -27,6 +28,7 @@ import (
 // on new nodes. A round that fails while every node kept its leader fails
 // the test.
 func TestFollowersLearnCommitsAtOnce(t *testing.T) {
+	testtier.Slow(t, "rounds of three-node clusters, timed against the commit timeout")
 	ca := newTestCA(t)
 	const rounds = 5
 	for round := 1; ; round++ {

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/writhq/writ/controlplane/internal/fsm"
 	"github.com/writhq/writ/internal/eventually"
+	"github.com/writhq/writ/internal/testtier"
 )
 
 // heldLog is a fake Raft: it applies each entry to a real FSM, in order, but
@@ -247,6 +248,7 @@ func waitSent(g *grouper, n int) {
 // proposals each get their own result, group entries form, and every replica
 // holds the same state.
 func TestClusterProposeConcurrently(t *testing.T) {
+	testtier.Slow(t, "a three-node cluster under concurrent proposals")
 	ca := newTestCA(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -51,6 +51,17 @@ func main() {
 		flood(p.Bytes)
 	case "sleep":
 		time.Sleep(time.Duration(p.MS) * time.Millisecond)
+	case "waitfor":
+		// Runs until the file at path exists (a test makes it once it has
+		// seen what it looks for while the tool runs), at most ms.
+		for end := time.Now().Add(time.Duration(p.MS) * time.Millisecond); ; time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Stat(p.Path); err == nil {
+				break
+			}
+			if time.Now().After(end) {
+				fail("waitfor: %s did not appear in %d ms", p.Path, p.MS)
+			}
+		}
 	case "spin":
 		for i := 0; ; i++ {
 			if i < 0 {
