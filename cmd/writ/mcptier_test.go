@@ -13,6 +13,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/writhq/writ/internal/jsonx"
+	"github.com/writhq/writ/internal/testtier"
 )
 
 // TestImportMCPRunsUnderDev: writ tool import-mcp reads the test MCP
@@ -23,6 +24,7 @@ import (
 // outside its allowlist.
 func TestImportMCPRunsUnderDev(t *testing.T) {
 	t.Parallel()
+	testtier.Slow(t, "builds the test MCP server, then writ dev's agent runs it under bwrap for each call")
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("bwrap is missing under CI=true (make deps installs bubblewrap)")
