@@ -41,11 +41,17 @@ import (
 // with nothing recorded. A tool that started runs until it ends or Close.
 // Errors other than the decoding one mean the store failed.
 func (x *Executor) Handle(ctx context.Context, raw []byte, servers protocol.SignerKeys) error {
-	d, err := protocol.DecodeDispatch(raw, x.cfg.Verifier.Config().MaxBytes)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrUndecodable, err)
-	}
+	// The dispatch is decoded once, by its verification; only one that
+	// fails it is decoded again, alone, for the ids it claims (or to tell
+	// that it cannot be decoded at all).
 	verified, entry, checkErr := x.check(raw, servers)
+	d := verified
+	if d == nil {
+		var err error
+		if d, err = protocol.DecodeDispatch(raw, x.cfg.Verifier.Config().MaxBytes); err != nil {
+			return fmt.Errorf("%w: %w", ErrUndecodable, err)
+		}
+	}
 	if checkErr != nil && unauthenticated(checkErr) {
 		x.log.Warn("dispatch not signed by a trusted server; rejected", "claimed_dispatch", d.ID,
 			"code", string(protocol.CodeOf(checkErr)))
@@ -61,9 +67,8 @@ func (x *Executor) Handle(ctx context.Context, raw []byte, servers protocol.Sign
 		return err
 	}
 	if checkErr != nil {
-		return x.refuse(verified, raw, checkErr)
+		return x.refuse(d, raw, checkErr)
 	}
-	d = verified
 	waited := false
 	select {
 	case x.sem <- struct{}{}:
@@ -84,11 +89,12 @@ func (x *Executor) Handle(ctx context.Context, raw []byte, servers protocol.Sign
 	}
 	defer func() { <-x.sem }()
 
-	// A wait for a slot may have outlasted the dispatch: then check it again,
-	// clock included. (Taken at once, it was checked just now.) The nonce is
-	// claimed last, by run, in the step that journals it.
+	// A wait for a slot may have outlasted the dispatch: then check its
+	// validity window again against the clock (its bytes, signature and
+	// addressee are what was verified). Taken at once, it was checked just
+	// now. The nonce is claimed last, by run, in the step that journals it.
 	if waited {
-		if _, err := x.cfg.Verifier.VerifyDispatch(raw, x.cfg.NodeID, servers); err != nil {
+		if err := x.cfg.Verifier.CheckDispatchWindow(d); err != nil {
 			return x.refuse(d, raw, err)
 		}
 	}

@@ -138,7 +138,8 @@ func (x *Executor) invoke(ctx context.Context, d *protocol.Dispatch, e Entry, g 
 		out, _ := sandbox.Refuse(d.Sandbox, fmt.Errorf("limits.disk_bytes %d is above this agent's max_disk_bytes %d", m.Limits.DiskBytes, max))
 		return out, ws
 	}
-	inv := sandbox.Invocation{Manifest: m, Params: []byte(d.Params), Workspace: ws, Env: x.cfg.Env}
+	// The workspace is fresh and removed unread after the run: a scratch one.
+	inv := sandbox.Invocation{Manifest: m, Params: []byte(d.Params), Workspace: ws, Scratch: true, Env: x.cfg.Env}
 	switch {
 	case g != nil:
 		out, err = g.RunGated(ctx, inv, gate)

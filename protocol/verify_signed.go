@@ -29,6 +29,15 @@ func (v *Verifier) VerifyDispatch(data []byte, node string, servers SignerKeys) 
 	return d, nil
 }
 
+// CheckDispatchWindow checks again, against the clock now, the validity
+// window of a dispatch that VerifyDispatch returned (ttl_too_long,
+// not_yet_valid, expired): what may change while the same bytes wait, for
+// example for a slot on the node. Their signature, addressee and payload
+// hash cannot, and are not checked again.
+func (v *Verifier) CheckDispatchWindow(d *Dispatch) error {
+	return v.window(d.IssuedAt, d.ExpiresAt)
+}
+
 // VerifyResult decodes and checks a result's signature by a node key:
 // malformed, unknown_key, bad_signature. Whether the key belongs to the node
 // the dispatch went to is the control plane's check.

@@ -86,6 +86,13 @@ type Invocation struct {
 	// the tiers that isolate the filesystem.
 	Workspace string
 
+	// Scratch says that Workspace is empty and that the caller removes it
+	// after the run without reading it (the node agent's fresh workspace of
+	// a dispatch). A tier that bounds the workspace with a tmpfs mounted
+	// over it (wasm) then copies nothing into it or back: what the tool
+	// wrote is discarded with the tmpfs. The other tiers ignore it.
+	Scratch bool
+
 	// Env gives values for the names in the manifest's env allowlist. A name
 	// not in the allowlist is never passed, and nothing else is inherited
 	// from the agent's environment.

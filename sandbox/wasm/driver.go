@@ -140,7 +140,12 @@ func (d *Driver) RunGated(ctx context.Context, inv sandbox.Invocation, gate func
 
 	// limits.disk_bytes: for a root agent the workspace is a tmpfs of
 	// that size; for any agent the guest's writes are counted (quota.go).
-	quota, err := workspace.Limit(inv.Workspace, m.Limits.DiskBytes)
+	// A scratch workspace's tmpfs is mounted empty and discarded.
+	limit := workspace.Limit
+	if inv.Scratch {
+		limit = workspace.LimitScratch
+	}
+	quota, err := limit(inv.Workspace, m.Limits.DiskBytes)
 	if err != nil {
 		return sandbox.Refuse(tier, err)
 	}
@@ -150,7 +155,13 @@ func (d *Driver) RunGated(ctx context.Context, inv sandbox.Invocation, gate func
 	ctx, fill := context.WithCancel(ctx)
 	defer fill()
 	var disk *diskQuota
-	if m.Limits.DiskBytes > 0 {
+	switch {
+	case m.Limits.DiskBytes <= 0:
+	case quota.Fresh():
+		// A tmpfs mounted empty for this run: the count starts at nothing,
+		// with no walk of it.
+		disk = emptyDiskQuota(m.Limits.DiskBytes, fill)
+	default:
 		if disk, err = newDiskQuota(inv.Workspace, m.Limits.DiskBytes, fill); err != nil {
 			return sandbox.Refuse(tier, err)
 		}

@@ -83,6 +83,11 @@ func newDiskQuota(dir string, limit int64, onFull func()) (*diskQuota, error) {
 	return q, nil
 }
 
+// emptyDiskQuota counts from nothing: a workspace known to be empty.
+func emptyDiskQuota(limit int64, onFull func()) *diskQuota {
+	return &diskQuota{limit: limit, onFull: onFull}
+}
+
 // Full reports whether a change was refused.
 func (q *diskQuota) Full() bool {
 	q.mu.Lock()

@@ -165,3 +165,85 @@ func TestNoticeRules(t *testing.T) {
 }
 
 func ok3() *raft.AppendEntriesResponse { return &raft.AppendEntriesResponse{Term: 3, Success: true} }
+
+// TestPipelineSendsNothingRedundant: on a pipeline, an AppendEntries with no
+// entries whose previous entry and commit index the follower has answered
+// for is not sent (the next one the follower receives is the one after it),
+// one with a commit index it has not answered for is, and after the follower
+// refuses an AppendEntries the same redundant request goes out again.
+func TestPipelineSendsNothingRedundant(t *testing.T) {
+	t.Parallel()
+	f := startFakeFollower(t, 2)
+	inner, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, 5*time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := newNoticeTransport(inner)
+	defer tr.Close()
+	const id = raft.ServerID("f")
+	header := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("leader"), Addr: []byte(inner.LocalAddr())}
+	pipe, err := tr.AppendEntriesPipeline(id, f.tr.LocalAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pipe.Close()
+	send := func(req *raft.AppendEntriesRequest) {
+		t.Helper()
+		if _, err := pipe.AppendEntries(req, new(raft.AppendEntriesResponse)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	answered := func() raft.AppendFuture {
+		t.Helper()
+		select {
+		case fut := <-pipe.Consumer():
+			return fut
+		case <-time.After(10 * time.Second):
+			t.Fatal("no answer")
+			return nil
+		}
+	}
+	empty := func(commit uint64) *raft.AppendEntriesRequest {
+		return &raft.AppendEntriesRequest{RPCHeader: header, Term: 2, PrevLogEntry: 7, PrevLogTerm: 2, LeaderCommitIndex: commit}
+	}
+
+	// Entries 6 and 7, commit 5: answered.
+	send(&raft.AppendEntriesRequest{RPCHeader: header, Term: 2, PrevLogEntry: 5, PrevLogTerm: 1, Entries: entries(2, 6, 7), LeaderCommitIndex: 5})
+	f.next(t)
+	answered()
+
+	// Commit 5 again, with nothing new: not sent. Commit 7: sent, and the
+	// next request the follower receives.
+	send(empty(5))
+	send(empty(7))
+	if got := f.next(t); got.LeaderCommitIndex != 7 || len(got.Entries) != 0 {
+		t.Fatalf("follower received %+v: want the request of commit 7, the one of commit 5 unsent", got)
+	}
+	answered()
+	// Commit 9 capped at entry 7, which it answered for: not sent.
+	send(empty(9))
+	if got := tr.quietCount(); got != 2 {
+		t.Fatalf("%d requests not sent, want 2", got)
+	}
+
+	// A refusal (a heartbeat answered in a newer term) forgets the follower:
+	// the same request goes out.
+	f.mu.Lock()
+	f.term = 3
+	f.mu.Unlock()
+	var resp raft.AppendEntriesResponse
+	if err := tr.AppendEntries(id, f.tr.LocalAddr(), &raft.AppendEntriesRequest{RPCHeader: header, Term: 2}, &resp); err != nil {
+		t.Fatal(err)
+	}
+	f.next(t)
+	send(empty(7))
+	if got := f.next(t); got.LeaderCommitIndex != 7 || got.PrevLogEntry != 7 {
+		t.Fatalf("follower received %+v: want the request of commit 7 again", got)
+	}
+	if fut := answered(); fut.Response().Term != 3 {
+		t.Fatalf("answer %+v: want the follower's term 3, for Raft to see", fut.Response())
+	}
+	if got := tr.quietCount(); got != 2 {
+		t.Fatalf("%d requests not sent, want still 2", got)
+	}
+}

@@ -35,7 +35,8 @@ func (s *Store) Begin(st Started) error {
 	}
 	return s.group.update(func(tx *bolt.Tx) error {
 		id := []byte(st.DispatchID)
-		if tx.Bucket(bucketJournal).Get(id) != nil {
+		journal := tx.Bucket(bucketJournal)
+		if journal.Get(id) != nil {
 			return fmt.Errorf("%w: %s", ErrAlreadyStarted, st.DispatchID)
 		}
 		if tx.Bucket(bucketOutboxIDs).Get(id) != nil {
@@ -50,7 +51,7 @@ func (s *Store) Begin(st Started) error {
 				return err
 			}
 		}
-		return tx.Bucket(bucketJournal).Put(id, rec)
+		return journal.Put(id, rec)
 	})
 }
 
@@ -64,7 +65,8 @@ func (s *Store) Complete(dispatchID string, result, output []byte) error {
 	}
 	return s.group.update(func(tx *bolt.Tx) error {
 		id := []byte(dispatchID)
-		v := tx.Bucket(bucketJournal).Get(id)
+		journal := tx.Bucket(bucketJournal)
+		v := journal.Get(id)
 		if v == nil {
 			return fmt.Errorf("%w: %s", ErrNotStarted, dispatchID)
 		}
@@ -80,7 +82,7 @@ func (s *Store) Complete(dispatchID string, result, output []byte) error {
 		if err != nil {
 			return err
 		}
-		if err := tx.Bucket(bucketJournal).Put(id, rec); err != nil {
+		if err := journal.Put(id, rec); err != nil {
 			return err
 		}
 		return enqueue(tx, dispatchID, result, output)

@@ -78,12 +78,13 @@ func unclaim(dir string) {
 // Quota is a workspace bounded, for one run, by a size-limited tmpfs
 // mounted on it.
 type Quota struct {
-	dir    string
-	size   int64
-	old    *os.Root  // the directory under the tmpfs (the mount's owner only)
-	shared *mounting // the mount the run works in; nil when unbounded
-	once   sync.Once
-	closed error
+	dir     string
+	size    int64
+	scratch bool      // nothing copied in or back (LimitScratch)
+	old     *os.Root  // the directory under the tmpfs (the mount's owner, unless scratch)
+	shared  *mounting // the mount the run works in; nil when unbounded
+	once    sync.Once
+	closed  error
 }
 
 // ErrDiskLimit means the workspace held more than its limit when it was
@@ -95,6 +96,10 @@ var ErrDiskLimit = errors.New("workspace: above its disk limit")
 // first one's.
 func (q *Quota) Enforced() bool { return q != nil && q.shared != nil }
 
+// Fresh reports whether this run mounted the tmpfs of a scratch workspace
+// (LimitScratch): it held nothing when the run began.
+func (q *Quota) Fresh() bool { return q.Enforced() && q.scratch && q.shared.owner == q }
+
 // Limit bounds everything a tool can write in dir during one run to size
 // bytes: a tmpfs of that size (and 1 inode per 4 KiB of it), mounted nosuid
 // and nodev on dir, receives a copy of dir's contents, and the tiers show it
@@ -104,7 +109,18 @@ func (q *Quota) Enforced() bool { return q != nil && q.shared != nil }
 // outside dir. The tmpfs's pages are memory, counted by the memory cgroup of
 // whoever writes them. An agent that is not root cannot mount: it gets a
 // Quota that is not Enforced.
-func Limit(dir string, size int64) (*Quota, error) {
+func Limit(dir string, size int64) (*Quota, error) { return limit(dir, size, false) }
+
+// LimitScratch is Limit for a scratch workspace: an empty directory that
+// its caller removes after the run without reading it. The tmpfs bounds the
+// run as Limit's does, but nothing is copied into it (there is nothing), and
+// Close only unmounts it, which discards what the tool wrote: dir is left as
+// it was, empty. A run of the same workspace meanwhile joins only a mount of
+// its own kind (a scratch run another scratch run's), and is refused
+// otherwise, so that no run that keeps its writes loses them.
+func LimitScratch(dir string, size int64) (*Quota, error) { return limit(dir, size, true) }
+
+func limit(dir string, size int64, scratch bool) (*Quota, error) {
 	if os.Geteuid() != 0 || size <= 0 {
 		return &Quota{dir: dir}, nil
 	}
@@ -122,7 +138,11 @@ func Limit(dir string, size int64) (*Quota, error) {
 		if m.err != nil {
 			return nil, m.err
 		}
-		q := &Quota{dir: dir, size: m.owner.size, shared: m}
+		q := &Quota{dir: dir, size: m.owner.size, scratch: scratch, shared: m}
+		if scratch != m.owner.scratch {
+			q.Close()
+			return nil, errors.New("workspace: in use by a run that keeps (or discards) its writes where this one does not")
+		}
 		if size < m.owner.size {
 			// That run's tmpfs would bound this one more loosely than
 			// asked: refused, not widened.
@@ -131,7 +151,7 @@ func Limit(dir string, size int64) (*Quota, error) {
 		}
 		return q, nil
 	}
-	q, err := mount(dir, size)
+	q, err := mount(dir, size, scratch)
 	if err != nil {
 		m.err = err
 		unclaim(dir)
@@ -142,23 +162,32 @@ func Limit(dir string, size int64) (*Quota, error) {
 	return q, err
 }
 
-// mount puts the tmpfs on dir and copies dir's contents into it.
-func mount(dir string, size int64) (*Quota, error) {
+// mount puts the tmpfs on dir and, unless scratch, copies dir's contents
+// into it.
+func mount(dir string, size int64, scratch bool) (*Quota, error) {
 	// The mount is made in the mount namespace of the calling thread, which
 	// a thread of this process that left for a namespace of its own (a
 	// tool's start does) would not share: one thread throughout.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return nil, fmt.Errorf("workspace: %s is not a directory", dir)
+	}
+	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=%o,uid=%d,gid=%d", size, max(size/4096, 64), st.Mode&0o777, st.Uid, st.Gid)
+	if scratch {
+		if err := unix.Mount(source, dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+			return nil, fmt.Errorf("workspace: mount a tmpfs of %d bytes: %w", size, err)
+		}
+		return &Quota{dir: dir, size: size, scratch: true}, nil
+	}
 	old, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
-	var st unix.Stat_t
-	if err := unix.Lstat(dir, &st); err != nil {
-		old.Close()
-		return nil, fmt.Errorf("workspace: %w", err)
-	}
-	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=%o,uid=%d,gid=%d", size, max(size/4096, 64), st.Mode&0o777, st.Uid, st.Gid)
 	if err := unix.Mount(source, dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		old.Close()
 		return nil, fmt.Errorf("workspace: mount a tmpfs of %d bytes: %w", size, err)
@@ -226,6 +255,12 @@ func (q *Quota) HandBack(stop func() bool) (full bool, err error) {
 }
 
 func (q *Quota) handBack() error {
+	if q.scratch {
+		if err := unix.Unmount(q.dir, unix.MNT_DETACH); err != nil {
+			return fmt.Errorf("workspace: unmount its tmpfs: %w", err)
+		}
+		return nil
+	}
 	defer q.old.Close()
 	tmp, err := os.OpenRoot(q.dir)
 	if err == nil {

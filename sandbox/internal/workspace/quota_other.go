@@ -17,6 +17,12 @@ func (q *Quota) Enforced() bool { return false }
 // Limit bounds nothing outside Linux.
 func Limit(string, int64) (*Quota, error) { return &Quota{}, nil }
 
+// LimitScratch bounds nothing outside Linux.
+func LimitScratch(string, int64) (*Quota, error) { return &Quota{}, nil }
+
+// Fresh is false: there is no tmpfs.
+func (q *Quota) Fresh() bool { return false }
+
 // Full is always false.
 func (q *Quota) Full() bool { return false }
 
