@@ -10,6 +10,7 @@ import (
 	"github.com/writhq/writ/internal/testtier"
 	"github.com/writhq/writ/sandbox"
 	"github.com/writhq/writ/sandbox/sandboxtest"
+	"github.com/writhq/writ/sandbox/wasm"
 )
 
 // TestScratchWorkspace: a run of a scratch workspace (the agent's, removed
@@ -19,7 +20,7 @@ import (
 // shown to the tool.
 func TestScratchWorkspace(t *testing.T) {
 	testtier.Root(t, "a tmpfs")
-	d := newDriver(t, t.TempDir())
+	d := newDriver(t, wasm.SharedCache(t)) // the test tool compiled once for the package's tests
 	m := sandbox.Manifest{Name: "testtool", Tier: sandbox.TierWasm, Module: sandboxtest.WasmTool(t)}
 	run := func(ws, params string, limit int64) sandbox.Outcome {
 		t.Helper()
