@@ -26,3 +26,7 @@ func Tick(s *Server) bool {
 
 // AppliedIndex is the last Raft index s's FSM applied.
 func AppliedIndex(s *Server) uint64 { return s.reads.Index() }
+
+// RaftBarrier commits an entry of Raft's own (a barrier), which the FSM does
+// not apply.
+func RaftBarrier(s *Server) error { return s.node.Raft.Barrier(10 * time.Second).Error() }

@@ -463,12 +463,15 @@ func (s *Server) publish() bool {
 }
 
 // tick proposes the leader's clock, so that expiry and pruning happen in the
-// log, identically everywhere, when the FSM holds something due by then: a
-// tick with nothing due would change nothing but the FSM's clock, and cost
-// every server a log write.
+// log, identically everywhere, when the FSM holds something due by then, or
+// when Raft committed entries of its own after the FSM's last (a new term's
+// first entry, a membership change), which the FSM does not apply: a
+// server's readiness waits for its FSM to reach the commit index
+// (caughtUp). A tick with neither would change nothing but the FSM's clock,
+// and cost every server a log write.
 func (s *Server) tick() {
 	now := s.now()
-	if !s.reads.TickDue(now) {
+	if !s.reads.TickDue(now) && s.reads.Index() >= s.node.Raft.CommitIndex() {
 		s.ticksIdle.Add(1)
 		return
 	}

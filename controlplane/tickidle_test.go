@@ -10,8 +10,9 @@ import (
 )
 
 // TestIdleLeaderProposesNoTick: with nothing due, the leader's tick proposes
-// no entry (the Raft index stays); once a join token's expiry has passed, it
-// proposes one, which removes the token: the next proposes none again.
+// no entry (the Raft index stays); after an entry of Raft's own it proposes
+// one, and once a join token's expiry has passed, one, which removes the
+// token: the next proposes none again.
 func TestIdleLeaderProposesNoTick(t *testing.T) {
 	var now atomic.Pointer[time.Time]
 	start := time.Now().UTC()
@@ -34,6 +35,18 @@ func TestIdleLeaderProposesNoTick(t *testing.T) {
 	if got := controlplane.AppliedIndex(d.s); got != before {
 		t.Fatalf("applied index moved from %d to %d with nothing due", before, got)
 	}
+	// An entry of Raft's own leaves the FSM behind the commit index, which a
+	// server's readiness waits for: one tick catches it up.
+	if err := controlplane.RaftBarrier(d.s); err != nil {
+		t.Fatal(err)
+	}
+	if !controlplane.Tick(d.s) {
+		t.Fatal("no tick proposed with the FSM behind Raft's commit index")
+	}
+	if controlplane.Tick(d.s) {
+		t.Fatal("a second tick proposed with nothing due")
+	}
+	before = controlplane.AppliedIndex(d.s)
 	later := start.Add(11 * time.Minute)
 	now.Store(&later)
 	if !controlplane.Tick(d.s) {
