@@ -15,3 +15,18 @@ func SetRaftTimeouts(c *Config, d time.Duration) { c.raftTimeouts = d }
 // YieldLeadership makes s hand the leadership on, as when its FSM waits for
 // disk space.
 func YieldLeadership(s *Server) { s.yieldLeadership() }
+
+// Tick runs the leader's tick once, as its ticker does, and reports whether
+// it proposed an entry (else nothing was due).
+func Tick(s *Server) bool {
+	idle := s.ticksIdle.Load()
+	s.tick()
+	return s.ticksIdle.Load() == idle
+}
+
+// AppliedIndex is the last Raft index s's FSM applied.
+func AppliedIndex(s *Server) uint64 { return s.reads.Index() }
+
+// RaftBarrier commits an entry of Raft's own (a barrier), which the FSM does
+// not apply.
+func RaftBarrier(s *Server) error { return s.node.Raft.Barrier(10 * time.Second).Error() }

@@ -31,6 +31,8 @@ import (
 type Server struct {
 	// yielding is set while yieldLeadership hands the leadership on.
 	yielding atomic.Bool
+	// ticksIdle counts the ticks not proposed, nothing being due (tick).
+	ticksIdle atomic.Int64
 	// space is what this server knows of its disk (diskspace.go).
 	space    *diskSpace
 	cfg      Config
@@ -461,8 +463,20 @@ func (s *Server) publish() bool {
 }
 
 // tick proposes the leader's clock, so that expiry and pruning happen in the
-// log, identically everywhere.
-func (s *Server) tick() { s.proposeOwn(fsm.MsgTick, fsm.Tick{At: s.now()}) }
+// log, identically everywhere, when the FSM holds something due by then, or
+// when Raft committed entries of its own after the FSM's last (a new term's
+// first entry, a membership change), which the FSM does not apply: a
+// server's readiness waits for its FSM to reach the commit index
+// (caughtUp). A tick with neither would change nothing but the FSM's clock,
+// and cost every server a log write.
+func (s *Server) tick() {
+	now := s.now()
+	if !s.reads.TickDue(now) && s.reads.Index() >= s.node.Raft.CommitIndex() {
+		s.ticksIdle.Add(1)
+		return
+	}
+	s.proposeOwn(fsm.MsgTick, fsm.Tick{At: now})
+}
 
 // proposeOwn applies a command of the leader's own, logging what is not a loss
 // of leadership.

@@ -41,6 +41,9 @@ func (h *timedHeap) due(now time.Time) (timedKey, bool) {
 	return heap.Pop(h).(timedKey), true
 }
 
+// dueAt reports whether an entry is at or before now, without popping it.
+func (h timedHeap) dueAt(now time.Time) bool { return len(h) > 0 && !h[0].at.After(now) }
+
 // indexes order the state's time-driven work so that a tick touches only what
 // is due. They are derived from the state and rebuilt after a restore; entries
 // may be stale and are checked against the state when they come due.

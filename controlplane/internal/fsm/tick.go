@@ -105,3 +105,37 @@ func (f *FSM) forget(in *Intent) {
 		}
 	}
 }
+
+// TickDue reports whether a tick at now (or at the state's clock, if that is
+// later) would have work: an intent or a dispatch to expire, a wait for a node
+// or a lock that ends, or an output, idempotency entry, refused intent, run
+// counter, nonce or join token past its retention. Stale index entries count
+// as due (the tick then finds nothing), so it never misses work. A tick that
+// has no work changes nothing but the state's clock, which every other
+// command advances too: the leader proposes none (Server.tick).
+func (rd Reader) TickDue(now time.Time) bool {
+	f := rd.f
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	s, x := f.state, f.idx
+	if s.Clock.After(now) {
+		now = s.Clock
+	}
+	retention := f.cfg.IdempotencyRetention
+	if x.expiry.dueAt(now) || x.deadlines.dueAt(now) || x.waits.dueAt(now) || x.nonces.dueAt(now) ||
+		x.outputs.dueAt(now.Add(-f.cfg.OutputRetention)) || x.idem.dueAt(now.Add(-retention)) ||
+		x.rejected.dueAt(now.Add(-retention)) || x.runs.dueAt(now.Add(-retention)) {
+		return true
+	}
+	for _, l := range s.Locks {
+		if !l.active(now) {
+			return true
+		}
+	}
+	for _, tok := range s.JoinTokens {
+		if !tok.ExpiresAt.After(now) {
+			return true
+		}
+	}
+	return false
+}
