@@ -86,15 +86,8 @@ func entries(term uint64, from, to uint64) []*raft.Log {
 // retried; a new term forgets what the follower matched in the old one.
 func TestNoticeRules(t *testing.T) {
 	t.Parallel()
-	f := startFakeFollower(t, 2)
-	inner, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, 5*time.Second, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := newNoticeTransport(inner)
-	defer tr.Close()
+	f, tr, header := noticeSetup(t)
 	const id = raft.ServerID("f")
-	header := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("leader"), Addr: []byte(inner.LocalAddr())}
 	ok := &raft.AppendEntriesResponse{Term: 2, Success: true}
 
 	// Nothing known of the follower yet: nothing to send.
@@ -173,15 +166,8 @@ func ok3() *raft.AppendEntriesResponse { return &raft.AppendEntriesResponse{Term
 // refuses an AppendEntries the same redundant request goes out again.
 func TestPipelineSendsNothingRedundant(t *testing.T) {
 	t.Parallel()
-	f := startFakeFollower(t, 2)
-	inner, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, 5*time.Second, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := newNoticeTransport(inner)
-	defer tr.Close()
+	f, tr, header := noticeSetup(t)
 	const id = raft.ServerID("f")
-	header := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("leader"), Addr: []byte(inner.LocalAddr())}
 	pipe, err := tr.AppendEntriesPipeline(id, f.tr.LocalAddr())
 	if err != nil {
 		t.Fatal(err)
@@ -246,4 +232,18 @@ func TestPipelineSendsNothingRedundant(t *testing.T) {
 	if got := tr.quietCount(); got != 2 {
 		t.Fatalf("%d requests not sent, want still 2", got)
 	}
+}
+
+// noticeSetup starts a fake follower in term 2 and a notice transport of a
+// leader, closed with the test, and the header of the leader's requests.
+func noticeSetup(t *testing.T) (*fakeFollower, *noticeTransport, raft.RPCHeader) {
+	t.Helper()
+	f := startFakeFollower(t, 2)
+	inner, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, 5*time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := newNoticeTransport(inner)
+	t.Cleanup(func() { tr.Close() })
+	return f, tr, raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("leader"), Addr: []byte(inner.LocalAddr())}
 }
