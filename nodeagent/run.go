@@ -66,7 +66,7 @@ func (x *Executor) run(d *protocol.Dispatch, raw []byte, e Entry) error {
 	gate() // if the run was refused before it was called
 	canceled := x.endRun(d.ID, stop)
 	if ws != "" {
-		defer os.RemoveAll(ws)
+		defer x.removeWorkspace(ws)
 	}
 	switch {
 	case errors.Is(beginErr, store.ErrAlreadyStarted) || errors.Is(beginErr, store.ErrQueued):
@@ -165,6 +165,22 @@ const workspacePrefix = "run-"
 
 // removeWorkspaces removes the workspaces left in dir by runs that a crash
 // cut short.
+// removeWorkspace removes a run's workspace. One a tier left mounted (its
+// unmount failed) is released first, so that neither the mount nor what the
+// tool wrote in it outlives the run; what cannot be removed is logged, and
+// the agent's next start removes it (removeWorkspaces).
+func (x *Executor) removeWorkspace(ws string) {
+	err := os.RemoveAll(ws)
+	if err != nil {
+		if rerr := sandbox.ReleaseWorkspace(ws); rerr == nil {
+			err = os.RemoveAll(ws)
+		}
+	}
+	if err != nil {
+		x.log.Warn("workspace not removed; the agent's next start removes it", "workspace", ws, "err", err)
+	}
+}
+
 func removeWorkspaces(dir string) (int, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
