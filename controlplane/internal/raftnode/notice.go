@@ -47,7 +47,15 @@ type peerMatch struct {
 	logTerm uint64 // ...whose entry has this term
 	told    uint64 // the follower knows the commit index up to here
 	sending bool   // a notice to it is in flight
+	quiet   int    // requests not sent in a row (redundant)
 }
+
+// maxQuiet is how many redundant requests in a row a follower is spared:
+// the next one goes out all the same, so that a follower whose state the
+// transport believes wrongly (one restarted with no request failing, an
+// answer of its earlier life recorded late) is told the commit index within
+// about maxQuiet CommitTimeouts however long the cluster stays idle.
+const maxQuiet = 20
 
 func newNoticeTransport(tr *raft.NetworkTransport) *noticeTransport {
 	return &noticeTransport{NetworkTransport: tr, peers: map[raft.ServerID]*peerMatch{}}
@@ -164,6 +172,11 @@ func (t *noticeTransport) redundant(id raft.ServerID, args *raft.AppendEntriesRe
 		min(args.LeaderCommitIndex, args.PrevLogEntry) > p.told {
 		return false
 	}
+	if p.quiet >= maxQuiet {
+		p.quiet = 0
+		return false
+	}
+	p.quiet++
 	t.quiet++
 	return true
 }

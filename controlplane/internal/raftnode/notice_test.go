@@ -247,3 +247,42 @@ func noticeSetup(t *testing.T) (*fakeFollower, *noticeTransport, raft.RPCHeader)
 	t.Cleanup(func() { tr.Close() })
 	return f, tr, raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("leader"), Addr: []byte(inner.LocalAddr())}
 }
+
+// TestPipelineSendsOneInMaxQuiet: however long nothing new is to be told, one
+// redundant request in maxQuiet+1 goes out, so that a follower the transport
+// believes wrongly to know the commit index (restarted without a request
+// failing) learns it all the same.
+func TestPipelineSendsOneInMaxQuiet(t *testing.T) {
+	t.Parallel()
+	f, tr, header := noticeSetup(t)
+	const id = raft.ServerID("f")
+	pipe, err := tr.AppendEntriesPipeline(id, f.tr.LocalAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pipe.Close()
+	send := func(req *raft.AppendEntriesRequest) {
+		t.Helper()
+		if _, err := pipe.AppendEntries(req, new(raft.AppendEntriesResponse)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(&raft.AppendEntriesRequest{RPCHeader: header, Term: 2, PrevLogEntry: 5, PrevLogTerm: 1, Entries: entries(2, 6, 7), LeaderCommitIndex: 7})
+	f.next(t)
+	select {
+	case <-pipe.Consumer():
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer")
+	}
+	for round := range 3 {
+		for range maxQuiet + 1 {
+			send(&raft.AppendEntriesRequest{RPCHeader: header, Term: 2, PrevLogEntry: 7, PrevLogTerm: 2, LeaderCommitIndex: 7})
+		}
+		if got := f.next(t); got.LeaderCommitIndex != 7 || got.PrevLogEntry != 7 || len(got.Entries) != 0 {
+			t.Fatalf("round %d: follower received %+v, want the redundant request of commit 7", round, got)
+		}
+		if got, want := tr.quietCount(), uint64((round+1)*maxQuiet); got != want {
+			t.Fatalf("round %d: %d requests not sent, want %d", round, got, want)
+		}
+	}
+}
