@@ -1,11 +1,11 @@
 package fsm
 
 import (
-	"encoding/json"
 	"reflect"
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json"
 	"github.com/hashicorp/raft"
 )
 
