@@ -168,27 +168,7 @@ func TestPipelineSendsNothingRedundant(t *testing.T) {
 	t.Parallel()
 	f, tr, header := noticeSetup(t)
 	const id = raft.ServerID("f")
-	pipe, err := tr.AppendEntriesPipeline(id, f.tr.LocalAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pipe.Close()
-	send := func(req *raft.AppendEntriesRequest) {
-		t.Helper()
-		if _, err := pipe.AppendEntries(req, new(raft.AppendEntriesResponse)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	answered := func() raft.AppendFuture {
-		t.Helper()
-		select {
-		case fut := <-pipe.Consumer():
-			return fut
-		case <-time.After(10 * time.Second):
-			t.Fatal("no answer")
-			return nil
-		}
-	}
+	send, answered := pipelineTo(t, tr, id, f)
 	empty := func(commit uint64) *raft.AppendEntriesRequest {
 		return &raft.AppendEntriesRequest{RPCHeader: header, Term: 2, PrevLogEntry: 7, PrevLogTerm: 2, LeaderCommitIndex: commit}
 	}
@@ -255,25 +235,10 @@ func noticeSetup(t *testing.T) (*fakeFollower, *noticeTransport, raft.RPCHeader)
 func TestPipelineSendsOneInMaxQuiet(t *testing.T) {
 	t.Parallel()
 	f, tr, header := noticeSetup(t)
-	const id = raft.ServerID("f")
-	pipe, err := tr.AppendEntriesPipeline(id, f.tr.LocalAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pipe.Close()
-	send := func(req *raft.AppendEntriesRequest) {
-		t.Helper()
-		if _, err := pipe.AppendEntries(req, new(raft.AppendEntriesResponse)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	send, answered := pipelineTo(t, tr, "f", f)
 	send(&raft.AppendEntriesRequest{RPCHeader: header, Term: 2, PrevLogEntry: 5, PrevLogTerm: 1, Entries: entries(2, 6, 7), LeaderCommitIndex: 7})
 	f.next(t)
-	select {
-	case <-pipe.Consumer():
-	case <-time.After(10 * time.Second):
-		t.Fatal("no answer")
-	}
+	answered()
 	for round := range 3 {
 		for range maxQuiet + 1 {
 			send(&raft.AppendEntriesRequest{RPCHeader: header, Term: 2, PrevLogEntry: 7, PrevLogTerm: 2, LeaderCommitIndex: 7})
@@ -285,4 +250,32 @@ func TestPipelineSendsOneInMaxQuiet(t *testing.T) {
 			t.Fatalf("round %d: %d requests not sent, want %d", round, got, want)
 		}
 	}
+}
+
+// pipelineTo opens tr's pipeline to the fake follower f as id, closed with the
+// test: send sends a request on it, answered waits for the next answer.
+func pipelineTo(t *testing.T, tr *noticeTransport, id raft.ServerID, f *fakeFollower) (send func(*raft.AppendEntriesRequest), answered func() raft.AppendFuture) {
+	t.Helper()
+	pipe, err := tr.AppendEntriesPipeline(id, f.tr.LocalAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pipe.Close() })
+	send = func(req *raft.AppendEntriesRequest) {
+		t.Helper()
+		if _, err := pipe.AppendEntries(req, new(raft.AppendEntriesResponse)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	answered = func() raft.AppendFuture {
+		t.Helper()
+		select {
+		case fut := <-pipe.Consumer():
+			return fut
+		case <-time.After(10 * time.Second):
+			t.Fatal("no answer")
+			return nil
+		}
+	}
+	return send, answered
 }
