@@ -178,21 +178,23 @@ func mount(dir string, size int64, scratch bool) (*Quota, error) {
 		return nil, fmt.Errorf("workspace: %s is not a directory", dir)
 	}
 	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=%o,uid=%d,gid=%d", size, max(size/4096, 64), st.Mode&0o777, st.Uid, st.Gid)
-	if scratch {
-		if err := unix.Mount(source, dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-			return nil, fmt.Errorf("workspace: mount a tmpfs of %d bytes: %w", size, err)
+	var old *os.Root // what is copied in, unless scratch
+	if !scratch {
+		var err error
+		if old, err = os.OpenRoot(dir); err != nil {
+			return nil, fmt.Errorf("workspace: %w", err)
 		}
-		return &Quota{dir: dir, size: size, scratch: true}, nil
-	}
-	old, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, fmt.Errorf("workspace: %w", err)
 	}
 	if err := unix.Mount(source, dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-		old.Close()
+		if old != nil {
+			old.Close()
+		}
 		return nil, fmt.Errorf("workspace: mount a tmpfs of %d bytes: %w", size, err)
 	}
-	q := &Quota{dir: dir, size: size, old: old}
+	q := &Quota{dir: dir, size: size, scratch: scratch, old: old}
+	if scratch {
+		return q, nil
+	}
 	tmp, err := os.OpenRoot(dir)
 	if err == nil {
 		err = copyTree(old, tmp, newBudget(size), rules{owners: true})
