@@ -24,9 +24,6 @@ func Tick(s *Server) bool {
 	return s.ticksIdle.Load() == idle
 }
 
-// AppliedIndex is the last Raft index s's FSM applied.
-func AppliedIndex(s *Server) uint64 { return s.reads.Index() }
-
 // RaftBarrier commits an entry of Raft's own (a barrier), which the FSM does
 // not apply.
 func RaftBarrier(s *Server) error { return s.node.Raft.Barrier(10 * time.Second).Error() }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/writhq/writ/controlplane"
+	"github.com/writhq/writ/controlplane/localcluster"
 )
 
 // TestIdleLeaderProposesNoTick: with nothing due, the leader's tick proposes
@@ -26,13 +27,13 @@ func TestIdleLeaderProposesNoTick(t *testing.T) {
 	if _, err := d.admin.CreateJoinToken(ctx, map[string]string{"a": "b"}, 10*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	before := controlplane.AppliedIndex(d.s)
+	before := localcluster.AppliedIndex(d.s)
 	for range 3 {
 		if controlplane.Tick(d.s) {
 			t.Fatal("a tick was proposed with nothing due")
 		}
 	}
-	if got := controlplane.AppliedIndex(d.s); got != before {
+	if got := localcluster.AppliedIndex(d.s); got != before {
 		t.Fatalf("applied index moved from %d to %d with nothing due", before, got)
 	}
 	// An entry of Raft's own leaves the FSM behind the commit index, which a
@@ -46,13 +47,13 @@ func TestIdleLeaderProposesNoTick(t *testing.T) {
 	if controlplane.Tick(d.s) {
 		t.Fatal("a second tick proposed with nothing due")
 	}
-	before = controlplane.AppliedIndex(d.s)
+	before = localcluster.AppliedIndex(d.s)
 	later := start.Add(11 * time.Minute)
 	now.Store(&later)
 	if !controlplane.Tick(d.s) {
 		t.Fatal("no tick proposed once the join token expired")
 	}
-	if got := controlplane.AppliedIndex(d.s); got <= before {
+	if got := localcluster.AppliedIndex(d.s); got <= before {
 		t.Fatalf("applied index %d, want past %d", got, before)
 	}
 	if controlplane.Tick(d.s) {
