@@ -170,22 +170,26 @@ func mount(dir string, size int64, scratch bool) (*Quota, error) {
 	// tool's start does) would not share: one thread throughout.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	fd, err := openDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
 	var st unix.Stat_t
-	if err := unix.Lstat(dir, &st); err != nil {
+	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return nil, fmt.Errorf("workspace: %s is not a directory", dir)
-	}
+	// The directory is named by its descriptor from here on: a path
+	// changed meanwhile (a symbolic link put in its place) moves nothing.
+	at := "/proc/thread-self/fd/" + strconv.Itoa(fd)
 	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=%o,uid=%d,gid=%d", size, max(size/4096, 64), st.Mode&0o777, st.Uid, st.Gid)
 	var old *os.Root // what is copied in, unless scratch
 	if !scratch {
-		var err error
-		if old, err = os.OpenRoot(dir); err != nil {
+		if old, err = os.OpenRoot(at); err != nil {
 			return nil, fmt.Errorf("workspace: %w", err)
 		}
 	}
-	if err := unix.Mount(source, dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+	if err := unix.Mount(source, at, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		if old != nil {
 			old.Close()
 		}
@@ -201,7 +205,7 @@ func mount(dir string, size int64, scratch bool) (*Quota, error) {
 		tmp.Close()
 	}
 	if err != nil {
-		unix.Unmount(dir, unix.MNT_DETACH)
+		unmount(dir)
 		old.Close()
 		return nil, fmt.Errorf("workspace: copy its contents into the tmpfs: %w", err)
 	}
@@ -258,7 +262,7 @@ func (q *Quota) HandBack(stop func() bool) (full bool, err error) {
 
 func (q *Quota) handBack() error {
 	if q.scratch {
-		if err := unix.Unmount(q.dir, unix.MNT_DETACH); err != nil {
+		if err := unmount(q.dir); err != nil {
 			return fmt.Errorf("workspace: unmount its tmpfs: %w", err)
 		}
 		return nil
@@ -272,7 +276,7 @@ func (q *Quota) handBack() error {
 		}
 		tmp.Close()
 	}
-	if uerr := unix.Unmount(q.dir, unix.MNT_DETACH); uerr != nil && err == nil {
+	if uerr := unmount(q.dir); uerr != nil && err == nil {
 		err = fmt.Errorf("workspace: unmount its tmpfs: %w", uerr)
 	}
 	return err
@@ -329,10 +333,36 @@ func Release(dir string) error {
 		if err != nil || !ours {
 			return err
 		}
-		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+		if err := unmount(dir); err != nil {
 			return fmt.Errorf("workspace: unmount its tmpfs: %w", err)
 		}
 	}
+}
+
+// openDir opens dir, absolute and free of symbolic links (resolve), as a
+// descriptor of the directory itself: O_NOFOLLOW refuses a symbolic link
+// in its last component, and the path the descriptor reached, read back,
+// must be dir, which refuses one in any other (put there after resolve).
+func openDir(dir string) (int, error) {
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+			return -1, fmt.Errorf("workspace: %s is not a directory", dir)
+		}
+		return -1, fmt.Errorf("workspace: %w", &os.PathError{Op: "open", Path: dir, Err: err})
+	}
+	got, err := os.Readlink("/proc/thread-self/fd/" + strconv.Itoa(fd))
+	if err != nil || got != dir {
+		unix.Close(fd)
+		return -1, fmt.Errorf("workspace: %s moved while it was opened", dir)
+	}
+	return fd, nil
+}
+
+// unmount detaches the topmost mount on dir, not following a symbolic
+// link in its last component.
+func unmount(dir string) error {
+	return unix.Unmount(dir, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW)
 }
 
 // resolve is dir as mountinfo spells it: absolute, no symbolic links.

@@ -193,3 +193,67 @@ func TestReleaseLeftover(t *testing.T) {
 		t.Fatal("a run after Release did not mount its own tmpfs")
 	}
 }
+
+// TestMountFollowsNoLinkPutInPlace: a symbolic link put where the workspace
+// was after its path was resolved — in its last component or in one above
+// it — gets no tmpfs mounted anywhere, and the directory it points to is
+// left as it was.
+func TestMountFollowsNoLinkPutInPlace(t *testing.T) {
+	testtier.Root(t, "a tmpfs")
+	for _, tc := range []struct {
+		name string
+		link string // the component replaced by a link, relative to the base
+		ws   string // the workspace, relative to the base
+		want string
+	}{
+		{name: "last component", link: "ws", ws: "ws", want: "not a directory"},
+		{name: "a parent", link: "parent", ws: "parent/ws", want: "moved while it was opened"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base, err := resolve(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			elsewhere := filepath.Join(base, "elsewhere")
+			target := filepath.Join(elsewhere, filepath.Base(tc.ws))
+			if err := os.MkdirAll(target, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(target, "kept"), []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ws := filepath.Join(base, tc.ws)
+			if err := os.MkdirAll(ws, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			// resolve has seen a directory; the link replaces it now.
+			swapped := filepath.Join(base, tc.link)
+			if err := os.RemoveAll(swapped); err != nil {
+				t.Fatal(err)
+			}
+			to := target
+			if tc.link != tc.ws {
+				to = elsewhere
+			}
+			if err := os.Symlink(to, swapped); err != nil {
+				t.Fatal(err)
+			}
+			for _, scratch := range []bool{false, true} {
+				q, err := mount(ws, 1<<20, scratch)
+				if err == nil {
+					q.handBack()
+					t.Fatalf("scratch %v: mounted through a symbolic link", scratch)
+				}
+				if !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("scratch %v: %v; want %q", scratch, err, tc.want)
+				}
+			}
+			if n := mountsOn(t, target); n != 0 {
+				t.Fatalf("%d tmpfs mounted on the link's target", n)
+			}
+			if b, err := os.ReadFile(filepath.Join(target, "kept")); err != nil || string(b) != "x" {
+				t.Fatalf("the link's target holds %q, %v", b, err)
+			}
+		})
+	}
+}
