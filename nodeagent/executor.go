@@ -118,6 +118,8 @@ type Executor struct {
 	early   map[string]time.Time
 	waiting map[string]chan struct{} // dispatches waiting for a slot
 	closed  bool
+
+	workspaces *workspaces
 }
 
 // NewExecutor returns an Executor for a valid configuration. It creates
@@ -142,6 +144,7 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 	if x.log == nil {
 		x.log = slog.New(slog.DiscardHandler)
 	}
+	x.workspaces = &workspaces{dir: cfg.WorkDir, max: cfg.Concurrency, log: x.log}
 	if left > 0 {
 		x.log.Info("removed the workspaces of runs cut short", "count", left)
 	}
@@ -180,6 +183,7 @@ func (x *Executor) Close() {
 	x.mu.Unlock()
 	x.cancel()
 	x.runs.Wait()
+	x.workspaces.close()
 }
 
 // enter marks dispatch id as being handled; false if it already is (the

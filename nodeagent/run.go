@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -66,7 +64,7 @@ func (x *Executor) run(d *protocol.Dispatch, raw []byte, e Entry) error {
 	gate() // if the run was refused before it was called
 	canceled := x.endRun(d.ID, stop)
 	if ws != "" {
-		defer x.removeWorkspace(ws)
+		defer x.workspaces.give(ws, out.WorkspaceUntouched)
 	}
 	switch {
 	case errors.Is(beginErr, store.ErrAlreadyStarted) || errors.Is(beginErr, store.ErrQueued):
@@ -124,14 +122,11 @@ func (x *Executor) run(d *protocol.Dispatch, raw []byte, e Entry) error {
 // tier is started after it. A refusal before the tool would start may
 // return without calling gate.
 func (x *Executor) invoke(ctx context.Context, d *protocol.Dispatch, e Entry, g sandbox.Gated, gate func() error) (out sandbox.Outcome, ws string) {
-	ws, err := os.MkdirTemp(x.cfg.WorkDir, workspacePrefix)
+	ws, err := x.workspaces.take()
 	if err != nil {
 		out, _ := sandbox.Refuse(d.Sandbox, fmt.Errorf("workspace: %v", err))
 		return out, ""
 	}
-	// WorkDir is private (0700); inside it the workspace is open to the
-	// tool's own uid, which in the runc tier is not the agent's.
-	os.Chmod(ws, 0o777)
 	m := e.Manifest.WithDefaults()
 	m.Limits = tighten(m.Limits, d.Limits)
 	if max := cmp.Or(x.cfg.MaxDiskBytes, DefaultMaxDiskBytes); m.Limits.DiskBytes > max {
@@ -158,47 +153,6 @@ func (x *Executor) invoke(ctx context.Context, d *protocol.Dispatch, e Entry, g 
 		out.Tier = d.Sandbox
 	}
 	return out, ws
-}
-
-// workspacePrefix begins the name of every run's workspace in WorkDir.
-const workspacePrefix = "run-"
-
-// removeWorkspaces removes the workspaces left in dir by runs that a crash
-// cut short.
-// removeWorkspace removes a run's workspace. One a tier left mounted (its
-// unmount failed) is released first, so that neither the mount nor what the
-// tool wrote in it outlives the run; what cannot be removed is logged, and
-// the agent's next start removes it (removeWorkspaces).
-func (x *Executor) removeWorkspace(ws string) {
-	err := os.RemoveAll(ws)
-	if err != nil {
-		if rerr := sandbox.ReleaseWorkspace(ws); rerr == nil {
-			err = os.RemoveAll(ws)
-		}
-	}
-	if err != nil {
-		x.log.Warn("workspace not removed; the agent's next start removes it", "workspace", ws, "err", err)
-	}
-}
-
-func removeWorkspaces(dir string) (int, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, e := range entries {
-		if e.IsDir() && strings.HasPrefix(e.Name(), workspacePrefix) {
-			if err := sandbox.ReleaseWorkspace(filepath.Join(dir, e.Name())); err != nil {
-				return n, err
-			}
-			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
-				return n, err
-			}
-			n++
-		}
-	}
-	return n, nil
 }
 
 // tighten applies a dispatch's non-zero limits to a manifest's filled-in

@@ -53,6 +53,12 @@ type Outcome struct {
 	// was not an exit code ("canceled", "signal: killed", "memory" when the
 	// memory cgroup killed a process of the tool) or an output limit.
 	Reason string `json:"reason,omitempty"`
+
+	// WorkspaceUntouched says that the tool never saw the scratch
+	// Workspace itself (Invocation.Scratch): a tmpfs this run mounted over
+	// it empty held everything the tool wrote, and is gone. The directory
+	// is as the caller gave it, empty, and the caller may use it again.
+	WorkspaceUntouched bool `json:"-"`
 }
 
 // Usage is the resources an invocation consumed, as far as the tier can tell.

@@ -33,8 +33,13 @@ func TestScratchWorkspace(t *testing.T) {
 		return o
 	}
 	ws := t.TempDir()
-	if o := run(ws, `{"op":"write","path":"note.txt","data":"discarded"}`, 1<<20); o.Status != sandbox.StatusOK {
-		t.Fatalf("write: %s (%s), want ok", o.Status, o.Reason)
+	if o := run(ws, `{"op":"write","path":"note.txt","data":"discarded"}`, 1<<20); o.Status != sandbox.StatusOK || !o.WorkspaceUntouched {
+		t.Fatalf("write: %s (%s), workspace untouched %v; want ok, untouched", o.Status, o.Reason, o.WorkspaceUntouched)
+	}
+	kept := m
+	kept.Limits.DiskBytes, kept.Limits.TimeoutMS = 1<<20, 60_000
+	if o, err := d.Run(context.Background(), sandbox.Invocation{Manifest: kept, Params: jsontext.Value(`{"op":"write","path":"kept.txt","data":"x"}`), Workspace: t.TempDir()}); err != nil || o.Status != sandbox.StatusOK || o.WorkspaceUntouched {
+		t.Fatalf("a run of a workspace that is not scratch: %s (%v), untouched %v; want ok, not untouched (its writes are copied back)", o.Status, err, o.WorkspaceUntouched)
 	}
 	if names, err := os.ReadDir(ws); err != nil || len(names) != 0 {
 		t.Fatalf("the scratch workspace after the run holds %v (%v); want nothing", names, err)
