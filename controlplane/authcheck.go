@@ -32,6 +32,7 @@ func (s *Server) recheck(what string, attempt func() (string, *apiError)) (strin
 		if aerr == nil || aerr.code != protocol.CodeAuthorizationChanged {
 			return id, aerr
 		}
+		s.metrics.rechecks.Inc()
 		if n == authAttempts {
 			s.log.Warn("authorization changed under every attempt; refused", "what", what, "attempts", n)
 			return "", refusal(protocol.CodeAuthorizationChanged, "keys, tools or the policy set changed while the "+what+

@@ -114,6 +114,9 @@ func TestAuthorizationChangedEveryAttempt(t *testing.T) {
 	if n := proposals.Load(); n != 4 {
 		t.Errorf("%d proposals, want 4", n)
 	}
+	if m := metricValue(metricsText(t, "http://"+d.s.Addr().String()), "writ_authorization_rechecks_total"); m != 4 {
+		t.Errorf("writ_authorization_rechecks_total %v, want 4", m)
+	}
 	if _, err := d.admin.Intent(ctx, in.ID, 0); apiCode(err) != protocol.CodeNotFound {
 		t.Fatalf("the refused intent was recorded: %v", err)
 	}
