@@ -28,9 +28,9 @@ import (
 // to MaxApprovals, when flagged; the check index, not 0, when flagged;
 // policy_hash; the count of policies and each policy; 0, or 1 then the error's
 // code and message). Entries written before a flag existed lack it and decode
-// as before: a check index of 0. A time is its Unix seconds as a signed varint then its
-// nanoseconds as an unsigned one; a string or byte string is its length as an
-// unsigned varint, then its bytes. Varints are in their shortest form and
+// as before: a check index of 0. A time is its Unix seconds as a signed varint
+// then its nanoseconds as an unsigned one; a string or byte string is its
+// length as an unsigned varint, then its bytes. Varints are in their shortest form and
 // nothing follows the decision, so an Admit has one encoding.
 const MsgAdmitBinary MsgType = 21
 
