@@ -165,3 +165,31 @@ func TestApproverKeyRemovedBeforeApproval(t *testing.T) {
 		t.Fatalf("the same approval with the key back: %+v %v, want applied (its nonce was not consumed)", got, err)
 	}
 }
+
+// TestToolChangedBeforeAdmission: the tool is registered again, with a
+// schema the params do not fit, after the leader decided an intent for it
+// and before its entry: decided again, the intent ends rejected
+// params_invalid under the new registration.
+func TestToolChangedBeforeAdmission(t *testing.T) {
+	t.Parallel()
+	d := startDev(t)
+	ctx := context.Background()
+	spec := `{"name":"echo","input_schema":{"type":"object","required":["other"]},"manifest":{"name":"echo","tier":"wasm","module":"/x.wasm"}}`
+	var proposals atomic.Int32
+	controlplane.BeforePropose(d.s, func(cmd string) {
+		if proposals.Add(1) == 1 {
+			if err := d.admin.Admin(ctx, "PUT", "tools", []byte(spec)); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	r, err := d.c.Submit(ctx, d.intent(t, "echo", `{"msg":"x"}`), nil, 0)
+	controlplane.BeforePropose(d.s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State != "rejected" || r.Error == nil || r.Error.Code != protocol.CodeParamsInvalid || proposals.Load() != 2 {
+		t.Fatalf("an intent decided under the old registration, replaced before its entry: %s %+v after %d proposals, want rejected params_invalid after 2",
+			r.State, r.Error, proposals.Load())
+	}
+}
