@@ -63,7 +63,7 @@ func (s *Server) adminCommand(ctx context.Context, t fsm.MsgType, cmd any) (fsm.
 	if err != nil {
 		return fsm.AdminCmd{}, err
 	}
-	return fsm.AdminCmd{Actor: actorOf(ctx), At: s.now(), Type: t, Cmd: b}, nil
+	return fsm.AdminCmd{Actor: actorOf(ctx), At: s.now(), Type: t, Cmd: b, Authz: true}, nil
 }
 
 // applyAdminChange proposes an admin change on this server (the leader).
@@ -94,7 +94,7 @@ func relayedAdminChange(s *Server, raw []byte) (*fsm.AdminCmd, error) {
 		return nil, err
 	}
 	now := s.now()
-	c.At = now
+	c.At, c.Authz = now, true
 	var inner any
 	switch c.Type {
 	case fsm.MsgNodeStatus:

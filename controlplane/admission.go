@@ -40,12 +40,22 @@ func fromProtocol(err error) *apiError {
 // Verification and the decision are CPU-bound: each runs in one of s.cpu's
 // slots (admitgate.go), waiting parked for one, so that however many
 // admissions are in flight few compete with Raft for the cores.
+//
+// The entry carries the FSM index they were made against: if keys, tools or
+// the policy set change in the log before it, the FSM refuses it and both are
+// made again (recheck), so that an intent is admitted only under the rules in
+// force at its place in the log.
 func (ep intentsAPI) admit(ctx context.Context, raw []byte) (string, *apiError) {
+	return ep.srv.recheck("intent", func() (string, *apiError) { return ep.admitOnce(ctx, raw) })
+}
+
+func (ep intentsAPI) admitOnce(ctx context.Context, raw []byte) (string, *apiError) {
 	var (
 		in    *protocol.Intent
 		canon []byte
 		err   error
 	)
+	at := ep.srv.checkIndex()
 	ep.srv.cpu.do(func() {
 		in, canon, err = ep.srv.verifier.VerifyIntentCanonical(raw, intentKeys{ep.srv.reads, ep.srv.keys})
 	})
@@ -54,6 +64,7 @@ func (ep intentsAPI) admit(ctx context.Context, raw []byte) (string, *apiError) 
 		if !ep.srv.caughtUp(ctx) {
 			return "", lagging()
 		}
+		at = ep.srv.checkIndex()
 		ep.srv.cpu.do(func() {
 			in, canon, err = ep.srv.verifier.VerifyIntentCanonical(raw, intentKeys{ep.srv.reads, ep.srv.keys})
 		})
@@ -75,7 +86,7 @@ func (ep intentsAPI) admit(ctx context.Context, raw []byte) (string, *apiError) 
 		if cerr != nil {
 			return "", fromProtocol(cerr)
 		}
-		return ep.srv.propose(ctx, decoded, canon, fsm.Decision{Error: &protocol.ErrorBody{Code: pe.Code, Message: pe.Message}})
+		return ep.srv.propose(ctx, decoded, canon, fsm.Decision{Error: &protocol.ErrorBody{Code: pe.Code, Message: pe.Message}}, at)
 	}
 	var d fsm.Decision
 	ep.srv.cpu.do(func() { d = ep.decide(in) })
@@ -83,9 +94,10 @@ func (ep intentsAPI) admit(ctx context.Context, raw []byte) (string, *apiError) 
 		if !ep.srv.caughtUp(ctx) {
 			return "", lagging()
 		}
+		// at stays: the intent was verified against the state at it.
 		ep.srv.cpu.do(func() { d = ep.decide(in) })
 	}
-	return ep.srv.propose(ctx, in, canon, d)
+	return ep.srv.propose(ctx, in, canon, d, at)
 }
 
 // decide makes the leader's decision on a verified intent: the tool exists,
@@ -131,17 +143,19 @@ func (ep intentsAPI) decide(in *protocol.Intent) fsm.Decision {
 	return out
 }
 
-// propose puts the intent, in its canonical form, and the decision through
-// Raft, grouped with the admissions proposed at the same time (group commit:
-// one entry, one fsync on each server, for all of them; each is applied as if
-// alone, in the order proposed).
-func (s *Server) propose(ctx context.Context, in *protocol.Intent, canon []byte, d fsm.Decision) (string, *apiError) {
+// propose puts the intent, in its canonical form, and the decision made
+// against the FSM at index at through Raft, grouped with the admissions
+// proposed at the same time (group commit: one entry, one fsync on each
+// server, for all of them; each is applied as if alone, in the order
+// proposed, and answered on its own).
+func (s *Server) propose(ctx context.Context, in *protocol.Intent, canon []byte, d fsm.Decision, at uint64) (string, *apiError) {
 	expires, _ := protocol.ParseTime(in.ExpiresAt)
+	s.proposing(fsm.MsgAdmitBinary)
 	start := time.Now()
 	res, _, err := s.node.Propose(ctx, fsm.MsgAdmitBinary, &fsm.Admit{
 		At: s.now(), Intent: canon, ID: in.ID, Tenant: in.Tenant, Principal: in.Principal, RunID: in.RunID,
 		Tool: in.Tool, PayloadHash: in.PayloadHash, IdempotencyKey: in.IdempotencyKey, ExpiresAt: expires, Decision: d,
-		Target: in.Target,
+		Target: in.Target, CheckIndex: at,
 	})
 	if err != nil {
 		return "", raftError(err)

@@ -48,8 +48,15 @@ func (ep approvalsAPI) handleApproval(w http.ResponseWriter, r *http.Request) {
 
 // approve verifies an approval of a pending intent (PROTOCOL.md §3), asks
 // policy whether the approver may approve it, and proposes it; the FSM consumes
-// the nonce, so of two uses of one approval exactly one succeeds.
+// the nonce, so of two uses of one approval exactly one succeeds. As an
+// admission, it is checked again if approver keys, tools or the policy set
+// change in the log before its entry (recheck).
 func (ep approvalsAPI) approve(ctx context.Context, raw []byte) (string, *apiError) {
+	return ep.srv.recheck("approval", func() (string, *apiError) { return ep.approveOnce(ctx, raw) })
+}
+
+func (ep approvalsAPI) approveOnce(ctx context.Context, raw []byte) (string, *apiError) {
+	at := ep.srv.checkIndex()
 	a0, err := ep.srv.verifier.AuthenticateApproval(raw, approverKeys{ep.srv.reads})
 	if err != nil {
 		return "", fromProtocol(err)
@@ -71,9 +78,10 @@ func (ep approvalsAPI) approve(ctx context.Context, raw []byte) (string, *apiErr
 		return "", fromProtocol(err)
 	}
 	expires, _ := protocol.ParseTime(a.ExpiresAt)
+	ep.srv.proposing(fsm.MsgApprove)
 	res, err := ep.srv.apply(ctx, fsm.MsgApprove, &fsm.Approve{
 		At: ep.srv.now(), Approval: canon, ID: a.ID, IntentID: a.IntentID, Tenant: a.Tenant, Approver: a.Approver,
-		Decision: a.Decision, Nonce: a.Nonce, NonceExpiresAt: expires, Hash: protocol.HashBytes(canon),
+		Decision: a.Decision, Nonce: a.Nonce, NonceExpiresAt: expires, Hash: protocol.HashBytes(canon), CheckIndex: at,
 	})
 	if err != nil {
 		return "", raftError(err)

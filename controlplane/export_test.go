@@ -1,6 +1,10 @@
 package controlplane
 
-import "time"
+import (
+	"time"
+
+	"github.com/writhq/writ/controlplane/internal/fsm"
+)
 
 // RoutePatterns returns every route s serves: the API's, then the
 // dashboard's.
@@ -27,3 +31,15 @@ func Tick(s *Server) bool {
 // RaftBarrier commits an entry of Raft's own (a barrier), which the FSM does
 // not apply.
 func RaftBarrier(s *Server) error { return s.node.Raft.Barrier(10 * time.Second).Error() }
+
+// BeforePropose sets a function run between an admission's or an approval's
+// check and its proposal, given the command's type ("admit_binary",
+// "approve"); nil removes it.
+func BeforePropose(s *Server, f func(cmd string)) {
+	if f == nil {
+		s.beforePropose.Store(nil)
+		return
+	}
+	h := func(t fsm.MsgType) { f(t.String()) }
+	s.beforePropose.Store(&h)
+}

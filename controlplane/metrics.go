@@ -28,6 +28,9 @@ type metrics struct {
 	sessionRefused *prometheus.CounterVec
 	dispatchesSent prometheus.Counter
 	nodeReports    *prometheus.CounterVec
+	// Admissions and approvals checked again: the FSM refused them
+	// authorization_changed (authcheck.go).
+	rechecks prometheus.Counter
 }
 
 // newGroupSize is created before Raft starts, which reports to it.
@@ -86,6 +89,9 @@ func newMetrics(node *raft.Raft, groupSize prometheus.Histogram, queue func() in
 		nodeReports: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "writ_node_reports_refused_total", Help: "Node reports not recorded: unreadable dispatches, results that do not verify or match no dispatch.",
 		}, []string{"code"}),
+		rechecks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "writ_authorization_rechecks_total", Help: "Admissions and approvals refused by the FSM because keys, tools or the policy set changed after their check.",
+		}),
 	}
 	raftIndex := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "writ_raft_applied_index", Help: "The last Raft index applied on this server.",
@@ -94,7 +100,7 @@ func newMetrics(node *raft.Raft, groupSize prometheus.Histogram, queue func() in
 		Name: "writ_intents_queued", Help: "Intents queued for a node (waiting for a slot or for a node to connect).",
 	}, func() float64 { return float64(queue()) })
 	m.reg.MustRegister(queued, m.admissions, m.refused, m.authFailures, m.failuresLimited, m.applySeconds, m.groupSize, m.forwardBatch, m.inFlight, m.submitSeconds, m.handshakesShed, m.leaderChange, raftIndex,
-		m.sessions, m.sessionRefused, m.dispatchesSent, m.nodeReports,
+		m.sessions, m.sessionRefused, m.dispatchesSent, m.nodeReports, m.rechecks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

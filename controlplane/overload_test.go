@@ -118,6 +118,7 @@ func TestMetrics(t *testing.T) {
 		`writ_submission_seconds_count{answer="other"} 1`,
 		`writ_intents_queued 0`,
 		`writ_api_connections_shed_total 0`,
+		`writ_authorization_rechecks_total 0`,
 	} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("/metrics lacks %s", want)

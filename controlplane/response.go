@@ -55,7 +55,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, code protocol.Code, message string) {
-	if code == protocol.CodeNoLeader {
+	if code == protocol.CodeNoLeader || code == protocol.CodeAuthorizationChanged {
 		w.Header().Set("Retry-After", strconv.Itoa(1))
 	}
 	writeJSON(w, protocol.HTTPStatus(code), protocol.ErrorResponse{Error: protocol.ErrorBody{Code: code, Message: message}})

@@ -68,6 +68,9 @@ type Server struct {
 	// noStopSnapshot makes Close stop as a crash would, without the
 	// snapshot of snapshotOnStop (tests of a lagging replica).
 	noStopSnapshot bool
+	// beforePropose, set by tests only, runs between an admission's or an
+	// approval's check and its proposal (authcheck.go).
+	beforePropose atomic.Pointer[func(fsm.MsgType)]
 }
 
 // New opens the data directory and starts Raft. Serve starts the API.

@@ -20,6 +20,11 @@ const (
 	CodeParamsInvalid   Code = "params_invalid"
 	// CodeNoLeader: no leader is known; answered with Retry-After.
 	CodeNoLeader Code = "no_leader"
+	// CodeAuthorizationChanged: an admission or approval was checked against
+	// keys, tools or a policy set that an entry ordered before it in the log
+	// changed; nothing was recorded. The server checks again and proposes
+	// again a few times before answering it (503, with Retry-After).
+	CodeAuthorizationChanged Code = "authorization_changed"
 	// CodeOverloaded answers a request the server will not queue: 429, with
 	// Retry-After, at once rather than after a wait.
 	CodeOverloaded Code = "overloaded"
@@ -102,9 +107,10 @@ var codeStatus = map[Code]int{
 
 	CodeOverloaded: http.StatusTooManyRequests,
 
-	CodeNoLeader:        http.StatusServiceUnavailable,
-	CodeTooManySessions: http.StatusServiceUnavailable,
-	CodeUnavailable:     http.StatusServiceUnavailable,
+	CodeNoLeader:             http.StatusServiceUnavailable,
+	CodeAuthorizationChanged: http.StatusServiceUnavailable,
+	CodeTooManySessions:      http.StatusServiceUnavailable,
+	CodeUnavailable:          http.StatusServiceUnavailable,
 }
 
 // HTTPStatus is the HTTP status that answers a request refused with code:

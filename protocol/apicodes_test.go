@@ -54,17 +54,18 @@ func TestCodesDeclaredOnce(t *testing.T) {
 func TestHTTPStatus(t *testing.T) {
 	t.Parallel()
 	for code, want := range map[Code]int{
-		CodeMalformed:        http.StatusBadRequest,
-		CodeUnauthorized:     http.StatusUnauthorized,
-		CodePolicyDenied:     http.StatusForbidden,
-		CodeNotFound:         http.StatusNotFound,
-		CodeLockExists:       http.StatusConflict,
-		CodeExpired:          http.StatusUnprocessableEntity,
-		CodeOverloaded:       http.StatusTooManyRequests,
-		CodeNoLeader:         http.StatusServiceUnavailable,
-		CodeInternal:         http.StatusInternalServerError,
-		CodeToolError:        http.StatusInternalServerError,
-		Code("no_such_code"): http.StatusInternalServerError,
+		CodeMalformed:            http.StatusBadRequest,
+		CodeUnauthorized:         http.StatusUnauthorized,
+		CodePolicyDenied:         http.StatusForbidden,
+		CodeNotFound:             http.StatusNotFound,
+		CodeLockExists:           http.StatusConflict,
+		CodeExpired:              http.StatusUnprocessableEntity,
+		CodeOverloaded:           http.StatusTooManyRequests,
+		CodeNoLeader:             http.StatusServiceUnavailable,
+		CodeAuthorizationChanged: http.StatusServiceUnavailable,
+		CodeInternal:             http.StatusInternalServerError,
+		CodeToolError:            http.StatusInternalServerError,
+		Code("no_such_code"):     http.StatusInternalServerError,
 	} {
 		if got := HTTPStatus(code); got != want {
 			t.Errorf("HTTPStatus(%s) = %d, want %d", code, got, want)

@@ -25,6 +25,10 @@ type AdminCmd struct {
 	At    time.Time      `json:"at"`
 	Type  MsgType        `json:"type"`
 	Cmd   jsontext.Value `json:"cmd"`
+	// Authz marks an entry whose change the FSM counts as an authorization
+	// change when it is one (State.AuthIndex, authz.go); absent in entries
+	// written before that was kept.
+	Authz bool `json:"authz,omitzero"`
 }
 
 // MaxAdminEntries bounds the ledger indexes of admin entries the state
@@ -206,11 +210,12 @@ func (f *FSM) applyAdmin(index uint64, c *AdminCmd) (Result, []string) {
 		tenant = obj.owner(f.state)
 	}
 	res, changed := f.apply(index, c.Type, c.Cmd)
-	if res.Err != nil || f.ledger == nil {
+	if res.Err != nil {
 		return res, changed
 	}
 	after := obj.state(f.state)
-	if before == after {
+	f.noteAuthChange(index, c, before != after)
+	if f.ledger == nil || before == after {
 		// Nothing changed (the same settings put again, a delete of what
 		// does not exist): nothing to record.
 		return res, changed

@@ -12,7 +12,17 @@ import (
 // before any decision (bad times, an unknown tool, invalid params, no budget
 // left, expired by the log's clock) does not, so that a corrected retry with
 // the same key can proceed; the same attempt sent again is a repeat.
+//
+// An admission whose leader checked it against a state that an authorization
+// change has since superseded (authz.go) is refused before anything: no
+// intent, no receipt, its id and key left free, as for a write that was never
+// committed. It is not an outcome of the intent but of the leader's proposal,
+// which the leader makes again after checking again; the outcome then decided
+// gets its receipt as any other.
 func (f *FSM) applyAdmit(index uint64, c *Admit) (Result, []string) {
+	if err := f.authStale(c.CheckIndex); err != nil {
+		return Result{Err: err}, nil
+	}
 	now := f.advance(c.At)
 	s := f.state
 	idemKey := scoped(c.Tenant, c.IdempotencyKey)

@@ -23,11 +23,14 @@ import (
 // intent; id, tenant, principal, run_id, tool, payload_hash, idempotency_key;
 // expires_at; the target (0, or 1 then node, then 0 for no labels or the count
 // of labels plus one and each label's key and value, keys in increasing
-// order); the decision (a flags byte, 1 allow and 2 approval required;
+// order); the decision (a flags byte, 1 allow, 2 approval required, 4 the
+// number of approvers follows, 8 the check index follows; that number, from 2
+// to MaxApprovals, when flagged; the check index, not 0, when flagged;
 // policy_hash; the count of policies and each policy; 0, or 1 then the error's
-// code and message). A time is its Unix seconds as a signed varint then its
-// nanoseconds as an unsigned one; a string or byte string is its length as an
-// unsigned varint, then its bytes. Varints are in their shortest form and
+// code and message). Entries written before a flag existed lack it and decode
+// as before: a check index of 0. A time is its Unix seconds as a signed varint
+// then its nanoseconds as an unsigned one; a string or byte string is its
+// length as an unsigned varint, then its bytes. Varints are in their shortest form and
 // nothing follows the decision, so an Admit has one encoding.
 const MsgAdmitBinary MsgType = 21
 
@@ -106,9 +109,15 @@ func EncodeAdmit(c *Admit) ([]byte, error) {
 	if d.Approvals > 1 {
 		flags |= 4 // the number of approvers follows
 	}
+	if c.CheckIndex != 0 {
+		flags |= 8 // the check index follows
+	}
 	b = append(b, flags)
 	if d.Approvals > 1 {
 		b = binary.AppendUvarint(b, uint64(d.Approvals))
+	}
+	if c.CheckIndex != 0 {
+		b = binary.AppendUvarint(b, c.CheckIndex)
 	}
 	b = varint.AppendBytes(b, d.PolicyHash)
 	b = binary.AppendUvarint(b, uint64(len(d.Policies)))
@@ -168,7 +177,7 @@ func decodeAdmit(data []byte) (*Admit, error) {
 		r.fail()
 	}
 	flags := r.byte()
-	if flags&^7 != 0 {
+	if flags&^15 != 0 {
 		r.fail()
 	}
 	c.Decision = Decision{Allow: flags&1 != 0, ApprovalRequired: flags&2 != 0}
@@ -181,6 +190,12 @@ func decodeAdmit(data []byte) (*Admit, error) {
 		if n := r.uvarint(); n >= 2 && n <= MaxApprovals {
 			c.Decision.Approvals = int(n)
 		} else {
+			r.fail()
+		}
+	}
+	if flags&8 != 0 {
+		// Present only when not 0: one encoding.
+		if c.CheckIndex = r.uvarint(); c.CheckIndex == 0 {
 			r.fail()
 		}
 	}

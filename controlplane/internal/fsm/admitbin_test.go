@@ -41,6 +41,11 @@ func admitVariants() []*Admit {
 		admit("int-7", "k7", "p", t0, func(a *Admit) {
 			a.Decision = Decision{Allow: true, ApprovalRequired: true, Approvals: 3, PolicyHash: "sha256:q", Policies: []string{"two.of.three"}}
 		}),
+		admit("int-8", "k8", "p", t0, func(a *Admit) { a.CheckIndex = 1 }),
+		admit("int-9", "k9", "p", t0, func(a *Admit) {
+			a.Decision = Decision{Allow: true, ApprovalRequired: true, Approvals: 2, PolicyHash: "sha256:q", Policies: []string{"p"}}
+			a.CheckIndex = 1<<64 - 1
+		}),
 	}
 }
 
@@ -119,6 +124,8 @@ func TestAdmitBinaryRefusesOtherEncodings(t *testing.T) {
 		"year 10000":       append(append(binary.AppendVarint(nil, maxTime+1), 0), body[atLen:]...),
 		"intent too long":  append(append(body[:atLen:atLen], binary.AppendUvarint(nil, uint64(len(body)))...), body[atLen+2:]...),
 		"bad flags":        replaceFlags(t, c, 4),
+		"unknown flag":     replaceFlags(t, c, 16),
+		"check index cut":  replaceFlags(t, c, 8), // flagged, and the policy hash's length read as the index
 		"labels unordered": swapLabels(t, c),
 		"invalid utf-8":    bytes.Replace(body, []byte("node-7"), []byte("node\xff7"), 1),
 	}
@@ -217,6 +224,45 @@ func TestAdmitEncodingsApplyAlike(t *testing.T) {
 	}
 	if got, _ := restored.Encode(); !bytes.Equal(got, states[0]) {
 		t.Error("a snapshot midway through the mixed log + the rest differs")
+	}
+}
+
+// TestAdmitCheckIndexEncoding: the check index is carried only when not 0,
+// after the flags byte and the number of approvers; an entry written before
+// it was carried (no flag) decodes with 0, and a flagged 0 is refused.
+func TestAdmitCheckIndexEncoding(t *testing.T) {
+	for _, approvals := range []int{0, 4} {
+		plainAdmit := admit("int-1", "k1", "p", t0, func(a *Admit) {
+			a.Decision.ApprovalRequired, a.Decision.Approvals = true, approvals
+		})
+		plain, _ := EncodeAdmit(plainAdmit)
+		withIndex := *plainAdmit
+		withIndex.CheckIndex = 300 // two bytes as a varint
+		b, err := EncodeAdmit(&withIndex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := 0
+		for i < len(plain) && plain[i] == b[i] {
+			i++
+		}
+		at := i + 1 // after the flags
+		if approvals > 1 {
+			at++
+		}
+		if len(b) != len(plain)+2 || b[i]&8 == 0 || !bytes.Equal(b[at:at+2], binary.AppendUvarint(nil, 300)) {
+			t.Fatalf("approvals %d: the check index is not after the flags: %x and %x", approvals, plain, b)
+		}
+		if got, err := decodeAdmit(plain[1:]); err != nil || got.CheckIndex != 0 {
+			t.Errorf("approvals %d: an entry without the flag: %v, check index %d", approvals, err, got.CheckIndex)
+		}
+		if got, err := decodeAdmit(b[1:]); err != nil || got.CheckIndex != 300 {
+			t.Errorf("approvals %d: %v, check index %d, want 300", approvals, err, got.CheckIndex)
+		}
+		zero := append(append(bytes.Clone(b[:at]), 0), b[at+2:]...)
+		if _, err := decodeAdmit(zero[1:]); err == nil {
+			t.Errorf("approvals %d: a flagged check index of 0 decoded", approvals)
+		}
 	}
 }
 

@@ -7,7 +7,13 @@ import (
 // applyApprove consumes an approval's nonce and moves its intent on: approve
 // releases it for dispatch, deny ends it. Nonces are checked here, in log
 // order, so that of two concurrent uses of one nonce exactly one succeeds.
+//
+// An approval checked against a state that an authorization change has since
+// superseded (authz.go) is refused before anything, its nonce not consumed.
 func (f *FSM) applyApprove(index uint64, c *Approve) (Result, []string) {
+	if err := f.authStale(c.CheckIndex); err != nil {
+		return Result{Err: err}, nil
+	}
 	now := f.advance(c.At)
 	s := f.state
 	in := s.Intents[c.IntentID]

@@ -202,6 +202,11 @@ type Admit struct {
 	ExpiresAt      time.Time        `json:"expires_at"`
 	Target         *protocol.Target `json:"target,omitzero"`
 	Decision       Decision         `json:"decision"`
+	// CheckIndex is the FSM index the leader verified and decided the
+	// intent against; the admission is refused if keys, tools or the policy
+	// set changed after it (authz.go). 0, in entries written before it was
+	// carried: not compared.
+	CheckIndex uint64 `json:"check_index,omitzero"`
 }
 
 // Approve records a verified approval or denial of a pending intent and
@@ -218,6 +223,9 @@ type Approve struct {
 	NonceExpiresAt time.Time      `json:"nonce_expires_at"`
 	Hash           string         `json:"hash"` // of the canonical artifact
 	Policies       []string       `json:"policies"`
+	// CheckIndex is the FSM index the leader verified the approval against,
+	// as Admit's.
+	CheckIndex uint64 `json:"check_index,omitzero"`
 }
 
 // Tick carries the leader's clock: intents past expiry end as expired, and

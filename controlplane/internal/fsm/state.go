@@ -58,6 +58,10 @@ type State struct {
 	// oldest first: at most MaxAdminEntries.
 	Admin []uint64 `json:"admin,omitzero"`
 
+	// AuthIndex is the index of the last entry that changed what an
+	// admission's or an approval's check reads (authz.go); 0 for none.
+	AuthIndex uint64 `json:"auth_index,omitzero"`
+
 	// Nodes are the enrolled node agents, by id; JoinTokens the unused
 	// enrollment tokens, by id.
 	Nodes      map[string]*Node      `json:"nodes"`

@@ -1,0 +1,195 @@
+package controlplane_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"testing"
+
+	"github.com/writhq/writ/controlplane"
+	"github.com/writhq/writ/protocol"
+)
+
+// TestPolicyChangedBeforeAdmission: the policy set changes after the leader
+// decided an intent and before its entry: the FSM refuses the entry, the
+// leader decides again, and the intent ends decided by the new policy set,
+// not the one it was first decided under.
+func TestPolicyChangedBeforeAdmission(t *testing.T) {
+	t.Parallel()
+	d := startDev(t)
+	ctx := context.Background()
+	var proposals atomic.Int32
+	controlplane.BeforePropose(d.s, func(cmd string) {
+		if proposals.Add(1) == 1 {
+			if err := d.admin.Admin(ctx, "PUT", "policy", []byte(denyAll)); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	r, err := d.c.Submit(ctx, d.intent(t, "echo", `{"msg":"x"}`), nil, 0)
+	controlplane.BeforePropose(d.s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, err := d.admin.Policy(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State != "denied" || r.Policy == nil || r.Policy.Decision != "deny" || r.Policy.Hash != now.Hash || r.Error == nil || r.Error.Code != protocol.CodePolicyDenied {
+		t.Fatalf("an intent decided under the dev policy, which a deny-all replaced before its entry: %s %+v %+v, want denied by %s",
+			r.State, r.Policy, r.Error, now.Hash)
+	}
+	if n := proposals.Load(); n != 2 {
+		t.Errorf("%d proposals, want 2: the refused one and the one decided again", n)
+	}
+	if n := d.node.Runs.Load(); n != 0 {
+		t.Errorf("the node ran %d tools", n)
+	}
+}
+
+// TestIntentKeyRemovedBeforeAdmission: the orchestrator's key is removed
+// after the leader verified an intent with it and before its entry: checked
+// again, the intent is no longer authenticated (unknown_key) and nothing of
+// it is recorded.
+func TestIntentKeyRemovedBeforeAdmission(t *testing.T) {
+	t.Parallel()
+	d := startDev(t)
+	ctx := context.Background()
+	raw := d.intent(t, "echo", `{"msg":"x"}`)
+	in, _ := protocol.DecodeIntent(raw, 0)
+	var proposals atomic.Int32
+	controlplane.BeforePropose(d.s, func(cmd string) {
+		if proposals.Add(1) == 1 {
+			if err := d.admin.Admin(ctx, "DELETE", "tenants/"+d.creds.Tenant+"/keys/"+d.creds.Orchestrator.KeyID, nil); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	_, err := d.c.Submit(ctx, raw, nil, 0)
+	controlplane.BeforePropose(d.s, nil)
+	if apiCode(err) != protocol.CodeUnknownKey || proposals.Load() != 1 {
+		t.Fatalf("an intent whose key was removed before its entry: %v after %d proposals, want unknown_key after 1", err, proposals.Load())
+	}
+	if _, err := d.admin.Intent(ctx, in.ID, 0); apiCode(err) != protocol.CodeNotFound {
+		t.Fatalf("the intent was recorded: %v", err)
+	}
+}
+
+// TestAuthorizationChangedEveryAttempt: when the policy set changes under
+// every attempt, the leader gives up after a bounded number and answers 503
+// authorization_changed with Retry-After, having recorded nothing; the same
+// request sent again once the changes stop is admitted.
+func TestAuthorizationChangedEveryAttempt(t *testing.T) {
+	t.Parallel()
+	d := startDev(t)
+	ctx := context.Background()
+	dev, err := d.admin.Policy(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var proposals atomic.Int32
+	controlplane.BeforePropose(d.s, func(cmd string) {
+		n := proposals.Add(1)
+		if err := d.admin.Admin(ctx, "PUT", "policy", fmt.Appendf(nil, "%s\n// change %d\n", dev.Text, n)); err != nil {
+			t.Error(err)
+		}
+	})
+	raw := d.intent(t, "echo", `{"msg":"x"}`)
+	in, _ := protocol.DecodeIntent(raw, 0)
+	body := append(append([]byte(`{"intent":`), raw...), '}')
+	resp, err := http.Post("http://"+d.s.Addr().String()+"/v1/intents", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	controlplane.BeforePropose(d.s, nil)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !bytes.Contains(answer, []byte(`"authorization_changed"`)) {
+		t.Fatalf("admission under changes at every attempt: %d (Retry-After %q) %s, want 503 authorization_changed with Retry-After",
+			resp.StatusCode, resp.Header.Get("Retry-After"), answer)
+	}
+	if n := proposals.Load(); n != 4 {
+		t.Errorf("%d proposals, want 4", n)
+	}
+	if m := metricValue(metricsText(t, "http://"+d.s.Addr().String()), "writ_authorization_rechecks_total"); m != 4 {
+		t.Errorf("writ_authorization_rechecks_total %v, want 4", m)
+	}
+	if _, err := d.admin.Intent(ctx, in.ID, 0); apiCode(err) != protocol.CodeNotFound {
+		t.Fatalf("the refused intent was recorded: %v", err)
+	}
+	r, err := d.c.Submit(ctx, raw, nil, 0)
+	if err != nil || r.IntentID != in.ID || r.Policy == nil || r.Policy.Decision != "allow" {
+		t.Fatalf("the same intent again: %+v %v, want admitted", r, err)
+	}
+}
+
+// TestApproverKeyRemovedBeforeApproval: the approver's key is removed after
+// the leader verified an approval with it and before its entry: the
+// approval is refused, the intent still waits and the nonce is not
+// consumed — with the key registered again, the same approval is applied.
+func TestApproverKeyRemovedBeforeApproval(t *testing.T) {
+	t.Parallel()
+	d := startDev(t)
+	ctx := context.Background()
+	raw := d.intent(t, "echo_approval", `{"msg":"x"}`)
+	r, err := d.c.Submit(ctx, raw, nil, 0)
+	if err != nil || r.State != "pending_approval" {
+		t.Fatalf("submit: %+v %v", r, err)
+	}
+	approval := d.approval(t, raw, "approve")
+	key := "tenants/" + d.creds.Tenant + "/approvers/" + d.creds.Approver.KeyID
+	var proposals atomic.Int32
+	controlplane.BeforePropose(d.s, func(cmd string) {
+		if cmd == "approve" && proposals.Add(1) == 1 {
+			if err := d.admin.Admin(ctx, "DELETE", key, nil); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	_, err = d.c.Approve(ctx, approval)
+	controlplane.BeforePropose(d.s, nil)
+	if code := apiCode(err); code == "" || code == protocol.CodeAuthorizationChanged || proposals.Load() != 1 {
+		t.Fatalf("an approval whose key was removed before its entry: %v after %d proposals, want refused by its check", err, proposals.Load())
+	}
+	if got, err := d.admin.Intent(ctx, r.IntentID, 0); err != nil || got.State != "pending_approval" || got.Approval != nil {
+		t.Fatalf("after the refused approval: %+v %v, want pending_approval", got, err)
+	}
+	body := fmt.Sprintf(`{"public":%q,"approver":%q}`, d.creds.Approver.Public, d.creds.Approver.Approver)
+	if err := d.admin.Admin(ctx, "PUT", key, []byte(body)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.c.Approve(ctx, approval); err != nil || got.State == "pending_approval" || got.Approval == nil {
+		t.Fatalf("the same approval with the key back: %+v %v, want applied (its nonce was not consumed)", got, err)
+	}
+}
+
+// TestToolChangedBeforeAdmission: the tool is registered again, with a
+// schema the params do not fit, after the leader decided an intent for it
+// and before its entry: decided again, the intent ends rejected
+// params_invalid under the new registration.
+func TestToolChangedBeforeAdmission(t *testing.T) {
+	t.Parallel()
+	d := startDev(t)
+	ctx := context.Background()
+	spec := `{"name":"echo","input_schema":{"type":"object","required":["other"]},"manifest":{"name":"echo","tier":"wasm","module":"/x.wasm"}}`
+	var proposals atomic.Int32
+	controlplane.BeforePropose(d.s, func(cmd string) {
+		if proposals.Add(1) == 1 {
+			if err := d.admin.Admin(ctx, "PUT", "tools", []byte(spec)); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	r, err := d.c.Submit(ctx, d.intent(t, "echo", `{"msg":"x"}`), nil, 0)
+	controlplane.BeforePropose(d.s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State != "rejected" || r.Error == nil || r.Error.Code != protocol.CodeParamsInvalid || proposals.Load() != 2 {
+		t.Fatalf("an intent decided under the old registration, replaced before its entry: %s %+v after %d proposals, want rejected params_invalid after 2",
+			r.State, r.Error, proposals.Load())
+	}
+}
