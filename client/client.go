@@ -205,7 +205,9 @@ func waitQuery(d time.Duration) string {
 // do sends one request. On a connection failure, or 503 no_leader, it tries
 // the next server — always when the request never left (the connection could
 // not be made, or was closed before the request was written), otherwise only
-// when the request is safe to resend (resendable) — until Failover passes.
+// when the request is safe to resend (resendable) — until Failover passes;
+// on 503 authorization_changed, which applied nothing, it sends any request
+// again the same way.
 // With one server it tries that server again, after a pause, in the same
 // cases but one: a server that cannot be connected to at all (nothing
 // listens) fails the request at once.
@@ -302,7 +304,14 @@ func (c *Client) once(ctx context.Context, base, method, path string, body []byt
 			return false, &Error{Status: resp.StatusCode, Code: protocol.CodeInternal, Message: strings.TrimSpace(string(b))}
 		}
 		aerr := &Error{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
-		return resp.StatusCode == http.StatusServiceUnavailable && e.Error.Code == "no_leader" && resendable(method, path), aerr
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			return false, aerr
+		}
+		// authorization_changed: keys, tools or the policy set changed
+		// under the server's every check; nothing was recorded (an
+		// approval's nonce is not consumed), so any request may be sent
+		// again, to be checked against the new state.
+		return e.Error.Code == protocol.CodeAuthorizationChanged || e.Error.Code == "no_leader" && resendable(method, path), aerr
 	}
 	if out == nil {
 		return false, nil

@@ -103,6 +103,45 @@ func TestLoneServerNoLeaderSentAgain(t *testing.T) {
 	}
 }
 
+func authorizationChanged(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", "1")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	w.Write([]byte(`{"error":{"code":"authorization_changed","message":"keys, tools or the policy set changed"}}`))
+}
+
+// TestAuthorizationChangedSentAgain: 503 authorization_changed, which the
+// server answers having recorded nothing (an approval's nonce unconsumed),
+// is tried again for every request, an approval too; once Failover passes,
+// the call ends with that code.
+func TestAuthorizationChangedSentAgain(t *testing.T) {
+	var seen atomic.Int64
+	srv := httptest.NewServer(answering(&seen, authorizationChanged, authorizationChanged, completed))
+	defer srv.Close()
+	c := New(srv.URL, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := c.Submit(ctx, []byte(`{}`), nil, 0)
+	if err != nil || r.IntentID != "int-1" || seen.Load() != 3 {
+		t.Fatalf("a submission through two authorization_changed answers: %+v %v after %d requests, want completed after 3", r, err, seen.Load())
+	}
+	seen.Store(0)
+	r, err = c.Approve(ctx, []byte(`{}`))
+	if err != nil || r.IntentID != "int-1" || seen.Load() != 3 {
+		t.Fatalf("an approval through two authorization_changed answers: %+v %v after %d requests, want completed after 3", r, err, seen.Load())
+	}
+
+	always := httptest.NewServer(answering(new(atomic.Int64), authorizationChanged))
+	defer always.Close()
+	c = New(always.URL, "")
+	c.Failover = 300 * time.Millisecond
+	_, err = c.Submit(ctx, []byte(`{}`), nil, 0)
+	var ae *Error
+	if !errors.As(err, &ae) || ae.Code != "authorization_changed" || ae.Status != http.StatusServiceUnavailable {
+		t.Fatalf("a submission answered authorization_changed until Failover passed: %v, want that code", err)
+	}
+}
+
 // TestLoneServerGoneFailsAtOnce: when nothing listens at the only server's
 // address, the call fails with the connection's error rather than trying
 // until Failover passes.
