@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -79,5 +80,40 @@ func TestLoadCellFinish(t *testing.T) {
 		if c.PerSecond != tc.perSec || c.CPUPerOp != tc.perOp {
 			t.Errorf("%d in %vs with %v: %v/s and %v per op, want %v/s and %v", tc.completed, tc.seconds, tc.cpu, c.PerSecond, c.CPUPerOp, tc.perSec, tc.perOp)
 		}
+	}
+}
+
+// TestLoadGoals: each goal is judged against its own row, and dev wasm's
+// carries its two parts alone from the same run — the wasm tier's run (that
+// row's sandbox floor) and the control plane's share (dev sim at the same
+// concurrency); a goal whose row was not measured is left out, and so are
+// parts whose row was not.
+func TestLoadGoals(t *testing.T) {
+	us := time.Microsecond
+	row := func(setup, agent string, conc int, cpu time.Duration, sandbox time.Duration) loadRow {
+		r := loadRow{Setup: setup, Agent: agent, Concurrency: conc, Writ: loadCell{CPUPerOp: cpu}}
+		if sandbox > 0 {
+			r.Sandbox = &loadCell{CPUPerOp: sandbox}
+		}
+		return r
+	}
+	all := []loadRow{
+		row("dev", "wasm", 1, 9000*us, 900*us), row("dev", "sim", 1, 2000*us, 0),
+		row("dev", "wasm", 16, 4000*us, 1000*us), row("dev", "sim", 16, 900*us, 0),
+		row("cluster", "wasm", 16, 8000*us, 1000*us), row("cluster", "sim", 16, 350*us, 0),
+	}
+	got := loadGoals(all)
+	want := []loadGoal{
+		{Row: "dev wasm 16", Goal: 1200 * us, Measure: 4000 * us, Met: false, SandboxPart: 1000 * us, ControlPlanePart: 900 * us},
+		{Row: "cluster sim 16", Goal: 400 * us, Measure: 350 * us, Met: true},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("goals %+v, want %+v", got, want)
+	}
+	if got := loadGoals(all[2:3]); len(got) != 1 || got[0].SandboxPart != 0 || got[0].ControlPlanePart != 0 {
+		t.Fatalf("dev wasm 16 measured alone: %+v, want its goal without parts", got)
+	}
+	if got := loadGoals(all[:2]); len(got) != 0 {
+		t.Fatalf("no row at 16: %+v, want no goals", got)
 	}
 }
