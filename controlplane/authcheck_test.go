@@ -193,3 +193,38 @@ func TestToolChangedBeforeAdmission(t *testing.T) {
 			r.State, r.Error, proposals.Load())
 	}
 }
+
+// TestToolReregisteredSameManifest: a tool registered again with the same
+// manifest (so the same manifest hash) but now requiring approval decides
+// the next intent for it under the new registration: pending approval, not
+// run. The leader's parsed copy of the old registration must not stand in
+// for the new one.
+func TestToolReregisteredSameManifest(t *testing.T) {
+	t.Parallel()
+	d := startDev(t)
+	ctx := context.Background()
+	// Decided once under the registration writ dev made, which needs no
+	// approval.
+	if r, err := d.c.Submit(ctx, d.intent(t, "echo", `{"msg":"first"}`), nil, 0); err != nil || r.State == "pending_approval" {
+		t.Fatalf("first intent: %+v %v", r, err)
+	}
+	spec := `{"name":"echo","input_schema":{"type":"object"},"requires_approval":true,` +
+		`"manifest":{"name":"echo","tier":"wasm","module":"/nonexistent/echo.wasm"}}`
+	if err := d.admin.Admin(ctx, "PUT", "tools", []byte(spec)); err != nil {
+		t.Fatal(err)
+	}
+	if h := toolHashes(t, "http://"+d.s.Addr().String())["echo"]; h == "" {
+		t.Fatal("echo is not listed")
+	}
+	runs := d.node.Runs.Load()
+	r, err := d.c.Submit(ctx, d.intent(t, "echo", `{"msg":"second"}`), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State != "pending_approval" {
+		t.Fatalf("an intent for a tool registered again with requires_approval: %s, want pending_approval", r.State)
+	}
+	if n := d.node.Runs.Load(); n != runs {
+		t.Errorf("the node ran the tool that now requires approval (%d runs, %d before)", n, runs)
+	}
+}
