@@ -130,5 +130,10 @@ func (ep approvalsAPI) approveWith(ctx context.Context, intentID string, raw []b
 		return nil
 	}
 	_, aerr := ep.approve(ctx, raw)
+	if aerr != nil && aerr.code == protocol.CodeAuthorizationChanged {
+		// The intent is recorded: only the approval was not.
+		return refusal(aerr.code, "intent "+intentID+" is recorded and waits for approval; keys, tools or the policy set changed "+
+			"while its approval was checked, every time, and the approval was not applied: send it again")
+	}
 	return aerr
 }

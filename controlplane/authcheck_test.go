@@ -228,3 +228,51 @@ func TestToolReregisteredSameManifest(t *testing.T) {
 		t.Errorf("the node ran the tool that now requires approval (%d runs, %d before)", n, runs)
 	}
 }
+
+// TestAuthorizationChangedUnderSubmittedApproval: a submission whose intent
+// is admitted but whose approval is overtaken by a policy change at every
+// attempt is answered 503 authorization_changed saying that the intent is
+// recorded and only the approval is not: the intent waits for approval,
+// and the same submission sent again applies the approval.
+func TestAuthorizationChangedUnderSubmittedApproval(t *testing.T) {
+	t.Parallel()
+	d := startDev(t)
+	ctx := context.Background()
+	dev, err := d.admin.Policy(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := d.intent(t, "echo_approval", `{"msg":"x"}`)
+	in, _ := protocol.DecodeIntent(raw, 0)
+	approval := d.approval(t, raw, "approve")
+	var changes atomic.Int32
+	controlplane.BeforePropose(d.s, func(cmd string) {
+		if cmd != "approve" {
+			return
+		}
+		n := changes.Add(1)
+		if err := d.admin.Admin(ctx, "PUT", "policy", fmt.Appendf(nil, "%s\n// change %d\n", dev.Text, n)); err != nil {
+			t.Error(err)
+		}
+	})
+	body := append(append(append(append([]byte(`{"intent":`), raw...), `,"approval":`...), approval...), '}')
+	resp, err := http.Post("http://"+d.s.Addr().String()+"/v1/intents", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	controlplane.BeforePropose(d.s, nil)
+	if resp.StatusCode != http.StatusServiceUnavailable || !bytes.Contains(answer, []byte(`"authorization_changed"`)) ||
+		bytes.Contains(answer, []byte("nothing was recorded")) || !bytes.Contains(answer, []byte("is recorded")) {
+		t.Fatalf("a submission whose approval was overtaken every time: %d %s, want 503 authorization_changed saying the intent is recorded",
+			resp.StatusCode, answer)
+	}
+	if got, err := d.admin.Intent(ctx, in.ID, 0); err != nil || got.State != "pending_approval" || got.Approval != nil {
+		t.Fatalf("the intent after its approval was refused: %+v %v, want pending_approval", got, err)
+	}
+	r, err := d.c.Submit(ctx, raw, approval, 0)
+	if err != nil || r.IntentID != in.ID || r.State == "pending_approval" || r.Approval == nil {
+		t.Fatalf("the same submission again: %+v %v, want the approval applied", r, err)
+	}
+}
