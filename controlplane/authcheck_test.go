@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/writhq/writ/controlplane"
 	"github.com/writhq/writ/protocol"
@@ -205,8 +206,8 @@ func TestToolReregisteredSameManifest(t *testing.T) {
 	ctx := context.Background()
 	// Decided once under the registration writ dev made, which needs no
 	// approval.
-	if r, err := d.c.Submit(ctx, d.intent(t, "echo", `{"msg":"first"}`), nil, 0); err != nil || r.State == "pending_approval" {
-		t.Fatalf("first intent: %+v %v", r, err)
+	if r, err := d.c.Submit(ctx, d.intent(t, "echo", `{"msg":"first"}`), nil, 10*time.Second); err != nil || r.State != "completed" {
+		t.Fatalf("first intent: %+v %v, want completed", r, err)
 	}
 	spec := `{"name":"echo","input_schema":{"type":"object"},"requires_approval":true,` +
 		`"manifest":{"name":"echo","tier":"wasm","module":"/nonexistent/echo.wasm"}}`
