@@ -78,8 +78,14 @@ func (ep approvalsAPI) approveOnce(ctx context.Context, raw []byte) (string, *ap
 		return "", fromProtocol(err)
 	}
 	expires, _ := protocol.ParseTime(a.ExpiresAt)
-	ep.srv.proposing(fsm.MsgApprove)
-	res, err := ep.srv.apply(ctx, fsm.MsgApprove, &fsm.Approve{
+	// Checked approvals have a type of their own, which older servers
+	// cannot apply without the check (fsm.MsgApproveChecked).
+	t := fsm.MsgApprove
+	if at != 0 {
+		t = fsm.MsgApproveChecked
+	}
+	ep.srv.proposing(t)
+	res, err := ep.srv.apply(ctx, t, &fsm.Approve{
 		At: ep.srv.now(), Approval: canon, ID: a.ID, IntentID: a.IntentID, Tenant: a.Tenant, Approver: a.Approver,
 		Decision: a.Decision, Nonce: a.Nonce, NonceExpiresAt: expires, Hash: protocol.HashBytes(canon), CheckIndex: at,
 	})

@@ -144,7 +144,7 @@ func TestApproverKeyRemovedBeforeApproval(t *testing.T) {
 	key := "tenants/" + d.creds.Tenant + "/approvers/" + d.creds.Approver.KeyID
 	var proposals atomic.Int32
 	controlplane.BeforePropose(d.s, func(cmd string) {
-		if cmd == "approve" && proposals.Add(1) == 1 {
+		if cmd == "approve_checked" && proposals.Add(1) == 1 {
 			if err := d.admin.Admin(ctx, "DELETE", key, nil); err != nil {
 				t.Error(err)
 			}
@@ -248,7 +248,7 @@ func TestAuthorizationChangedUnderSubmittedApproval(t *testing.T) {
 	approval := d.approval(t, raw, "approve")
 	var changes atomic.Int32
 	controlplane.BeforePropose(d.s, func(cmd string) {
-		if cmd != "approve" {
+		if cmd != "approve_checked" {
 			return
 		}
 		n := changes.Add(1)

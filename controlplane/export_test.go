@@ -34,7 +34,7 @@ func RaftBarrier(s *Server) error { return s.node.Raft.Barrier(10 * time.Second)
 
 // BeforePropose sets a function run between an admission's or an approval's
 // check and its proposal, given the command's type ("admit_binary",
-// "approve"); nil removes it.
+// "approve_checked"); nil removes it.
 func BeforePropose(s *Server, f func(cmd string)) {
 	if f == nil {
 		s.beforePropose.Store(nil)
