@@ -174,7 +174,7 @@ func (s *Server) propose(ctx context.Context, in *protocol.Intent, canon []byte,
 // own. The FSM applies each command of a group exactly as if it were its
 // own entry.
 var groupedCommands = map[fsm.MsgType]bool{fsm.MsgResult: true, fsm.MsgPutOutput: true, fsm.MsgAbandon: true,
-	fsm.MsgApprove: true, fsm.MsgCancel: true}
+	fsm.MsgApprove: true, fsm.MsgApproveChecked: true, fsm.MsgCancel: true}
 
 // apply proposes a command and times it until it is applied here.
 func (s *Server) apply(ctx context.Context, t fsm.MsgType, cmd any) (fsm.Result, error) {

@@ -78,8 +78,14 @@ func (ep approvalsAPI) approveOnce(ctx context.Context, raw []byte) (string, *ap
 		return "", fromProtocol(err)
 	}
 	expires, _ := protocol.ParseTime(a.ExpiresAt)
-	ep.srv.proposing(fsm.MsgApprove)
-	res, err := ep.srv.apply(ctx, fsm.MsgApprove, &fsm.Approve{
+	// Checked approvals have a type of their own, which older servers
+	// cannot apply without the check (fsm.MsgApproveChecked).
+	t := fsm.MsgApprove
+	if at != 0 {
+		t = fsm.MsgApproveChecked
+	}
+	ep.srv.proposing(t)
+	res, err := ep.srv.apply(ctx, t, &fsm.Approve{
 		At: ep.srv.now(), Approval: canon, ID: a.ID, IntentID: a.IntentID, Tenant: a.Tenant, Approver: a.Approver,
 		Decision: a.Decision, Nonce: a.Nonce, NonceExpiresAt: expires, Hash: protocol.HashBytes(canon), CheckIndex: at,
 	})
@@ -130,5 +136,10 @@ func (ep approvalsAPI) approveWith(ctx context.Context, intentID string, raw []b
 		return nil
 	}
 	_, aerr := ep.approve(ctx, raw)
+	if aerr != nil && aerr.code == protocol.CodeAuthorizationChanged {
+		// The intent is recorded: only the approval was not.
+		return refusal(aerr.code, "intent "+intentID+" is recorded and waits for approval; keys, tools or the policy set changed "+
+			"while its approval was checked, every time, and the approval was not applied: send it again")
+	}
 	return aerr
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/writhq/writ/controlplane"
 	"github.com/writhq/writ/protocol"
@@ -143,7 +144,7 @@ func TestApproverKeyRemovedBeforeApproval(t *testing.T) {
 	key := "tenants/" + d.creds.Tenant + "/approvers/" + d.creds.Approver.KeyID
 	var proposals atomic.Int32
 	controlplane.BeforePropose(d.s, func(cmd string) {
-		if cmd == "approve" && proposals.Add(1) == 1 {
+		if cmd == "approve_checked" && proposals.Add(1) == 1 {
 			if err := d.admin.Admin(ctx, "DELETE", key, nil); err != nil {
 				t.Error(err)
 			}
@@ -191,5 +192,88 @@ func TestToolChangedBeforeAdmission(t *testing.T) {
 	if r.State != "rejected" || r.Error == nil || r.Error.Code != protocol.CodeParamsInvalid || proposals.Load() != 2 {
 		t.Fatalf("an intent decided under the old registration, replaced before its entry: %s %+v after %d proposals, want rejected params_invalid after 2",
 			r.State, r.Error, proposals.Load())
+	}
+}
+
+// TestToolReregisteredSameManifest: a tool registered again with the same
+// manifest (so the same manifest hash) but now requiring approval decides
+// the next intent for it under the new registration: pending approval, not
+// run. The leader's parsed copy of the old registration must not stand in
+// for the new one.
+func TestToolReregisteredSameManifest(t *testing.T) {
+	t.Parallel()
+	d := startDev(t)
+	ctx := context.Background()
+	// Decided once under the registration writ dev made, which needs no
+	// approval.
+	if r, err := d.c.Submit(ctx, d.intent(t, "echo", `{"msg":"first"}`), nil, 10*time.Second); err != nil || r.State != "completed" {
+		t.Fatalf("first intent: %+v %v, want completed", r, err)
+	}
+	spec := `{"name":"echo","input_schema":{"type":"object"},"requires_approval":true,` +
+		`"manifest":{"name":"echo","tier":"wasm","module":"/nonexistent/echo.wasm"}}`
+	if err := d.admin.Admin(ctx, "PUT", "tools", []byte(spec)); err != nil {
+		t.Fatal(err)
+	}
+	if h := toolHashes(t, "http://"+d.s.Addr().String())["echo"]; h == "" {
+		t.Fatal("echo is not listed")
+	}
+	runs := d.node.Runs.Load()
+	r, err := d.c.Submit(ctx, d.intent(t, "echo", `{"msg":"second"}`), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State != "pending_approval" {
+		t.Fatalf("an intent for a tool registered again with requires_approval: %s, want pending_approval", r.State)
+	}
+	if n := d.node.Runs.Load(); n != runs {
+		t.Errorf("the node ran the tool that now requires approval (%d runs, %d before)", n, runs)
+	}
+}
+
+// TestAuthorizationChangedUnderSubmittedApproval: a submission whose intent
+// is admitted but whose approval is overtaken by a policy change at every
+// attempt is answered 503 authorization_changed saying that the intent is
+// recorded and only the approval is not: the intent waits for approval,
+// and the same submission sent again applies the approval.
+func TestAuthorizationChangedUnderSubmittedApproval(t *testing.T) {
+	t.Parallel()
+	d := startDev(t)
+	ctx := context.Background()
+	dev, err := d.admin.Policy(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := d.intent(t, "echo_approval", `{"msg":"x"}`)
+	in, _ := protocol.DecodeIntent(raw, 0)
+	approval := d.approval(t, raw, "approve")
+	var changes atomic.Int32
+	controlplane.BeforePropose(d.s, func(cmd string) {
+		if cmd != "approve_checked" {
+			return
+		}
+		n := changes.Add(1)
+		if err := d.admin.Admin(ctx, "PUT", "policy", fmt.Appendf(nil, "%s\n// change %d\n", dev.Text, n)); err != nil {
+			t.Error(err)
+		}
+	})
+	body := append(append(append(append([]byte(`{"intent":`), raw...), `,"approval":`...), approval...), '}')
+	resp, err := http.Post("http://"+d.s.Addr().String()+"/v1/intents", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	controlplane.BeforePropose(d.s, nil)
+	if resp.StatusCode != http.StatusServiceUnavailable || !bytes.Contains(answer, []byte(`"authorization_changed"`)) ||
+		bytes.Contains(answer, []byte("nothing was recorded")) || !bytes.Contains(answer, []byte("is recorded")) {
+		t.Fatalf("a submission whose approval was overtaken every time: %d %s, want 503 authorization_changed saying the intent is recorded",
+			resp.StatusCode, answer)
+	}
+	if got, err := d.admin.Intent(ctx, in.ID, 0); err != nil || got.State != "pending_approval" || got.Approval != nil {
+		t.Fatalf("the intent after its approval was refused: %+v %v, want pending_approval", got, err)
+	}
+	r, err := d.c.Submit(ctx, raw, approval, 0)
+	if err != nil || r.IntentID != in.ID || r.State == "pending_approval" || r.Approval == nil {
+		t.Fatalf("the same submission again: %+v %v, want the approval applied", r, err)
 	}
 }

@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"bytes"
 	"sync"
 
 	"github.com/writhq/writ/controlplane/internal/fsm"
@@ -9,18 +10,28 @@ import (
 )
 
 // catalog keeps the parsed forms of what the FSM stores as text: tool
-// registrations with their compiled schemas, and the policy set. Entries are
-// keyed by hash, so a change in the FSM is a miss, never a stale hit.
+// registrations with their compiled schemas, and the policy set. A parsed
+// form is used only for exactly the text it was parsed from (a tool's whole
+// registration, the policy set's hash of its text), so a change in the FSM is
+// a miss, never a stale hit. A tool's manifest hash does not do: a tool
+// registered again with the same manifest may change its schema,
+// capabilities or approvals (TestToolReregisteredSameManifest).
 type catalog struct {
 	f fsm.Reader
 
 	mu       sync.Mutex
-	tools    map[string]*tools.Tool // by manifest hash
+	tools    map[string]parsedTool // by name
 	policy   *policy.Set
 	policyOf string // hash of the parsed policy
 }
 
-func newCatalog(f fsm.Reader) *catalog { return &catalog{f: f, tools: map[string]*tools.Tool{}} }
+// parsedTool is a tool parsed from the registration spec.
+type parsedTool struct {
+	spec []byte
+	tool *tools.Tool
+}
+
+func newCatalog(f fsm.Reader) *catalog { return &catalog{f: f, tools: map[string]parsedTool{}} }
 
 // tool returns the registered tool called name.
 func (c *catalog) tool(name string) (*tools.Tool, bool) {
@@ -30,14 +41,14 @@ func (c *catalog) tool(name string) (*tools.Tool, bool) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if t, ok := c.tools[rec.Hash]; ok && t.Name == name {
-		return t, true
+	if p, ok := c.tools[name]; ok && bytes.Equal(p.spec, rec.Spec) {
+		return p.tool, true
 	}
 	t, err := tools.Parse(rec.Spec)
-	if err != nil {
+	if err != nil || t.Name != name {
 		return nil, false // the leader parsed it before proposing; fail closed
 	}
-	c.tools[rec.Hash] = t
+	c.tools[name] = parsedTool{spec: bytes.Clone(rec.Spec), tool: t}
 	return t, true
 }
 

@@ -34,7 +34,7 @@ func RaftBarrier(s *Server) error { return s.node.Raft.Barrier(10 * time.Second)
 
 // BeforePropose sets a function run between an admission's or an approval's
 // check and its proposal, given the command's type ("admit_binary",
-// "approve"); nil removes it.
+// "approve_checked"); nil removes it.
 func BeforePropose(s *Server, f func(cmd string)) {
 	if f == nil {
 		s.beforePropose.Store(nil)
@@ -43,3 +43,16 @@ func BeforePropose(s *Server, f func(cmd string)) {
 	h := func(t fsm.MsgType) { f(t.String()) }
 	s.beforePropose.Store(&h)
 }
+
+// IntentState returns the state of an intent in s's own FSM ("" when s has
+// none), and AuthIndex its FSM's last authorization change: what a replica
+// holds, not what a read forwarded to the leader answers.
+func IntentState(s *Server, id string) string {
+	in, ok := s.reads.Intent(id)
+	if !ok {
+		return ""
+	}
+	return in.State
+}
+
+func AuthIndex(s *Server) uint64 { return s.reads.AuthIndex() }

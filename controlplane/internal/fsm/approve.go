@@ -4,6 +4,16 @@ import (
 	"github.com/writhq/writ/protocol"
 )
 
+// MsgApproveChecked is an Approve that carries the index it was checked
+// against (Approve.CheckIndex, not 0): the same JSON as MsgApprove, under a
+// type of its own so that a server built before approvals carried that index
+// stops at the entry, as at any other it cannot read, instead of applying it
+// without the check and departing from the replicas that refuse it
+// authorization_changed. The FSM applies both types alike; MsgApprove
+// entries (every approval written before this type existed) apply as they
+// always did.
+const MsgApproveChecked MsgType = 22
+
 // applyApprove consumes an approval's nonce and moves its intent on: approve
 // releases it for dispatch, deny ends it. Nonces are checked here, in log
 // order, so that of two concurrent uses of one nonce exactly one succeeds.

@@ -274,3 +274,43 @@ func TestAuthIndexSurvivesSnapshot(t *testing.T) {
 		t.Error("the restored replica refused what was checked after the key's removal")
 	}
 }
+
+// TestApproveCheckedEntry: an approval with a check index is its own entry
+// type (MsgApproveChecked), which a server that knows only MsgApprove cannot
+// apply unchecked; it encodes only with a check index, and the FSM applies
+// it as a MsgApprove: refused authorization_changed when checked before the
+// last authorization change, applied (its nonce consumed) when checked at
+// or after it.
+func TestApproveCheckedEntry(t *testing.T) {
+	if MsgApproveChecked == MsgApprove {
+		t.Fatal("a checked approval has the type an older server applies")
+	}
+	ap := approve("int-1", "n1", protocol.DecisionApprove, t0.Add(time.Minute))
+	if _, err := Encode(MsgApproveChecked, ap); err == nil {
+		t.Fatal("encoded a checked approval with no check index")
+	}
+	f, b, _ := authzFSM(t)
+	pending := admit("int-1", "k1", "p", t0, func(a *Admit) { a.Decision.ApprovalRequired = true; a.CheckIndex = len64(b) })
+	if r := apply(t, f, b, MsgAdmitBinary, pending); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	ap.CheckIndex = len64(b)
+	apply(t, f, b, MsgAdmin, authzCmd(t, t0, MsgPutPolicy, authzPolicy2))
+	data, err := Encode(MsgApproveChecked, ap)
+	if err != nil || MsgType(data[0]) != MsgApproveChecked {
+		t.Fatalf("encoded %v, %v", data, err)
+	}
+	if r := apply(t, f, b, MsgApproveChecked, ap); r.Err == nil || r.Err.Code != protocol.CodeAuthorizationChanged {
+		t.Fatalf("a checked approval checked before the policy change: %+v, want authorization_changed", r)
+	}
+	if f.Reader().NonceConsumed("n1") || state(t, f, "int-1").State != StatePendingApproval {
+		t.Fatal("the refused approval consumed its nonce or moved its intent")
+	}
+	ap.CheckIndex = len64(b)
+	if r := apply(t, f, b, MsgApproveChecked, ap); r.Err != nil || !f.Reader().NonceConsumed("n1") || state(t, f, "int-1").State == StatePendingApproval {
+		t.Fatalf("a checked approval checked after the change: %+v, %s", r, state(t, f, "int-1").State)
+	}
+	if s := MsgApproveChecked.String(); s != "approve_checked" {
+		t.Errorf("MsgApproveChecked is named %q", s)
+	}
+}

@@ -50,6 +50,8 @@ func (t MsgType) String() string {
 		return "admit_binary"
 	case MsgApprove:
 		return "approve"
+	case MsgApproveChecked:
+		return "approve_checked"
 	case MsgTick:
 		return "tick"
 	case MsgPutCheckpoint:
@@ -96,6 +98,12 @@ func Encode(t MsgType, cmd any) ([]byte, error) {
 			return nil, fmt.Errorf("fsm: %s carries an *Admit, not %T", t, cmd)
 		}
 		return EncodeAdmit(c)
+	}
+	if t == MsgApproveChecked {
+		// One form: an approval with no check index is a MsgApprove.
+		if c, ok := cmd.(*Approve); !ok || c.CheckIndex == 0 {
+			return nil, fmt.Errorf("fsm: %s carries an *Approve with a check index", t)
+		}
 	}
 	var buf bytes.Buffer
 	buf.Grow(512)

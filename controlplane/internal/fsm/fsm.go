@@ -230,7 +230,7 @@ func (f *FSM) apply(index uint64, t MsgType, data []byte) (res Result, changed [
 			panic(fmt.Sprintf("fsm: cannot decode %s at index %d: %v", t, index, err))
 		}
 		return f.applyAdmit(index, c)
-	case MsgApprove:
+	case MsgApprove, MsgApproveChecked:
 		var c Approve
 		decode(&c)
 		return f.applyApprove(index, &c)

@@ -85,6 +85,9 @@ type Quota struct {
 	shared  *mounting // the mount the run works in; nil when unbounded
 	once    sync.Once
 	closed  error
+	// discarded is set by Close when it unmounted the scratch tmpfs this
+	// run mounted (Discarded).
+	discarded bool
 }
 
 // ErrDiskLimit means the workspace held more than its limit when it was
@@ -99,6 +102,13 @@ func (q *Quota) Enforced() bool { return q != nil && q.shared != nil }
 // Fresh reports whether this run mounted the tmpfs of a scratch workspace
 // (LimitScratch): it held nothing when the run began.
 func (q *Quota) Fresh() bool { return q.Enforced() && q.scratch && q.shared.owner == q }
+
+// Discarded reports, after Close, whether this run mounted the tmpfs of a
+// scratch workspace (Fresh) and its Close unmounted it: everything written
+// in the workspace went to that tmpfs, which is gone, and the directory is
+// as it was given. A run whose tmpfs another run still works in when it
+// closes (that run hands it back) has not discarded it.
+func (q *Quota) Discarded() bool { return q.Fresh() && q.discarded }
 
 // Limit bounds everything a tool can write in dir during one run to size
 // bytes: a tmpfs of that size (and 1 inode per 4 KiB of it), mounted nosuid
@@ -240,6 +250,7 @@ func (q *Quota) leave() error {
 		return nil
 	}
 	err := m.owner.handBack()
+	q.discarded = err == nil && q.scratch
 	mounted.Lock()
 	if mounted.dirs[q.dir] == m {
 		delete(mounted.dirs, q.dir)

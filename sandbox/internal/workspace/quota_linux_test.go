@@ -257,3 +257,47 @@ func TestMountFollowsNoLinkPutInPlace(t *testing.T) {
 		})
 	}
 }
+
+// TestMountThroughDescriptorAsOnPath: the tmpfs mounted on the directory's
+// descriptor is the directory's, as one mounted on its path would be: the
+// mount table names the directory (so Release finds it), and its root has
+// the directory's mode, owner and group, nosuid and nodev, for scratch and
+// kept workspaces alike.
+func TestMountThroughDescriptorAsOnPath(t *testing.T) {
+	testtier.Root(t, "a tmpfs")
+	for _, scratch := range []bool{false, true} {
+		dir, err := resolve(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, 0o751); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(dir, 1234, 5678); err != nil {
+			t.Fatal(err)
+		}
+		q, err := limit(dir, 1<<20, scratch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st unix.Stat_t
+		var fs unix.Statfs_t
+		serr, ferr := unix.Stat(dir, &st), unix.Statfs(dir, &fs)
+		on := tmpfsOn(t, dir)
+		if err := q.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if !on || mountsOn(t, dir) != 0 {
+			t.Fatalf("scratch %v: the mount table named the directory %v, and %d mounts stay after Close; want named, none", scratch, on, mountsOn(t, dir))
+		}
+		if serr != nil || ferr != nil || fs.Type != unix.TMPFS_MAGIC {
+			t.Fatalf("scratch %v: stat %v, statfs %v, type %x; want a tmpfs", scratch, serr, ferr, fs.Type)
+		}
+		if st.Mode&0o7777 != 0o751 || st.Uid != 1234 || st.Gid != 5678 {
+			t.Errorf("scratch %v: the tmpfs's root is %o %d:%d; want the directory's 751 1234:5678", scratch, st.Mode&0o7777, st.Uid, st.Gid)
+		}
+		if fs.Flags&unix.ST_NOSUID == 0 || fs.Flags&unix.ST_NODEV == 0 {
+			t.Errorf("scratch %v: mount flags %#x; want nosuid and nodev", scratch, fs.Flags)
+		}
+	}
+}

@@ -23,6 +23,9 @@ func LimitScratch(string, int64) (*Quota, error) { return &Quota{}, nil }
 // Fresh is false: there is no tmpfs.
 func (q *Quota) Fresh() bool { return false }
 
+// Discarded is false: no tmpfs was mounted.
+func (q *Quota) Discarded() bool { return false }
+
 // Full is always false.
 func (q *Quota) Full() bool { return false }
 

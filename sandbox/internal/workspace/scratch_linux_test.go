@@ -77,3 +77,53 @@ func TestLimitScratch(t *testing.T) {
 		t.Fatal("a scratch run joined the tmpfs of a run that keeps its writes")
 	}
 }
+
+// TestScratchDiscardedByItsHandBack: a scratch run reports its tmpfs
+// discarded only when its own Close unmounted it. The run that mounted it,
+// closing while another scratch run still works in it, has not: the tmpfs,
+// with what the other run wrote, is still on the directory, and a caller
+// that took the directory as untouched and gave it to a third run would
+// show it that. Once the last run hands it back, the directory is as given.
+func TestScratchDiscardedByItsHandBack(t *testing.T) {
+	testtier.Root(t, "a tmpfs")
+	dir := t.TempDir()
+	first, err := LimitScratch(dir, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := LimitScratch(dir, 1<<20)
+	if err != nil {
+		first.Close()
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "other"), []byte("y"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !first.Fresh() || first.Discarded() || !tmpfsOn(t, dir) {
+		t.Fatalf("the mounting run closed first: fresh %v, discarded %v, tmpfs %v; want fresh, not discarded, still mounted",
+			first.Fresh(), first.Discarded(), tmpfsOn(t, dir))
+	}
+	if err := second.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if second.Discarded() || tmpfsOn(t, dir) {
+		t.Fatalf("the joined run's Close: discarded %v, tmpfs %v; want not its own to discard, unmounted", second.Discarded(), tmpfsOn(t, dir))
+	}
+	if names, err := os.ReadDir(dir); err != nil || len(names) != 0 {
+		t.Fatalf("the directory after both runs holds %v (%v); want nothing", names, err)
+	}
+
+	alone, err := LimitScratch(dir, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alone.Discarded() {
+		t.Fatal("discarded before Close")
+	}
+	if err := alone.Close(); err != nil || !alone.Discarded() {
+		t.Fatalf("a run alone in its scratch tmpfs: Close %v, discarded %v; want discarded", err, alone.Discarded())
+	}
+}
