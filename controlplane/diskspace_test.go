@@ -118,6 +118,13 @@ func TestAgentsLeaveFullServer(t *testing.T) {
 			return ok && v.Status == "ready" && v.Server == localcluster.ID(s)
 		}
 	}
+	// Both followers must have applied the enrollment, or they close the
+	// session "unknown, try again" (an agent would retry).
+	eventually.True(t, "the followers apply the enrollment", func() bool {
+		_, _, fok := controlplane.LocalNodeView(full, n.ID)
+		_, _, ook := controlplane.LocalNodeView(other, n.ID)
+		return fok && ook
+	})
 	if err := n.connect(t, full.AgentAddr(), tools); err != nil {
 		t.Fatal(err)
 	}
