@@ -11,7 +11,7 @@ import (
 // The fields of Dispatch and Limits are declared in the order RFC 8785 sorts
 // their names, so that encoding one writes canonical JSON, which signing then
 // takes as it is instead of canonicalizing it again
-// (TestDispatchEncodesCanonical).
+// (TestSignedTypesEncodeCanonical).
 type Dispatch struct {
 	ExpiresAt        string         `json:"expires_at"`
 	Fence            uint64         `json:"fence"`

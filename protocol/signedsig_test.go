@@ -181,11 +181,14 @@ func TestResultSignCanonical(t *testing.T) {
 	}
 }
 
-// TestDispatchEncodesCanonical: Dispatch and Limits declare their fields in
-// the sorted order of their JSON names, so that a dispatch encodes as
-// canonical JSON and signing it skips the library's canonicalization.
-func TestDispatchEncodesCanonical(t *testing.T) {
-	for _, typ := range []reflect.Type{reflect.TypeFor[Dispatch](), reflect.TypeFor[Limits]()} {
+// TestSignedTypesEncodeCanonical: Dispatch, Limits, Intent and Target declare
+// their fields in the sorted order of their JSON names, so that a dispatch and
+// an intent encode as canonical JSON and signing or verifying one skips the
+// library's canonicalization.
+func TestSignedTypesEncodeCanonical(t *testing.T) {
+	for _, typ := range []reflect.Type{
+		reflect.TypeFor[Dispatch](), reflect.TypeFor[Limits](), reflect.TypeFor[Intent](), reflect.TypeFor[Target](),
+	} {
 		prev := ""
 		for i := range typ.NumField() {
 			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
@@ -200,11 +203,23 @@ func TestDispatchEncodesCanonical(t *testing.T) {
 		PayloadHash: "sha256:" + strings.Repeat("b", 64), Sandbox: "wasm",
 		Limits:   Limits{TimeoutMS: 5000, MemoryBytes: 1 << 26, OutputBytes: 65536, CPUMS: 1000, Pids: 8},
 		IssuedAt: "2026-11-26T10:00:00Z", ExpiresAt: "2026-11-26T10:01:00Z", Nonce: "MDEyMzQ1Njc4OWFiY2RlZg==", Fence: 3, KeyID: "srv-1"}
-	b, err := json.Marshal(d, json.Deterministic(true))
-	if err != nil {
+	in := &Intent{Type: KindIntent.Type(), ID: "int-1", Tenant: "acme", Principal: "bot", RunID: "run-1", Tool: "echo",
+		Params: jsontext.Value(`{"msg":"hi"}`), IdempotencyKey: "k", IssuedAt: "2026-11-26T10:00:00Z",
+		ExpiresAt: "2026-11-26T10:01:00Z", Target: &Target{Labels: map[string]string{"zone": "b", "os": "linux", "arch": "amd64"}},
+		Context: jsontext.Value(`{"trace":"t"}`), KeyID: "orch-1"}
+	if err := in.SetPayloadHash(); err != nil {
 		t.Fatal(err)
 	}
-	if !isCanonical(b) {
-		t.Errorf("a dispatch does not encode as canonical JSON: %s", b)
+	if err := in.Sign([]byte("secret")); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []any{d, in} {
+		b, err := json.Marshal(v, json.Deterministic(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !isCanonical(b) {
+			t.Errorf("%T does not encode as canonical JSON: %s", v, b)
+		}
 	}
 }
