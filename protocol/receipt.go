@@ -102,7 +102,7 @@ func (r *Receipt) Leaf() ([]byte, error) {
 	if err := r.validate(); err != nil {
 		return nil, err
 	}
-	if b, ok := r.appendLeaf(make([]byte, 0, 512+len(r.Result))); ok {
+	if b, ok := r.appendLeaf(make([]byte, 0, r.leafSizeHint())); ok {
 		return b, nil
 	}
 	return r.leafSlow()

@@ -114,6 +114,33 @@ func (r *Receipt) appendLeaf(dst []byte) ([]byte, bool) {
 	return w.b, w.ok
 }
 
+// leafSizeHint is about the length of r's leaf, so that appendLeaf writes it
+// into one allocation: the member names and punctuation, the strings and the
+// result (escapes aside).
+func (r *Receipt) leafSizeHint() int {
+	n := 400 + len(r.Result) + len(r.IntentID) + len(r.Tenant) + len(r.Principal) + len(r.Tool) +
+		len(r.PayloadHash) + len(r.IdempotencyKey) + len(r.RecordedAt)
+	if r.Policy != nil {
+		n += len(r.Policy.Hash) + len(r.Policy.Decision)
+		for _, p := range r.Policy.Policies {
+			n += len(p) + 3
+		}
+	}
+	if r.Dispatch != nil {
+		n += len(r.Dispatch.ID) + len(r.Dispatch.Node)
+	}
+	if r.Error != nil {
+		n += len(r.Error.Code) + len(r.Error.Message)
+	}
+	if a := r.Approval; a != nil {
+		n += len(a.ID) + len(a.Approver) + len(a.Hash)
+	}
+	for _, a := range r.Approvals {
+		n += len(a.ID) + len(a.Approver) + len(a.Hash) + 40
+	}
+	return n
+}
+
 // isCanonical reports whether b is valid JSON already in RFC 8785 form, as
 // canonicalTop decides it: Canonicalize(b) would return b unchanged.
 func isCanonical(b []byte) bool {

@@ -2,9 +2,12 @@ package protocol
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -150,4 +153,48 @@ func FuzzReceiptLeaf(f *testing.F) {
 		}
 		checkLeafFast(t, r)
 	})
+}
+
+// BenchmarkCanonicalForms: the canonical forms every intent needs on every
+// server, each beside the general path it replaces, in the same run: a
+// completed receipt's leaf (baseline: marshal, then Canonicalize), and the
+// decoding of a node's result sent in canonical form (baseline: sent in the
+// struct's member order, as nodes encoded it with json.Marshal).
+func BenchmarkCanonicalForms(b *testing.B) {
+	priv := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, ed25519.SeedSize))
+	params := []byte(`{"msg":"` + strings.Repeat("x", 500) + `"}`)
+	res := &Result{Type: ResultTypeV2, DispatchID: "dsp-0123456789", IntentID: "int-0123456789", Node: "node-1",
+		Status: StatusOK, Sandbox: "wasm", StartedAt: "2026-11-26T10:00:00.000Z", FinishedAt: "2026-11-26T10:00:00.001Z", KeyID: "node-1"}
+	res.SetCaptured(HashBytes(params), int64(len(params)), params, false)
+	canonical, err := res.SignCanonical(priv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	structOrder, err := json.Marshal(res)
+	if err != nil {
+		b.Fatal(err)
+	}
+	receipt := &Receipt{Type: ReceiptType, Index: 123456, IntentID: "int-0123456789", Tenant: "acme", Principal: "bench",
+		Tool: "echo", PayloadHash: HashBytes(params), IdempotencyKey: "int-0123456789", Outcome: OutcomeCompleted,
+		Policy:   &PolicyDecision{Hash: HashBytes([]byte("policy")), Decision: "allow", Policies: []string{"p0"}},
+		Dispatch: &DispatchRef{ID: "dsp-0123456789", Node: "node-1", Fence: 42}, Result: jsontext.Value(canonical),
+		RecordedAt: "2026-11-26T10:00:00.002Z"}
+	for _, c := range []struct {
+		name string
+		run  func() error
+	}{
+		{"leaf/baseline=marshal+canonicalize", func() error { _, err := receipt.leafSlow(); return err }},
+		{"leaf/direct", func() error { _, err := receipt.Leaf(); return err }},
+		{"result/baseline=struct-order", func() error { _, _, err := decodeStrict(structOrder, 0, new(Result)); return err }},
+		{"result/canonical", func() error { _, _, err := decodeStrict(canonical, 0, new(Result)); return err }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				if err := c.run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
