@@ -93,7 +93,7 @@ func (r *Receipt) appendLeaf(dst []byte) ([]byte, bool) {
 	w.raw(`,"recorded_at":`)
 	w.str(r.RecordedAt)
 	w.raw(`,"result":`)
-	if len(r.Result) == 0 {
+	if r.Result == nil { // an empty Value that is not nil is no JSON: the encoder refuses it
 		w.raw("null")
 	} else if isCanonical(r.Result) {
 		w.b = append(w.b, r.Result...)

@@ -39,6 +39,9 @@ func randomReceipt(rng *rand.Rand) *Receipt {
 	if len(r.Result) == 0 {
 		r.Result = nil
 	}
+	if rng.IntN(50) == 0 {
+		r.Result = jsontext.Value{} // empty, not nil: no JSON at all
+	}
 	if rng.IntN(2) == 0 {
 		r.Error = &ErrorBody{Code: Code(s()), Message: s()}
 	}
@@ -121,6 +124,7 @@ func TestReceiptLeafFastPath(t *testing.T) {
 		{"escaped strings", Receipt{Type: ReceiptType, IntentID: "a\"\n\x01é", Outcome: OutcomeFailed,
 			Error: &ErrorBody{Code: CodeMalformed, Message: "bad \\ \u2028 😀"}}, true},
 		{"result not canonical", Receipt{Type: ReceiptType, Result: jsontext.Value(`{"b":1,"a":2}`)}, false},
+		{"result empty, not nil", Receipt{Type: ReceiptType, Result: jsontext.Value{}}, false},
 		{"invalid UTF-8", Receipt{Type: ReceiptType, Tenant: "\xff"}, false},
 		{"index above 2^53", Receipt{Type: ReceiptType, Index: 1<<53 + 1}, false},
 		{"fence of 2^53", Receipt{Type: ReceiptType, Dispatch: &DispatchRef{Fence: 1 << 53}}, true},
@@ -148,9 +152,7 @@ func FuzzReceiptLeaf(f *testing.F) {
 			Approval: &ApprovalRef{ID: a, Approver: b, Hash: a}, Approvals: []ApprovalRef{{ID: b}},
 			Dispatch: &DispatchRef{ID: a, Node: b, Fence: n}, Supersedes: &n,
 		}
-		if len(result) > 0 {
-			r.Result = jsontext.Value(result)
-		}
+		r.Result = jsontext.Value(result) // nil, empty or any bytes
 		checkLeafFast(t, r)
 	})
 }
