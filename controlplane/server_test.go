@@ -1,6 +1,7 @@
 package controlplane_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
@@ -238,7 +239,15 @@ func TestRefusedBeforeRaft(t *testing.T) {
 	d := startDev(t)
 	ctx := context.Background()
 	raw := d.intent(t, "echo", `{"msg":"hi"}`)
-	tampered := []byte(string(raw[:len(raw)-3]) + `x"}`)
+	in, err := protocol.DecodeIntent(raw, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The signature's last character changed.
+	tampered := []byte(strings.Replace(string(raw), `"sig":"`+in.Sig+`"`, `"sig":"`+in.Sig[:len(in.Sig)-1]+`x"`, 1))
+	if bytes.Equal(tampered, raw) {
+		t.Fatal("the signature was not tampered with")
+	}
 	for name, c := range map[string]struct {
 		body []byte
 		want protocol.Code
@@ -252,7 +261,6 @@ func TestRefusedBeforeRaft(t *testing.T) {
 		}
 	}
 	// The tampered intent's id was never recorded.
-	in, _ := protocol.DecodeIntent(raw, 0)
 	if _, err := d.c.Intent(ctx, in.ID, 0); apiCode(err) != "not_found" {
 		t.Errorf("a refused intent was recorded: %v", err)
 	}

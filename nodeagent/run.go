@@ -11,7 +11,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/go-json-experiment/json"
 	"github.com/writhq/writ/nodeagent/internal/store"
 	"github.com/writhq/writ/protocol"
 	"github.com/writhq/writ/sandbox"
@@ -227,12 +226,14 @@ func (x *Executor) newResult(dispatchID, intentID string) *protocol.Result {
 	return r
 }
 
-// sign signs r with the node key and encodes it.
+// sign signs r with the node key and encodes it in canonical form, which
+// spares the server canonicalizing it again.
 func (x *Executor) sign(r *protocol.Result) ([]byte, error) {
-	if err := r.Sign(x.cfg.Key); err != nil {
+	b, err := r.SignCanonical(x.cfg.Key)
+	if err != nil {
 		return nil, fmt.Errorf("nodeagent: sign result of %s: %w", r.DispatchID, err)
 	}
-	return json.Marshal(r)
+	return b, nil
 }
 
 // formatTime writes a result timestamp: RFC 3339, UTC, milliseconds.

@@ -7,33 +7,38 @@ import (
 )
 
 // Dispatch is the control plane's signed order to one node to run one intent.
+//
+// The fields of Dispatch and Limits are declared in the order RFC 8785 sorts
+// their names, so that encoding one writes canonical JSON, which signing then
+// takes as it is instead of canonicalizing it again
+// (TestSignedTypesEncodeCanonical).
 type Dispatch struct {
-	Type             string         `json:"type"`
+	ExpiresAt        string         `json:"expires_at"`
+	Fence            uint64         `json:"fence"`
 	ID               string         `json:"id"`
 	IntentID         string         `json:"intent_id"`
+	IssuedAt         string         `json:"issued_at"`
+	KeyID            string         `json:"key_id"`
+	Limits           Limits         `json:"limits"`
 	Node             string         `json:"node"`
-	Tool             string         `json:"tool"`
-	ToolManifestHash string         `json:"tool_manifest_hash"`
+	Nonce            string         `json:"nonce"`
 	Params           jsontext.Value `json:"params"`
 	PayloadHash      string         `json:"payload_hash"`
 	Sandbox          string         `json:"sandbox"`
-	Limits           Limits         `json:"limits"`
-	IssuedAt         string         `json:"issued_at"`
-	ExpiresAt        string         `json:"expires_at"`
-	Nonce            string         `json:"nonce"`
-	Fence            uint64         `json:"fence"`
-	KeyID            string         `json:"key_id"`
 	Sig              string         `json:"sig,omitzero"`
+	Tool             string         `json:"tool"`
+	ToolManifestHash string         `json:"tool_manifest_hash"`
+	Type             string         `json:"type"`
 }
 
 // Limits are the resource limits a node must apply to one run. Zero means the
 // tool manifest's own limit applies.
 type Limits struct {
-	TimeoutMS   int64 `json:"timeout_ms,omitzero"`
+	CPUMS       int64 `json:"cpu_ms,omitzero"`
 	MemoryBytes int64 `json:"memory_bytes,omitzero"`
 	OutputBytes int64 `json:"output_bytes,omitzero"`
-	CPUMS       int64 `json:"cpu_ms,omitzero"`
 	Pids        int64 `json:"pids,omitzero"`
+	TimeoutMS   int64 `json:"timeout_ms,omitzero"`
 }
 
 func (*Dispatch) kind() Kind { return KindDispatch }

@@ -5,28 +5,33 @@ import (
 )
 
 // Intent is a proposed tool call, signed by an orchestrator with HMAC-SHA256.
+//
+// The fields of Intent and Target are declared in the order RFC 8785 sorts
+// their names, so that encoding an intent writes canonical JSON (map keys
+// sorted, as a deterministic encoding does), which a server then takes as it
+// is instead of canonicalizing it again (TestSignedTypesEncodeCanonical).
 type Intent struct {
-	Type           string         `json:"type"`
+	Context        jsontext.Value `json:"context,omitzero"`
+	ExpiresAt      string         `json:"expires_at"`
 	ID             string         `json:"id"`
-	Tenant         string         `json:"tenant"`
-	Principal      string         `json:"principal"`
-	RunID          string         `json:"run_id"`
-	Tool           string         `json:"tool"`
-	Params         jsontext.Value `json:"params"`
-	PayloadHash    string         `json:"payload_hash"`
 	IdempotencyKey string         `json:"idempotency_key"`
 	IssuedAt       string         `json:"issued_at"`
-	ExpiresAt      string         `json:"expires_at"`
-	Target         *Target        `json:"target,omitzero"`
-	Context        jsontext.Value `json:"context,omitzero"`
 	KeyID          string         `json:"key_id"`
+	Params         jsontext.Value `json:"params"`
+	PayloadHash    string         `json:"payload_hash"`
+	Principal      string         `json:"principal"`
+	RunID          string         `json:"run_id"`
 	Sig            string         `json:"sig,omitzero"`
+	Target         *Target        `json:"target,omitzero"`
+	Tenant         string         `json:"tenant"`
+	Tool           string         `json:"tool"`
+	Type           string         `json:"type"`
 }
 
 // Target narrows where an intent may run: one node, or nodes with all the labels.
 type Target struct {
-	Node   string            `json:"node,omitzero"`
 	Labels map[string]string `json:"labels,omitzero"`
+	Node   string            `json:"node,omitzero"`
 }
 
 func (*Intent) kind() Kind { return KindIntent }

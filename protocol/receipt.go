@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -103,11 +102,10 @@ func (r *Receipt) Leaf() ([]byte, error) {
 	if err := r.validate(); err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(r, json.Deterministic(true))
-	if err != nil {
-		return nil, malformed("%v", err)
+	if b, ok := r.appendLeaf(make([]byte, 0, r.leafSizeHint())); ok {
+		return b, nil
 	}
-	return Canonicalize(b)
+	return r.leafSlow()
 }
 
 // DecodeReceipt strictly decodes and structurally checks a receipt.

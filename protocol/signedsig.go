@@ -23,6 +23,23 @@ func (d *Dispatch) SignCanonical(priv ed25519.PrivateKey) ([]byte, error) {
 	return withSigMember(so.body, d.Sig)
 }
 
+// SignCanonical signs the result (as Sign) and returns its canonical JSON,
+// signature included, as Dispatch.SignCanonical does: a node sends these
+// bytes, which a server's verification then takes as they are instead of
+// canonicalizing them again.
+func (r *Result) SignCanonical(priv ed25519.PrivateKey) ([]byte, error) {
+	if len(priv) != ed25519.PrivateKeySize {
+		return nil, malformed("Ed25519 private key must be %d bytes", ed25519.PrivateKeySize)
+	}
+	r.Sig = ""
+	so, err := marshalSigned(r)
+	if err != nil {
+		return nil, err
+	}
+	r.Sig = Ed25519Sign(priv, so.signingInput(r.kind()))
+	return withSigMember(so.body, r.Sig)
+}
+
 // withSigMember returns the canonical object body, which has no "sig"
 // member, with "sig":sig inserted where RFC 8785 orders it. sig is base64,
 // which JSON writes as it is. Names are compared as bytes: against the ASCII

@@ -3,6 +3,8 @@ package protocol
 import (
 	"bytes"
 	"crypto/ed25519"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/go-json-experiment/json"
@@ -125,4 +127,99 @@ func FuzzWithSigMember(f *testing.F) {
 			t.Fatalf("%s: got %s, want %s", c, got, want)
 		}
 	})
+}
+
+// TestResultSignCanonical: the canonical form Result.SignCanonical returns is
+// the one encoding the signed result and canonicalizing it makes, with the
+// signature Sign makes, and canonical input to decoding, which skips the
+// library's canonicalization.
+func TestResultSignCanonical(t *testing.T) {
+	priv := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, ed25519.SeedSize))
+	hash := "sha256:" + string(bytes.Repeat([]byte{'c'}, 64))
+	for _, tc := range []struct {
+		name string
+		mod  func(*Result)
+	}{
+		{"v2", func(r *Result) { r.SetCaptured(HashBytes(nil), 0, nil, false) }},
+		{"v2 truncated", func(r *Result) { r.OutputBytes = 1 << 20; r.SetCaptured(hash, 4096, nil, true) }},
+		{"v1 with output", func(r *Result) {
+			r.Type, r.Output, r.OutputBytes = ResultTypeV1, "héllo \"quoted\"\n\t\u2028<&>", 24
+		}},
+		{"failed", func(r *Result) { r.SetCaptured(HashBytes(nil), 0, nil, false); r.Status, r.ExitCode = StatusError, 3 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Result{Type: ResultTypeV2, DispatchID: "dsp-1", IntentID: "int-1", Node: "node-1",
+				Status: StatusOK, OutputHash: hash, Sandbox: "wasm", StartedAt: "2026-11-26T10:00:00.000Z",
+				FinishedAt: "2026-11-26T10:00:00.001Z", KeyID: "node-1"}
+			tc.mod(r)
+			got, err := r.SignCanonical(priv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sig := r.Sig
+			if err := r.Sign(priv); err != nil {
+				t.Fatal(err)
+			}
+			if r.Sig != sig {
+				t.Fatalf("SignCanonical signed %s, Sign %s", sig, r.Sig)
+			}
+			b, err := json.Marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := Canonicalize(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("got  %s\nwant %s", got, want)
+			}
+			if !isCanonical(got) {
+				t.Errorf("decoding would canonicalize %s again", got)
+			}
+		})
+	}
+}
+
+// TestSignedTypesEncodeCanonical: Dispatch, Limits, Intent and Target declare
+// their fields in the sorted order of their JSON names, so that a dispatch and
+// an intent encode as canonical JSON and signing or verifying one skips the
+// library's canonicalization.
+func TestSignedTypesEncodeCanonical(t *testing.T) {
+	for _, typ := range []reflect.Type{
+		reflect.TypeFor[Dispatch](), reflect.TypeFor[Limits](), reflect.TypeFor[Intent](), reflect.TypeFor[Target](),
+	} {
+		prev := ""
+		for i := range typ.NumField() {
+			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+			if name <= prev {
+				t.Errorf("%s.%s: JSON name %q is not after %q", typ.Name(), typ.Field(i).Name, name, prev)
+			}
+			prev = name
+		}
+	}
+	d := &Dispatch{Type: KindDispatch.Type(), ID: "dsp-1", IntentID: "int-1", Node: "node-1", Tool: "echo",
+		ToolManifestHash: "sha256:" + strings.Repeat("a", 64), Params: jsontext.Value(`{"a":[1,2.5,"é"],"msg":"hi"}`),
+		PayloadHash: "sha256:" + strings.Repeat("b", 64), Sandbox: "wasm",
+		Limits:   Limits{TimeoutMS: 5000, MemoryBytes: 1 << 26, OutputBytes: 65536, CPUMS: 1000, Pids: 8},
+		IssuedAt: "2026-11-26T10:00:00Z", ExpiresAt: "2026-11-26T10:01:00Z", Nonce: "MDEyMzQ1Njc4OWFiY2RlZg==", Fence: 3, KeyID: "srv-1"}
+	in := &Intent{Type: KindIntent.Type(), ID: "int-1", Tenant: "acme", Principal: "bot", RunID: "run-1", Tool: "echo",
+		Params: jsontext.Value(`{"msg":"hi"}`), IdempotencyKey: "k", IssuedAt: "2026-11-26T10:00:00Z",
+		ExpiresAt: "2026-11-26T10:01:00Z", Target: &Target{Labels: map[string]string{"zone": "b", "os": "linux", "arch": "amd64"}},
+		Context: jsontext.Value(`{"trace":"t"}`), KeyID: "orch-1"}
+	if err := in.SetPayloadHash(); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Sign([]byte("secret")); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []any{d, in} {
+		b, err := json.Marshal(v, json.Deterministic(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !isCanonical(b) {
+			t.Errorf("%T does not encode as canonical JSON: %s", v, b)
+		}
+	}
 }

@@ -374,10 +374,7 @@ func (a *Agent) answer(d *protocol.Dispatch, status string) error {
 	if a.V1.Load() {
 		r.Type, r.CapturedHash, r.CapturedBytes, r.Output = protocol.ResultTypeV1, "", nil, string(d.Params)
 	}
-	if err := r.Sign(a.key); err != nil {
-		return err
-	}
-	raw, err := json.Marshal(r)
+	raw, err := r.SignCanonical(a.key)
 	if err != nil {
 		return err
 	}

@@ -80,8 +80,13 @@ func newViews() *views {
 
 // intent brings the views up to date with in, new or changed.
 func (v *views) intent(in *Intent) {
-	v.admitted.ReplaceOrInsert(timedKey{in.AdmittedAt, in.ID})
-	v.byTenant.ReplaceOrInsert(tenantKey{in.Tenant, timedKey{in.AdmittedAt, in.ID}})
+	// An intent's admission time, id and tenant never change, so the ordered
+	// views take it once, when it is first seen: counted holds every intent
+	// they hold (forget removes it from all three).
+	if _, seen := v.counted[in.ID]; !seen {
+		v.admitted.ReplaceOrInsert(timedKey{in.AdmittedAt, in.ID})
+		v.byTenant.ReplaceOrInsert(tenantKey{in.Tenant, timedKey{in.AdmittedAt, in.ID}})
+	}
 	if in.State == StatePendingApproval {
 		v.pending[in.ID] = struct{}{}
 	} else {
