@@ -1,16 +1,11 @@
 package controlplane_test
 
 import (
-	"context"
 	"encoding/base64"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/writhq/writ/client"
 	"github.com/writhq/writ/controlplane"
 	"github.com/writhq/writ/controlplane/localcluster"
 	"github.com/writhq/writ/internal/testtier"
@@ -24,41 +19,10 @@ import (
 // none applied the entry the leader's FSM refused.
 func TestAuthChangeUnderForwardedSubmission(t *testing.T) {
 	testtier.Slow(t, "a cluster of three servers")
-	dir := t.TempDir()
-	base := controlplane.DefaultConfig()
-	base.Logger = slog.New(slog.DiscardHandler)
-	controlplane.SetRaftTimeouts(&base, 5*time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	lc, err := localcluster.Start(ctx, dir, 3, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	servers, creds := lc.Servers, lc.Creds
-	defer func() {
-		for _, s := range servers {
-			s.Close(context.Background())
-		}
-	}()
-	var leader, follower *controlplane.Server
-	for _, s := range servers {
-		if localcluster.IsLeader(s) {
-			leader = s
-		} else if follower == nil {
-			follower = s
-		}
-	}
-	caPEM, err := os.ReadFile(filepath.Join(dir, "pki", "ca.pem"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := client.New("https://"+follower.Addr().String(), "")
-	admin := client.New("https://"+leader.Addr().String(), creds.AdminToken)
-	for _, cl := range []*client.Client{c, admin} {
-		if err := cl.TrustCA(caPEM); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ctx, fc := startForwardCluster(t)
+	servers, leader, creds := fc.Servers, fc.leader, fc.Creds
+	c := fc.client(t, fc.follower, "")
+	admin := fc.client(t, leader, creds.AdminToken)
 	secret, _ := base64.StdEncoding.DecodeString(creds.Orchestrator.Secret)
 	c.SignReads(creds.Tenant, creds.Orchestrator.KeyID, secret)
 	d := &devServer{creds: creds}

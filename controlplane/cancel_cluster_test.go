@@ -21,43 +21,12 @@ import (
 // signed, and answered canceled; so is a run's cancel.
 func TestCancelThroughFollower(t *testing.T) {
 	testtier.Slow(t, "a cluster of three servers")
-	dir := t.TempDir()
-	base := controlplane.DefaultConfig()
-	base.Logger = slog.New(slog.DiscardHandler)
-	// The test is about forwarding, not elections: Raft's 5 s timeouts, not
-	// its 1 s, keep a starved leader in place on a loaded machine.
-	controlplane.SetRaftTimeouts(&base, 5*time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	lc, err := localcluster.Start(ctx, dir, 3, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	servers, creds := lc.Servers, lc.Creds
-	defer func() {
-		for _, s := range servers {
-			s.Close(context.Background())
-		}
-	}()
-	var leader, follower *controlplane.Server
-	for _, s := range servers {
-		if localcluster.IsLeader(s) {
-			leader = s
-		} else if follower == nil {
-			follower = s
-		}
-	}
+	ctx, fc := startForwardCluster(t)
+	leader, follower, creds := fc.leader, fc.follower, fc.Creds
 	if err := localcluster.AddBenchNode(ctx, leader); err != nil {
 		t.Fatal(err)
 	}
-	caPEM, err := os.ReadFile(filepath.Join(dir, "pki", "ca.pem"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := client.New("https://"+follower.Addr().String(), "")
-	if err := c.TrustCA(caPEM); err != nil {
-		t.Fatal(err)
-	}
+	c := fc.client(t, follower, "")
 	secret, _ := base64.StdEncoding.DecodeString(creds.Orchestrator.Secret)
 	c.SignReads(creds.Tenant, creds.Orchestrator.KeyID, secret)
 	d := &devServer{creds: creds}
@@ -77,4 +46,58 @@ func TestCancelThroughFollower(t *testing.T) {
 	if err != nil || len(rc.Intents) != 1 || rc.Intents[0].IntentID != two || rc.Intents[0].State != "canceled" {
 		t.Fatalf("run cancel through a follower: %+v %v", rc, err)
 	}
+}
+
+// forwardCluster is three servers on loopback, for the tests of what a
+// follower forwards to the leader.
+type forwardCluster struct {
+	*localcluster.Cluster
+	dir              string
+	leader, follower *controlplane.Server
+}
+
+// startForwardCluster starts three servers, closed when the test ends, with
+// Raft's 5 s timeouts, not its 1 s: the tests are about forwarding, not
+// elections, and the longer timeouts keep a starved leader in place on a
+// loaded machine. Its context ends after two minutes.
+func startForwardCluster(t *testing.T) (context.Context, *forwardCluster) {
+	t.Helper()
+	fc := &forwardCluster{dir: t.TempDir()}
+	base := controlplane.DefaultConfig()
+	base.Logger = slog.New(slog.DiscardHandler)
+	controlplane.SetRaftTimeouts(&base, 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	lc, err := localcluster.Start(ctx, fc.dir, 3, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc.Cluster = lc
+	t.Cleanup(func() {
+		for _, s := range lc.Servers {
+			s.Close(context.Background())
+		}
+	})
+	for _, s := range lc.Servers {
+		if localcluster.IsLeader(s) {
+			fc.leader = s
+		} else if fc.follower == nil {
+			fc.follower = s
+		}
+	}
+	return ctx, fc
+}
+
+// client is a client of server s, with token, that trusts the cluster's CA.
+func (fc *forwardCluster) client(t *testing.T, s *controlplane.Server, token string) *client.Client {
+	t.Helper()
+	caPEM, err := os.ReadFile(filepath.Join(fc.dir, "pki", "ca.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.New("https://"+s.Addr().String(), token)
+	if err := c.TrustCA(caPEM); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
