@@ -22,14 +22,7 @@ func TestPolicyChangedBeforeAdmission(t *testing.T) {
 	t.Parallel()
 	d := startDev(t)
 	ctx := context.Background()
-	var proposals atomic.Int32
-	controlplane.BeforePropose(d.s, func(cmd string) {
-		if proposals.Add(1) == 1 {
-			if err := d.admin.Admin(ctx, "PUT", "policy", []byte(denyAll)); err != nil {
-				t.Error(err)
-			}
-		}
-	})
+	proposals := adminBeforeProposal(t, d, "", "PUT", "policy", []byte(denyAll))
 	r, err := d.c.Submit(ctx, d.intent(t, "echo", `{"msg":"x"}`), nil, 0)
 	controlplane.BeforePropose(d.s, nil)
 	if err != nil {
@@ -61,14 +54,7 @@ func TestIntentKeyRemovedBeforeAdmission(t *testing.T) {
 	ctx := context.Background()
 	raw := d.intent(t, "echo", `{"msg":"x"}`)
 	in, _ := protocol.DecodeIntent(raw, 0)
-	var proposals atomic.Int32
-	controlplane.BeforePropose(d.s, func(cmd string) {
-		if proposals.Add(1) == 1 {
-			if err := d.admin.Admin(ctx, "DELETE", "tenants/"+d.creds.Tenant+"/keys/"+d.creds.Orchestrator.KeyID, nil); err != nil {
-				t.Error(err)
-			}
-		}
-	})
+	proposals := adminBeforeProposal(t, d, "", "DELETE", "tenants/"+d.creds.Tenant+"/keys/"+d.creds.Orchestrator.KeyID, nil)
 	_, err := d.c.Submit(ctx, raw, nil, 0)
 	controlplane.BeforePropose(d.s, nil)
 	if apiCode(err) != protocol.CodeUnknownKey || proposals.Load() != 1 {
@@ -142,14 +128,7 @@ func TestApproverKeyRemovedBeforeApproval(t *testing.T) {
 	}
 	approval := d.approval(t, raw, "approve")
 	key := "tenants/" + d.creds.Tenant + "/approvers/" + d.creds.Approver.KeyID
-	var proposals atomic.Int32
-	controlplane.BeforePropose(d.s, func(cmd string) {
-		if cmd == "approve_checked" && proposals.Add(1) == 1 {
-			if err := d.admin.Admin(ctx, "DELETE", key, nil); err != nil {
-				t.Error(err)
-			}
-		}
-	})
+	proposals := adminBeforeProposal(t, d, "approve_checked", "DELETE", key, nil)
 	_, err = d.c.Approve(ctx, approval)
 	controlplane.BeforePropose(d.s, nil)
 	if code := apiCode(err); code == "" || code == protocol.CodeAuthorizationChanged || proposals.Load() != 1 {
@@ -176,14 +155,7 @@ func TestToolChangedBeforeAdmission(t *testing.T) {
 	d := startDev(t)
 	ctx := context.Background()
 	spec := `{"name":"echo","input_schema":{"type":"object","required":["other"]},"manifest":{"name":"echo","tier":"wasm","module":"/x.wasm"}}`
-	var proposals atomic.Int32
-	controlplane.BeforePropose(d.s, func(cmd string) {
-		if proposals.Add(1) == 1 {
-			if err := d.admin.Admin(ctx, "PUT", "tools", []byte(spec)); err != nil {
-				t.Error(err)
-			}
-		}
-	})
+	proposals := adminBeforeProposal(t, d, "", "PUT", "tools", []byte(spec))
 	r, err := d.c.Submit(ctx, d.intent(t, "echo", `{"msg":"x"}`), nil, 0)
 	controlplane.BeforePropose(d.s, nil)
 	if err != nil {
@@ -276,4 +248,21 @@ func TestAuthorizationChangedUnderSubmittedApproval(t *testing.T) {
 	if err != nil || r.IntentID != in.ID || r.State == "pending_approval" || r.Approval == nil {
 		t.Fatalf("the same submission again: %+v %v, want the approval applied", r, err)
 	}
+}
+
+// adminBeforeProposal makes the admin request method path body once, when
+// the server first proposes a command of type only ("" for any) — between
+// that command's check and its proposal — and counts those proposals. The
+// caller removes the hook (BeforePropose nil) once its request is answered.
+func adminBeforeProposal(t *testing.T, d *devServer, only, method, path string, body []byte) *atomic.Int32 {
+	t.Helper()
+	var n atomic.Int32
+	controlplane.BeforePropose(d.s, func(cmd string) {
+		if (only == "" || cmd == only) && n.Add(1) == 1 {
+			if err := d.admin.Admin(context.Background(), method, path, body); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	return &n
 }
