@@ -80,23 +80,34 @@ func TestShedHandshakeSentAgain(t *testing.T) {
 	}
 }
 
+// throughTwo makes call on a client of a lone server that answers reply
+// twice, then completed, and fails the test unless the call ends completed
+// after 3 requests. It returns the client, the server's count and a context
+// that ends with the test.
+func throughTwo(t *testing.T, reply func(http.ResponseWriter), what string, call func(*Client, context.Context) (*IntentResponse, error)) (*Client, *atomic.Int64, context.Context) {
+	t.Helper()
+	seen := new(atomic.Int64)
+	srv := httptest.NewServer(answering(seen, reply, reply, completed))
+	t.Cleanup(srv.Close)
+	c := New(srv.URL, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	r, err := call(c, ctx)
+	if err != nil || r.IntentID != "int-1" || seen.Load() != 3 {
+		t.Fatalf("%s through two refusals: %+v %v after %d requests, want completed after 3", what, r, err, seen.Load())
+	}
+	return c, seen, ctx
+}
+
 // TestLoneServerNoLeaderSentAgain: 503 no_leader from the only server is
 // tried again for a request safe to resend, and ends the call for one that
 // is not (an approval: a second one would find its nonce consumed).
 func TestLoneServerNoLeaderSentAgain(t *testing.T) {
-	var seen atomic.Int64
-	srv := httptest.NewServer(answering(&seen, noLeader, noLeader, completed))
-	defer srv.Close()
-	c := New(srv.URL, "")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	r, err := c.Submit(ctx, []byte(`{}`), nil, 0)
-	if err != nil || r.IntentID != "int-1" || seen.Load() != 3 {
-		t.Fatalf("a submission through two no_leader answers: %+v %v after %d requests, want completed after 3", r, err, seen.Load())
-	}
-
+	c, seen, ctx := throughTwo(t, noLeader, "a submission", func(c *Client, ctx context.Context) (*IntentResponse, error) {
+		return c.Submit(ctx, []byte(`{}`), nil, 0)
+	})
 	seen.Store(0)
-	_, err = c.Approve(ctx, []byte(`{}`))
+	_, err := c.Approve(ctx, []byte(`{}`))
 	var ae *Error
 	if !errors.As(err, &ae) || ae.Code != "no_leader" || seen.Load() != 1 {
 		t.Fatalf("an approval answered no_leader: %v after %d requests, want no_leader after 1", err, seen.Load())
@@ -115,27 +126,18 @@ func authorizationChanged(w http.ResponseWriter) {
 // is tried again for every request, an approval too; once Failover passes,
 // the call ends with that code.
 func TestAuthorizationChangedSentAgain(t *testing.T) {
-	var seen atomic.Int64
-	srv := httptest.NewServer(answering(&seen, authorizationChanged, authorizationChanged, completed))
-	defer srv.Close()
-	c := New(srv.URL, "")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	r, err := c.Submit(ctx, []byte(`{}`), nil, 0)
-	if err != nil || r.IntentID != "int-1" || seen.Load() != 3 {
-		t.Fatalf("a submission through two authorization_changed answers: %+v %v after %d requests, want completed after 3", r, err, seen.Load())
-	}
-	seen.Store(0)
-	r, err = c.Approve(ctx, []byte(`{}`))
-	if err != nil || r.IntentID != "int-1" || seen.Load() != 3 {
-		t.Fatalf("an approval through two authorization_changed answers: %+v %v after %d requests, want completed after 3", r, err, seen.Load())
-	}
+	throughTwo(t, authorizationChanged, "a submission", func(c *Client, ctx context.Context) (*IntentResponse, error) {
+		return c.Submit(ctx, []byte(`{}`), nil, 0)
+	})
+	_, _, ctx := throughTwo(t, authorizationChanged, "an approval", func(c *Client, ctx context.Context) (*IntentResponse, error) {
+		return c.Approve(ctx, []byte(`{}`))
+	})
 
 	always := httptest.NewServer(answering(new(atomic.Int64), authorizationChanged))
 	defer always.Close()
-	c = New(always.URL, "")
+	c := New(always.URL, "")
 	c.Failover = 300 * time.Millisecond
-	_, err = c.Submit(ctx, []byte(`{}`), nil, 0)
+	_, err := c.Submit(ctx, []byte(`{}`), nil, 0)
 	var ae *Error
 	if !errors.As(err, &ae) || ae.Code != "authorization_changed" || ae.Status != http.StatusServiceUnavailable {
 		t.Fatalf("a submission answered authorization_changed until Failover passed: %v, want that code", err)
