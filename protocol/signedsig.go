@@ -11,16 +11,10 @@ import (
 // signature included: the bytes Canonicalize would make of it, built from the
 // canonical form signing already made, without encoding the dispatch again.
 func (d *Dispatch) SignCanonical(priv ed25519.PrivateKey) ([]byte, error) {
-	if len(priv) != ed25519.PrivateKeySize {
-		return nil, malformed("Ed25519 private key must be %d bytes", ed25519.PrivateKeySize)
-	}
 	d.Sig = ""
-	so, err := marshalSigned(d)
-	if err != nil {
-		return nil, err
-	}
-	d.Sig = Ed25519Sign(priv, so.signingInput(d.kind()))
-	return withSigMember(so.body, d.Sig)
+	sig, b, err := signCanonical(d, priv)
+	d.Sig = sig
+	return b, err
 }
 
 // SignCanonical signs the result (as Sign) and returns its canonical JSON,
@@ -28,16 +22,25 @@ func (d *Dispatch) SignCanonical(priv ed25519.PrivateKey) ([]byte, error) {
 // bytes, which a server's verification then takes as they are instead of
 // canonicalizing them again.
 func (r *Result) SignCanonical(priv ed25519.PrivateKey) ([]byte, error) {
-	if len(priv) != ed25519.PrivateKeySize {
-		return nil, malformed("Ed25519 private key must be %d bytes", ed25519.PrivateKeySize)
-	}
 	r.Sig = ""
-	so, err := marshalSigned(r)
-	if err != nil {
-		return nil, err
+	sig, b, err := signCanonical(r, priv)
+	r.Sig = sig
+	return b, err
+}
+
+// signCanonical signs v, whose sig is empty, as signEd25519 does, and
+// returns the signature and v's canonical JSON with it.
+func signCanonical(v signable, priv ed25519.PrivateKey) (string, []byte, error) {
+	if len(priv) != ed25519.PrivateKeySize {
+		return "", nil, malformed("Ed25519 private key must be %d bytes", ed25519.PrivateKeySize)
 	}
-	r.Sig = Ed25519Sign(priv, so.signingInput(r.kind()))
-	return withSigMember(so.body, r.Sig)
+	so, err := marshalSigned(v)
+	if err != nil {
+		return "", nil, err
+	}
+	sig := Ed25519Sign(priv, so.signingInput(v.kind()))
+	b, err := withSigMember(so.body, sig)
+	return sig, b, err
 }
 
 // withSigMember returns the canonical object body, which has no "sig"
