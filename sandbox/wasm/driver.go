@@ -200,7 +200,7 @@ func (d *Driver) RunGated(ctx context.Context, inv sandbox.Invocation, gate func
 	if err != nil {
 		return out, fmt.Errorf("wasm: %w", err)
 	}
-	out.WorkspaceUntouched = inv.Scratch && quota.Discarded()
+	out.WorkspaceUntouched = quota.Discarded()
 	return sandbox.DiskLimited(out, full || disk != nil && disk.Full(), m.Limits.DiskBytes), nil
 }
 
